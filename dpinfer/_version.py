@@ -1,0 +1,3 @@
+"""Version of dpinfer."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,59 @@
+"""Parameter handling shared by the mechanism families."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def noise_array(name: str, value, event_shape) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Validate a positive finite noise parameter and broadcast it to ``event_shape``.
+
+    Returns the parameter array and the event shape (taken from the parameter
+    when ``event_shape`` is None).
+    """
+    arr = np.asarray(value, dtype=float)
+    if not np.all((arr > 0) & np.isfinite(arr)):
+        raise ValueError(
+            f"{name} must be positive and finite (0 is not 'no noise'), got {value!r}"
+        )
+    shape = arr.shape if event_shape is None else as_shape(event_shape)
+    try:
+        arr = np.broadcast_to(arr, shape).copy()
+    except ValueError:
+        raise ValueError(
+            f"{name} of shape {arr.shape} does not broadcast to event_shape {shape}"
+        ) from None
+    return arr, shape
+
+
+def as_shape(event_shape) -> tuple[int, ...]:
+    """Return ``event_shape`` as a tuple of non-negative ints (an int means ``(int,)``)."""
+    dims = (event_shape,) if np.ndim(event_shape) == 0 else tuple(event_shape)
+    if not all(isinstance(d, int | np.integer) and d >= 0 for d in dims):
+        raise ValueError(f"event_shape must be a tuple of non-negative ints, got {event_shape!r}")
+    return tuple(int(d) for d in dims)
+
+
+def sensitivity_array(value, event_shape) -> np.ndarray | None:
+    """Validate a declared sensitivity: None, a positive scalar, or one per coordinate."""
+    if value is None:
+        return None
+    arr = np.asarray(value, dtype=float)
+    if not np.all((arr > 0) & np.isfinite(arr)):
+        raise ValueError(f"sensitivity must be positive and finite, got {value!r}")
+    if arr.ndim and arr.shape != tuple(event_shape):
+        raise ValueError(
+            f"sensitivity must be a scalar or have the event_shape {tuple(event_shape)}, "
+            f"got shape {arr.shape}"
+        )
+    return arr
+
+
+def require_sensitivity(mechanism) -> np.ndarray:
+    """Return the mechanism's declared sensitivity or explain why privacy is unknown."""
+    if mechanism.sensitivity is None:
+        raise ValueError(
+            f"{type(mechanism).__name__} was built without a sensitivity, so it has no privacy "
+            "guarantee to report; pass sensitivity=... (or use from_privacy)"
+        )
+    return mechanism.sensitivity

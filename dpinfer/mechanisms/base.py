@@ -1,0 +1,252 @@
+"""The shared interface of privacy mechanisms: ``Privacy`` and ``Mechanism``.
+
+A mechanism is the public noise distribution ``eta(s_dp | s)`` of a release
+``s_dp`` given a confidential value ``s``. A family writes its formula once,
+in :meth:`Mechanism._log_density` (elementwise, over an array namespace so the
+same expression serves numpy and PyTensor), :meth:`Mechanism._sample` and
+:attr:`Mechanism.privacy`. Shapes, validation, ``rng`` handling and the PyMC
+plumbing live here.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+import scipy.special as sc
+
+from .. import _validate
+from .._rng import RNGLike, as_generator
+
+__all__ = ["Mechanism", "Privacy"]
+
+NUMPY = SimpleNamespace(
+    abs=np.abs, log=np.log, log1p=np.log1p, gammaln=sc.gammaln, square=np.square
+)
+
+
+def _pytensor_namespace() -> SimpleNamespace:
+    import pytensor.tensor as pt
+
+    return SimpleNamespace(
+        abs=pt.abs, log=pt.log, log1p=pt.log1p, gammaln=pt.gammaln, square=pt.square
+    )
+
+
+@dataclass(frozen=True)
+class Privacy:
+    """A differential privacy guarantee, computed from mechanism parameters.
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy-loss bound; ``inf`` means no guarantee.
+    delta : float, default 0
+        Failure probability of approximate DP; 0 for pure DP.
+    rho : float, optional
+        Zero-concentrated DP parameter, where the mechanism has one.
+    neighbouring : str, optional
+        The neighbouring relation under which the guarantee holds.
+
+    Examples
+    --------
+    >>> Privacy(epsilon=0.5).notion
+    'pure'
+    >>> Privacy(epsilon=1.0, delta=1e-6, rho=0.08).notion
+    'approximate'
+    """
+
+    epsilon: float
+    delta: float = 0.0
+    rho: float | None = None
+    neighbouring: str = ""
+
+    def __post_init__(self):
+        if not self.epsilon > 0:
+            raise ValueError(f"epsilon must be positive (inf allowed), got {self.epsilon!r}")
+        if not 0 <= self.delta < 1:
+            raise ValueError(f"delta must lie in [0, 1), got {self.delta!r}")
+        if self.rho is not None and not (self.rho > 0 and math.isfinite(self.rho)):
+            raise ValueError(f"rho must be a positive finite number, got {self.rho!r}")
+
+    @property
+    def notion(self) -> str:
+        """``'pure'`` when ``delta == 0``, otherwise ``'approximate'``."""
+        return "pure" if self.delta == 0 else "approximate"
+
+    def __str__(self) -> str:
+        text = f"({self.epsilon:.6g}, {self.delta:.3g})-DP"
+        if self.rho is not None:
+            text += f", {self.rho:.6g}-zCDP"
+        return text
+
+
+class Mechanism(abc.ABC):
+    """Base class of additive-noise and count-release mechanisms.
+
+    Subclasses set :attr:`event_shape` and implement ``_log_density``,
+    ``_sample``, ``privacy`` and ``log_max_density``.
+
+    Attributes
+    ----------
+    event_shape : tuple of int
+        Shape of one release (``()`` for a scalar).
+    discrete : bool
+        Whether releases are integers (then ``logpdf`` is a log-pmf).
+    """
+
+    event_shape: tuple[int, ...] = ()
+    discrete: bool = False
+
+    # --- the family writes these -------------------------------------------------
+    @abc.abstractmethod
+    def _log_density(self, xp, released, value):
+        """Elementwise log density; ``xp`` is the numpy or PyTensor namespace."""
+
+    @abc.abstractmethod
+    def _sample(self, value: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Draw releases for an array of confidential values (same shape)."""
+
+    @property
+    @abc.abstractmethod
+    def privacy(self) -> Privacy:
+        """The guarantee for the declared sensitivity."""
+
+    @property
+    @abc.abstractmethod
+    def log_max_density(self) -> float:
+        """``log sup eta(s_dp | s)`` over releases and confidential values."""
+
+    # --- generic faces ------------------------------------------------------------
+    def release(self, value, *, rng: RNGLike = None) -> np.ndarray:
+        """Release ``value`` through the mechanism (the curator's side).
+
+        Parameters
+        ----------
+        value : array_like
+            Confidential value(s) of shape ``(*batch, *event_shape)``.
+        rng : None, int, SeedSequence or Generator, optional
+            Source of the privacy noise; None (the default) draws fresh OS
+            entropy, which is what a real release must use.
+
+        Returns
+        -------
+        numpy.ndarray
+            The release(s), same shape as ``value``.
+        """
+        value = self._check_value(value)
+        return self._sample(value, as_generator(rng))
+
+    def logpdf(self, released, value) -> np.ndarray:
+        """Log density of a release given confidential values (the analyst's side).
+
+        Parameters
+        ----------
+        released : array_like
+            One release, of shape ``event_shape``.
+        value : array_like
+            Confidential values of shape ``(*batch, *event_shape)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``log eta(released | value)`` of shape ``batch``.
+        """
+        released = self._check_released(released)
+        value = self._check_value(value)
+        terms = self._log_density(NUMPY, released, value)
+        return self._sum_event(np.asarray(terms, dtype=float))
+
+    def log_max_density_at(self, released) -> float:
+        """``log sup_s eta(released | s)``: the bound rejection ABC divides by.
+
+        Translation families attain :attr:`log_max_density` at every release;
+        families whose supremum depends on the release override this.
+        """
+        self._check_released(released)
+        return self.log_max_density
+
+    def to_pymc(self, name: str, value, *, observed):
+        """Add this mechanism's density as a likelihood term to the PyMC model in context.
+
+        Parameters
+        ----------
+        name : str
+            Name of the observed variable.
+        value : array_like or TensorVariable
+            The confidential value (a random variable of the model), of shape
+            ``event_shape``.
+        observed : array_like
+            The release.
+
+        Returns
+        -------
+        TensorVariable
+            The observed variable; ``pm.logp`` of it equals :meth:`logpdf`.
+        """
+        import pymc as pm
+
+        observed = self._check_released(observed)
+        pt_ns = _pytensor_namespace()
+        n_event = len(self.event_shape)
+
+        def logp(x, v):
+            terms = self._log_density(pt_ns, x, v)
+            for _ in range(n_event):
+                terms = terms.sum(axis=-1)
+            return terms
+
+        core = ",".join(f"e{i}" for i in range(n_event))
+        return pm.CustomDist(
+            name,
+            value,
+            logp=logp,
+            observed=observed,
+            signature=f"({core})->({core})",
+            dtype="int64" if self.discrete else "floatX",
+        )
+
+    # --- shape handling -----------------------------------------------------------
+    def _check_released(self, released) -> np.ndarray:
+        arr = _validate.finite_array("released", released)
+        if arr.shape != self.event_shape:
+            raise ValueError(
+                f"released must have shape {self.event_shape} (the mechanism's event_shape), "
+                f"got shape {arr.shape}"
+            )
+        if self.discrete:
+            arr = _validate.integer_array("released", arr)
+        return arr
+
+    def _check_value(self, value) -> np.ndarray:
+        arr = np.asarray(value, dtype=np.int64 if self._integer_value(value) else float)
+        k = len(self.event_shape)
+        if arr.ndim < k or arr.shape[arr.ndim - k :] != self.event_shape:
+            raise ValueError(
+                f"value must have shape (*batch, {', '.join(map(str, self.event_shape))}) "
+                f"ending in the mechanism's event_shape {self.event_shape}, "
+                f"got shape {arr.shape}"
+            )
+        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+            raise ValueError("value must be finite; got non-finite entries")
+        if self.discrete and arr.dtype.kind == "f":
+            arr = _validate.integer_array("value", arr)
+        return arr
+
+    @staticmethod
+    def _integer_value(value) -> bool:
+        return np.asarray(value).dtype.kind in "iub"
+
+    def _sum_event(self, terms: np.ndarray) -> np.ndarray:
+        k = len(self.event_shape)
+        return terms.sum(axis=tuple(range(terms.ndim - k, terms.ndim))) if k else terms
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self._repr_params().items())
+        return f"{type(self).__name__}({params})"
+
+    def _repr_params(self) -> dict:
+        return {}

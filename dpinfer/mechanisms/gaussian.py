@@ -1,0 +1,131 @@
+"""The Gaussian mechanism with analytic or classical calibration."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _validate, accounting
+from ._params import noise_array, require_sensitivity
+from .base import Mechanism, Privacy
+
+__all__ = ["Gaussian"]
+
+_CALIBRATIONS = ("analytic", "classical")
+
+
+class Gaussian(Mechanism):
+    r"""Additive Gaussian noise: ``s_dp = s + N(0, sigma^2)`` coordinate-wise.
+
+    Parameters
+    ----------
+    sigma : float or array_like
+        Noise standard deviation, scalar or one per coordinate.
+    sensitivity : float, optional
+        Declared l2 sensitivity. Needed only for :attr:`privacy`.
+    delta : float, optional
+        The delta at which :attr:`privacy` reports epsilon. Needed only for
+        :attr:`privacy`.
+    event_shape : tuple of int, optional
+        Shape of a release; defaults to the shape of ``sigma``.
+
+    Notes
+    -----
+    With :math:`\mu = \Delta_2 / \min_j \sigma_j`, the mechanism is
+    :math:`\mu^2/2`-zCDP (Bun & Steinke 2016) and
+    :math:`(\varepsilon, \delta(\varepsilon))`-DP with the exact curve
+    :math:`\delta(\varepsilon) = \Phi(\mu/2 - \varepsilon/\mu)
+    - e^\varepsilon \Phi(-\mu/2 - \varepsilon/\mu)` (Balle & Wang 2018).
+    :meth:`from_privacy` calibrates sigma on that curve by default, or with the
+    classical ``sqrt(2 log(1.25/delta)) Delta / epsilon``, valid only for
+    ``epsilon < 1``.
+
+    Releases are computed in floating point; Mironov (2012) showed that the
+    low-order bits of such releases can leak the confidential value. For a
+    hardened curator-side release use :class:`DiscreteGaussian`.
+
+    References
+    ----------
+    .. [1] Balle and Wang (2018). Improving the Gaussian mechanism for
+       differential privacy. ICML.
+    .. [2] Dwork and Roth (2014). The algorithmic foundations of differential
+       privacy, Theorem A.1.
+
+    Examples
+    --------
+    >>> import dpinfer as dp
+    >>> mech = dp.Gaussian.from_privacy(epsilon=1.0, delta=1e-5, sensitivity=1.0)
+    >>> round(float(mech.sigma), 4)
+    3.7309
+    >>> mech.privacy.epsilon, mech.privacy.delta
+    (1.0, 1e-05)
+    """
+
+    def __init__(self, sigma, *, sensitivity=None, delta=None, event_shape=None):
+        self.sigma, self.event_shape = noise_array("sigma", sigma, event_shape)
+        self.sensitivity = (
+            None if sensitivity is None else _validate.positive_finite("sensitivity", sensitivity)
+        )
+        self.delta = None if delta is None else _validate.probability_open("delta", delta)
+        self._calibrated_epsilon = None
+
+    @classmethod
+    def from_privacy(
+        cls, *, epsilon, delta, sensitivity, calibration="analytic", event_shape=()
+    ) -> Gaussian:
+        """Calibrate sigma for ``(epsilon, delta)``-DP at l2 ``sensitivity``.
+
+        Parameters
+        ----------
+        epsilon, delta, sensitivity : float
+            The target guarantee and the l2 sensitivity.
+        calibration : {'analytic', 'classical'}
+            Balle & Wang's exact calibration (default) or the classical one,
+            which is refused for ``epsilon >= 1``.
+        event_shape : tuple of int
+            Shape of a release.
+        """
+        if calibration not in _CALIBRATIONS:
+            raise ValueError(f"calibration must be one of {_CALIBRATIONS}, got {calibration!r}")
+        solve = (
+            accounting.gaussian_sigma_analytic
+            if calibration == "analytic"
+            else accounting.gaussian_sigma_classical
+        )
+        sigma = solve(epsilon, delta, sensitivity)
+        mech = cls(sigma, sensitivity=sensitivity, delta=delta, event_shape=event_shape)
+        mech._calibrated_epsilon = float(epsilon)
+        mech.calibration = calibration
+        return mech
+
+    def _log_density(self, xp, released, value):
+        return -xp.square(released - value) / (2 * self.sigma**2) - 0.5 * np.log(
+            2 * np.pi * self.sigma**2
+        )
+
+    def _sample(self, value, rng):
+        return value + rng.standard_normal(size=value.shape) * self.sigma
+
+    @property
+    def log_max_density(self) -> float:
+        """``log sup eta(s_dp | s)`` over releases and confidential values."""
+        return -0.5 * float(np.sum(np.log(2 * np.pi * self.sigma**2)))
+
+    @property
+    def privacy(self) -> Privacy:
+        """The guarantee for the declared sensitivity (see Notes)."""
+        sens = float(require_sensitivity(self))
+        if self.delta is None:
+            raise ValueError("Gaussian needs delta=... to report an (epsilon, delta) guarantee")
+        sigma = float(np.min(self.sigma))
+        eps = self._calibrated_epsilon
+        if eps is None:
+            eps = accounting.gaussian_epsilon(self.delta, sigma, sens)
+        return Privacy(
+            epsilon=eps,
+            delta=self.delta,
+            rho=accounting.zcdp_gaussian(sigma, sens),
+            neighbouring=f"confidential values within l2 distance {sens:g}",
+        )
+
+    def _repr_params(self):
+        return {"sigma": self.sigma.tolist(), "sensitivity": self.sensitivity, "delta": self.delta}
