@@ -159,7 +159,7 @@ def gaussian_epsilon(delta, sigma, sensitivity) -> float:
 
 
 def zcdp_gaussian(sigma, sensitivity) -> float:
-    """Return the zCDP parameter of the (discrete or continuous) Gaussian: ``rho = D^2 / (2 sigma^2)``."""
+    """Return the zCDP parameter of a Gaussian: ``rho = D^2 / (2 sigma^2)``."""
     sig = _validate.positive_finite("sigma", sigma)
     sens = _validate.positive_finite("sensitivity", sensitivity)
     return sens**2 / (2 * sig**2)

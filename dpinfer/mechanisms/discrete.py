@@ -41,6 +41,11 @@ class _IntegerNoise(Mechanism):
         noise = _exact.sample_many(type(self)._exact_draw, self._rational, value.size, rng)
         return value + noise.reshape(value.shape)
 
+    @property
+    def log_max_density(self) -> float:
+        """``log sup eta(s_dp | s)``: the pmf at zero noise in every coordinate."""
+        return self._log_norm * max(1, math.prod(self.event_shape))
+
 
 class DiscreteLaplace(_IntegerNoise):
     r"""Two-sided geometric noise on the integers.
@@ -96,11 +101,6 @@ class DiscreteLaplace(_IntegerNoise):
 
     def _log_density(self, xp, released, value):
         return self._log_norm - xp.abs(released - value) / self.scale
-
-    @property
-    def log_max_density(self) -> float:
-        """``log sup eta(s_dp | s)`` over releases and confidential values."""
-        return self._log_norm * max(1, math.prod(self.event_shape))
 
     @property
     def privacy(self) -> Privacy:
@@ -181,11 +181,8 @@ class DiscreteGaussian(_IntegerNoise):
         return self._log_norm - xp.square(released - value) / (2 * self.sigma**2)
 
     @property
-    def log_max_density(self) -> float:
-        return self._log_norm * max(1, math.prod(self.event_shape))
-
-    @property
     def privacy(self) -> Privacy:
+        """The guarantee for the declared sensitivity (see Notes)."""
         sens = int(require_sensitivity(self))
         if self.delta is None:
             raise ValueError(
