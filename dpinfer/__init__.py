@@ -13,6 +13,8 @@ from .mechanisms import (
     SparseVector,
     SVTResult,
 )
+from .model import Model, Prior
+from .samplers import SimulationBudgetExceeded, importance_abc, rejection_abc
 
 __all__ = [
     "BinomialRelease",
@@ -21,9 +23,14 @@ __all__ = [
     "Gaussian",
     "Laplace",
     "Mechanism",
+    "Model",
+    "Prior",
     "Privacy",
     "SVTResult",
+    "SimulationBudgetExceeded",
     "SparseVector",
     "__version__",
     "accounting",
+    "importance_abc",
+    "rejection_abc",
 ]

@@ -1,0 +1,42 @@
+"""Progress bars for long runs (rich), silenced by ``progressbar=False``."""
+
+from __future__ import annotations
+
+import contextlib
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+
+class _Silent:
+    def advance(self, amount: float = 1) -> None:
+        pass
+
+    def update(self, **fields) -> None:
+        pass
+
+
+class _Bar:
+    def __init__(self, progress: Progress, task):
+        self._progress, self._task = progress, task
+
+    def advance(self, amount: float = 1) -> None:
+        self._progress.advance(self._task, amount)
+
+    def update(self, **fields) -> None:
+        self._progress.update(self._task, **fields)
+
+
+@contextlib.contextmanager
+def progress_bar(description: str, *, total: float | None, enabled: bool):
+    """Yield an object with ``advance(n)`` and ``update(**fields)``; a no-op when disabled."""
+    if not enabled:
+        yield _Silent()
+        return
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, transient=True) as progress:
+        yield _Bar(progress, progress.add_task(description, total=total))

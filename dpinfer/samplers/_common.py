@@ -1,0 +1,53 @@
+"""Argument checks and metadata shared by the samplers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _validate
+from ..mechanisms.base import Mechanism
+from ..model import Model
+
+
+def check_inputs(model, mechanism, released) -> np.ndarray:
+    """Validate the data arguments every sampler takes; return the release as an array."""
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a dpinfer.Model, got {type(model).__name__}: {model!r}")
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(
+            f"mechanism must be a dpinfer Mechanism, got {type(mechanism).__name__}: {mechanism!r}"
+        )
+    return mechanism._check_released(released)
+
+
+def check_count(name: str, value) -> int:
+    """Return a positive integer count (draws, batch sizes, particles)."""
+    return _validate.positive_int(name, value)
+
+
+def privacy_attrs(mechanism: Mechanism) -> dict:
+    """``epsilon`` and ``delta`` of the mechanism, NaN where no sensitivity was declared."""
+    try:
+        privacy = mechanism.privacy
+    except ValueError:
+        return {"epsilon": math.nan, "delta": math.nan}
+    return {"epsilon": privacy.epsilon, "delta": privacy.delta}
+
+
+def mechanism_constants(mechanism: Mechanism) -> dict:
+    """Numeric parameters of the mechanism, for the ``constant_data`` group."""
+    out = {}
+    for key, value in vars(mechanism).items():
+        if key.startswith("_") or value is None:
+            continue
+        arr = np.asarray(value)
+        if arr.dtype.kind in "biuf":
+            out[f"mechanism_{key}"] = arr
+    return out
+
+
+def stack_draws(chunks: list[dict], names) -> dict[str, np.ndarray]:
+    """Concatenate per-chunk dicts of arrays along the first axis."""
+    return {name: np.concatenate([c[name] for c in chunks]) for name in names}
