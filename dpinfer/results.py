@@ -18,7 +18,13 @@ import numpy as np
 
 from ._version import __version__
 
-__all__ = ["ATTR_KEYS", "effective_sample_size", "from_netcdf", "to_inference_data"]
+__all__ = [
+    "ATTR_KEYS",
+    "effective_sample_size",
+    "from_netcdf",
+    "rhat",
+    "to_inference_data",
+]
 
 ATTR_KEYS = (
     "method",
@@ -90,6 +96,11 @@ def from_netcdf(path):
 def effective_sample_size(draws: np.ndarray) -> float:
     """Bulk ESS of draws shaped ``(chains, draws)`` (Vehtari et al. 2021, via ArviZ)."""
     return float(_arviz().ess(np.asarray(draws, dtype=float)))
+
+
+def rhat(draws: np.ndarray) -> float:
+    """Rank-normalised split R-hat of draws shaped ``(chains, draws)`` (Vehtari et al. 2021)."""
+    return float(_arviz().rhat(np.asarray(draws, dtype=float)))
 
 
 def _arviz():
