@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/dpinfer run poisson-count --out out/poisson-count
+	$(BIN)/dpinfer mechanisms
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

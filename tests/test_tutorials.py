@@ -1,0 +1,127 @@
+"""Every tutorial notebook runs top to bottom (in fast mode) and is committed with its outputs.
+
+The notebooks are executed with nbclient in a kernel running this interpreter, with
+``DPINFER_FAST=1`` in its environment, and are never written back: the committed outputs come
+from a full-mode run.
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import nbclient
+import nbformat
+import pytest
+from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+from nbclient.exceptions import CellExecutionError
+
+TUTORIALS = Path(__file__).resolve().parent.parent / "tutorials"
+NOTEBOOKS = sorted(TUTORIALS.glob("*.ipynb"))
+MAX_BYTES = 300_000
+
+
+def _python3_is_this_interpreter() -> bool:
+    """Whether the ``python3`` kernelspec now visible would start ``sys.executable``."""
+    try:
+        spec = KernelSpecManager().get_kernel_spec("python3")
+    except NoSuchKernel:
+        return False
+    exe = spec.argv[0]
+    # jupyter_client replaces these bare names by sys.executable when it launches the kernel
+    bare = {"python", f"python{sys.version_info[0]}", "python{}.{}".format(*sys.version_info[:2])}
+    return exe in bare or os.path.abspath(exe) == os.path.abspath(sys.executable)
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    """Make ``python3`` start this interpreter with ``DPINFER_FAST=1``.
+
+    A user or system kernelspec may point at another Python; then a kernelspec for this
+    interpreter is written to a temporary directory put first on ``JUPYTER_PATH``.
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DPINFER_FAST", "1")
+        if not _python3_is_this_interpreter():
+            root = tmp_path_factory.mktemp("jupyter")
+            spec_dir = root / "kernels" / "python3"
+            spec_dir.mkdir(parents=True)
+            spec = {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python 3 (dpinfer tests)",
+                "language": "python",
+            }
+            (spec_dir / "kernel.json").write_text(json.dumps(spec))
+            paths = [str(root), *filter(None, [os.environ.get("JUPYTER_PATH")])]
+            mp.setenv("JUPYTER_PATH", os.pathsep.join(paths))
+            assert _python3_is_this_interpreter()
+        yield
+
+
+def _execute(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Execute ``nb`` in place from the tutorials folder; raise on the first failing cell."""
+    client = nbclient.NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(TUTORIALS)}}
+    )
+    return client.execute()
+
+
+def _stdout(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+def test_kernel_runs_this_interpreter_in_fast_mode(kernel):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import os, sys\nprint(sys.executable)\nprint(os.environ.get('DPINFER_FAST'))"
+        )
+    ]
+    exe, fast = _stdout(_execute(nb).cells[0]).split()
+    assert os.path.abspath(exe) == os.path.abspath(sys.executable)
+    assert fast == "1"
+
+
+def test_a_raising_cell_fails_the_run(kernel):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_code_cell("raise RuntimeError('planted failure')"),
+        nbformat.v4.new_code_cell("x = 2"),
+    ]
+    with pytest.raises(CellExecutionError, match="planted failure"):
+        _execute(nb)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_runs(kernel, path):
+    nb = nbformat.read(path, as_version=4)
+    before = path.read_bytes()
+    _execute(nb)
+    assert path.read_bytes() == before, "executing a tutorial must not write it back"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_is_committed_with_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+    assert code, f"{path.name} has no code"
+    counts = [c.execution_count for c in code]
+    assert all(isinstance(n, int) for n in counts), (
+        f"{path.name}: cells without an execution count (not executed before committing): "
+        f"{[i for i, n in enumerate(counts) if not isinstance(n, int)]}"
+    )
+    assert counts == list(range(1, len(code) + 1)), (
+        f"{path.name} was not executed top to bottom in one kernel: execution counts {counts}"
+    )
+    assert any(c.outputs for c in code), f"{path.name} has no outputs"
+    errors = [o for c in code for o in c.outputs if o.output_type == "error"]
+    assert not errors, f"{path.name} is committed with an error output"
+    assert path.stat().st_size < MAX_BYTES, (
+        f"{path.name} is {path.stat().st_size} bytes; lower the figure resolution"
+    )
+
+
+def test_tutorials_are_found():
+    assert any(p.name == "01_mechanisms.ipynb" for p in NOTEBOOKS)
