@@ -1,6 +1,6 @@
 """dpinfer: statistical inference from differentially private data."""
 
-from . import accounting
+from . import accounting, distances, theory
 from ._version import __version__
 from .mechanisms import (
     BinomialRelease,
@@ -14,7 +14,14 @@ from .mechanisms import (
     SVTResult,
 )
 from .model import Model, Prior
-from .samplers import SimulationBudgetExceeded, importance_abc, rejection_abc
+from .samplers import (
+    SimulationBudgetExceeded,
+    abcdp,
+    importance_abc,
+    rejection_abc,
+    rejection_abcdp_gaussian,
+    soft_abcdp,
+)
 
 __all__ = [
     "BinomialRelease",
@@ -30,7 +37,12 @@ __all__ = [
     "SimulationBudgetExceeded",
     "SparseVector",
     "__version__",
+    "abcdp",
     "accounting",
+    "distances",
     "importance_abc",
     "rejection_abc",
+    "rejection_abcdp_gaussian",
+    "soft_abcdp",
+    "theory",
 ]

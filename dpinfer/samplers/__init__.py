@@ -1,6 +1,15 @@
 """Samplers: exact ABC from a DP release."""
 
+from .abcdp import abcdp
+from .abcdp_variants import rejection_abcdp_gaussian, soft_abcdp
 from .importance import importance_abc
 from .rejection import SimulationBudgetExceeded, rejection_abc
 
-__all__ = ["SimulationBudgetExceeded", "importance_abc", "rejection_abc"]
+__all__ = [
+    "SimulationBudgetExceeded",
+    "abcdp",
+    "importance_abc",
+    "rejection_abc",
+    "rejection_abcdp_gaussian",
+    "soft_abcdp",
+]

@@ -1,0 +1,16 @@
+"""Distances with declared sensitivity, for ABCDP."""
+
+from .base import DataDerived, Distance
+from .clipped import ClippedL2
+from .kernels import GaussianKernel, median_heuristic
+from .mmd import MMD, RandomFeatureMMD
+
+__all__ = [
+    "MMD",
+    "ClippedL2",
+    "DataDerived",
+    "Distance",
+    "GaussianKernel",
+    "RandomFeatureMMD",
+    "median_heuristic",
+]

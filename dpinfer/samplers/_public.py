@@ -1,0 +1,102 @@
+"""Public parameter draws and their distances to the confidential data (ABCDP inputs)."""
+
+from __future__ import annotations
+
+from concurrent.futures import Executor
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _validate, parallel
+from .._progress import progress_bar
+from .._rng import RNGLike, as_seed_sequence, seed_entropy
+from ..distances.base import Distance
+from ..model import Model
+from ._common import stack_draws
+
+
+@dataclass(frozen=True)
+class PublicDraws:
+    """Parameters ``theta_t`` (public) and distances ``rho_t`` (confidential until noised)."""
+
+    params: dict[str, np.ndarray]
+    distances: np.ndarray
+    seed: str
+
+
+def public_distances(
+    observed,
+    distance: Distance,
+    *,
+    params=None,
+    pseudo_data=None,
+    model: Model | None = None,
+    n_proposals: int | None = None,
+    rng: RNGLike = None,
+    batch_size: int = 500,
+    executor: Executor | None = None,
+    progressbar: bool = True,
+) -> PublicDraws:
+    """Distances from ``observed`` to public pseudo-datasets, in proposal order.
+
+    Either ``params`` and ``pseudo_data`` are given (``T`` of each), or
+    ``model`` and ``n_proposals``, in which case the ``T`` public draws are
+    simulated in chunks with ``rng`` and only parameters and distances are kept.
+    """
+    if not isinstance(distance, Distance):
+        raise TypeError(f"distance must be a dpinfer Distance, got {type(distance).__name__}")
+    observed = np.asarray(observed, dtype=float)
+    if not np.all(np.isfinite(observed)):
+        raise ValueError("observed must be finite")
+    if model is not None:
+        if params is not None or pseudo_data is not None:
+            raise ValueError("give either model (with n_proposals) or params and pseudo_data")
+        return _simulated(
+            observed, distance, model, n_proposals, rng, batch_size, executor, progressbar
+        )
+    if params is None or pseudo_data is None:
+        raise ValueError("give either model and n_proposals, or params and pseudo_data")
+    params = {k: np.asarray(v) for k, v in params.items()}
+    t = len(pseudo_data)
+    for name, value in params.items():
+        if len(value) != t:
+            raise ValueError(f"params[{name!r}] has {len(value)} draws, pseudo_data has {t}")
+    return PublicDraws(params, _finite(distance(observed, pseudo_data)), "given")
+
+
+def _simulated(observed, distance, model, n_proposals, rng, batch_size, executor, progressbar):
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a dpinfer.Model, got {type(model).__name__}")
+    total = _validate.positive_int("n_proposals", n_proposals)
+    batch_size = _validate.positive_int("batch_size", batch_size)
+    sizes = [min(batch_size, total - start) for start in range(0, total, batch_size)]
+    root = as_seed_sequence(rng)
+
+    def task(index, chunk_rng):
+        params = model.prior.sample(sizes[index], chunk_rng)
+        pseudo = np.asarray(model.simulate(params, chunk_rng))
+        return {**params, "_distance": distance(observed, pseudo)}
+
+    with progress_bar("distances", total=total, enabled=progressbar) as bar:
+        chunks = parallel.map_chunks(
+            task,
+            root,
+            len(sizes),
+            executor=executor,
+            on_result=lambda c: bar.advance(len(c["_distance"])),
+        )
+    names = [k for k in chunks[0] if k != "_distance"]
+    dists = np.concatenate([c["_distance"] for c in chunks])
+    return PublicDraws(stack_draws(chunks, names), _finite(dists), seed_entropy(root))
+
+
+def _finite(distances) -> np.ndarray:
+    d = np.asarray(distances, dtype=float)
+    if d.ndim != 1:
+        raise ValueError(f"the distance must return one value per pseudo-dataset, got {d.shape}")
+    if not np.all(np.isfinite(d)):
+        raise ValueError(
+            f"{np.count_nonzero(~np.isfinite(d))} distances are not finite; use a clipped "
+            "distance (ClippedL2 maps non-finite values to its bound) or fix the simulator"
+        )
+    return d
