@@ -147,7 +147,8 @@ def gaussian_sigma_analytic(epsilon, delta, sensitivity) -> float:
         lo -= 10.0
     while gap(hi) > 0:
         hi += 10.0
-    return math.exp(so.brentq(gap, lo, hi, xtol=1e-14, rtol=1e-15))
+    # nudge the root outward so that rounding never lands on the unsafe side
+    return math.exp(so.brentq(gap, lo, hi, xtol=1e-14, rtol=1e-15)) * (1 + 1e-12)
 
 
 def gaussian_epsilon(delta, sigma, sensitivity) -> float:

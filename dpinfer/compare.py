@@ -40,11 +40,13 @@ class Comparison:
 
     def max_abs_z(self) -> float:
         """Largest ``|z|`` over parameters, means and quantiles."""
-        return max(
-            abs(v)
-            for stats in self.per_parameter.values()
-            for k, v in stats.items()
-            if k.endswith("_z")
+        return float(
+            max(
+                abs(v)
+                for stats in self.per_parameter.values()
+                for k, v in stats.items()
+                if k.endswith("_z")
+            )
         )
 
     def __str__(self) -> str:

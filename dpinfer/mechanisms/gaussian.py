@@ -55,7 +55,7 @@ class Gaussian(Mechanism):
     >>> import dpinfer as dp
     >>> mech = dp.Gaussian.from_privacy(epsilon=1.0, delta=1e-5, sensitivity=1.0)
     >>> round(float(mech.sigma), 4)
-    3.7309
+    3.7306
     >>> mech.privacy.epsilon, mech.privacy.delta
     (1.0, 1e-05)
     """
