@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import numpy as np
+import scipy.stats
 
 __all__ = ["Model", "Prior", "as_prior"]
 
@@ -63,10 +64,7 @@ class Prior:
     def sample(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Draw ``n`` parameter sets as a dict of arrays with leading dimension ``n``."""
         if self._spec is not None:
-            return {
-                name: np.asarray(dist.rvs(size=n, random_state=rng))
-                for name, dist in self._spec.items()
-            }
+            return {name: _batch_rvs(dist, n, rng) for name, dist in self._spec.items()}
         draws = self._sample_fn(n, rng)
         if not isinstance(draws, Mapping):
             raise TypeError(f"the prior's sample function must return a dict, got {type(draws)}")
@@ -88,8 +86,12 @@ class Prior:
         total = 0.0
         for name, dist in self._spec.items():
             x = np.asarray(params[name])
+            batch = x.shape[:1]
+            if isinstance(getattr(dist, "_dist", None), type(scipy.stats.dirichlet)):
+                x = np.moveaxis(x, 0, -1)  # scipy's dirichlet wants components first
             score = dist.logpdf if hasattr(dist, "logpdf") else dist.logpmf
-            total = total + np.asarray(score(x), dtype=float)
+            # scipy's multivariate densities squeeze a batch of one; restore it.
+            total = total + np.asarray(score(x), dtype=float).reshape(batch)
         return np.asarray(total, dtype=float)
 
     def __repr__(self) -> str:
@@ -167,13 +169,33 @@ def as_prior(obj, *, name: str = "prior"):
     )
 
 
+def _batch_rvs(dist, n: int, rng) -> np.ndarray:
+    value = np.asarray(dist.rvs(size=n, random_state=rng))
+    # Multivariate scipy distributions squeeze a batch of one: (d,) instead of (1, d).
+    if n == 1 and (value.ndim == 0 or value.shape[0] != 1):
+        value = value[np.newaxis]
+    return value
+
+
 def _check_frozen(name, dist) -> None:
+    if isinstance(dist, type) or _is_unfrozen_family(dist):
+        raise TypeError(
+            f"prior[{name!r}] must be a frozen scipy.stats distribution such as "
+            f"scipy.stats.gamma(25), not the family itself; got {dist!r}"
+        )
     has_score = hasattr(dist, "logpdf") or hasattr(dist, "logpmf")
     if not (hasattr(dist, "rvs") and has_score):
         raise TypeError(
             f"prior[{name!r}] must be a frozen scipy.stats distribution (with rvs and "
             f"logpdf/logpmf), got {type(dist).__name__}: {dist!r}"
         )
+
+
+def _is_unfrozen_family(dist) -> bool:
+    # scipy names its (unfrozen) family classes ``<name>_gen``: norm_gen, dirichlet_gen, ...
+    return isinstance(dist, scipy.stats.rv_continuous | scipy.stats.rv_discrete) or (
+        type(dist).__module__.startswith("scipy.stats") and type(dist).__name__.endswith("_gen")
+    )
 
 
 def _describe(dist) -> str:

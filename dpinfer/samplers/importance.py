@@ -117,7 +117,7 @@ def importance_abc(
     return to_inference_data(
         {k: v[index] for k, v in particles.items()},
         sample_stats={
-            "log_weight": np.log(weights),
+            "log_weight": log_w - logsumexp(log_w),
             **{f"particle_{k}": v for k, v in particles.items()},
         },
         observed=released,
