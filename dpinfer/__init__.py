@@ -20,6 +20,7 @@ from .samplers import (
     importance_abc,
     rejection_abc,
     rejection_abcdp_gaussian,
+    smc_abc,
     soft_abcdp,
 )
 
@@ -43,6 +44,7 @@ __all__ = [
     "importance_abc",
     "rejection_abc",
     "rejection_abcdp_gaussian",
+    "smc_abc",
     "soft_abcdp",
     "theory",
 ]

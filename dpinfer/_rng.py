@@ -64,3 +64,10 @@ def chunk_generator(root: np.random.SeedSequence, index: int) -> np.random.Gener
 def seed_entropy(root: np.random.SeedSequence) -> str:
     """Return the entropy of ``root`` as a string, for result metadata."""
     return str(root.entropy)
+
+
+def child_sequence(root: np.random.SeedSequence, index: int) -> np.random.SeedSequence:
+    """Return the ``index``-th child SeedSequence of ``root`` (stable under any spawning)."""
+    return np.random.SeedSequence(
+        root.entropy, spawn_key=(*root.spawn_key, int(index)), pool_size=root.pool_size
+    )

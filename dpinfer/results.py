@@ -139,6 +139,8 @@ def _storable(value):
         return value.item()
     if isinstance(value, int | float | str):
         return value
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf" and value.ndim == 1:
+        return value.astype(float if value.dtype.kind == "f" else np.int64)
     if isinstance(value, Mapping | list | tuple):
         return json.dumps(value, default=str)
     return str(value)

@@ -4,6 +4,7 @@ from .abcdp import abcdp
 from .abcdp_variants import rejection_abcdp_gaussian, soft_abcdp
 from .importance import importance_abc
 from .rejection import SimulationBudgetExceeded, rejection_abc
+from .smc import smc_abc
 
 __all__ = [
     "SimulationBudgetExceeded",
@@ -11,5 +12,6 @@ __all__ = [
     "importance_abc",
     "rejection_abc",
     "rejection_abcdp_gaussian",
+    "smc_abc",
     "soft_abcdp",
 ]

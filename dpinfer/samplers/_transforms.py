@@ -1,0 +1,99 @@
+"""Maps between parameters with bounded support and an unconstrained scale.
+
+SMC moves propose on the unconstrained scale ``z``; the target there carries
+the log-Jacobian ``log |dtheta/dz|``. The support is read from each frozen
+``scipy.stats`` distribution of the prior; parameters whose support is not
+available (multivariate or callable priors) are moved on their own scale,
+which stays valid because proposals outside the support have zero prior
+density and are rejected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit, logit
+
+
+@dataclass(frozen=True)
+class Transform:
+    """Unconstrained map of one scalar parameter with support ``[lower, upper]``."""
+
+    lower: float = -np.inf
+    upper: float = np.inf
+
+    def to_unconstrained(self, x):
+        """Map parameter values to the real line."""
+        lo, hi = self.lower, self.upper
+        if np.isfinite(lo) and np.isfinite(hi):
+            return logit((x - lo) / (hi - lo))
+        if np.isfinite(lo):
+            return np.log(x - lo)
+        if np.isfinite(hi):
+            return np.log(hi - x)
+        return np.asarray(x, dtype=float)
+
+    def to_constrained(self, z):
+        """Map real values back to the support."""
+        lo, hi = self.lower, self.upper
+        if np.isfinite(lo) and np.isfinite(hi):
+            return lo + (hi - lo) * expit(z)
+        if np.isfinite(lo):
+            return lo + np.exp(z)
+        if np.isfinite(hi):
+            return hi - np.exp(z)
+        return np.asarray(z, dtype=float)
+
+    def log_jacobian(self, z):
+        """``log |d theta / d z|``."""
+        lo, hi = self.lower, self.upper
+        if np.isfinite(lo) and np.isfinite(hi):
+            return np.log(hi - lo) - np.logaddexp(0, z) - np.logaddexp(0, -z)
+        if np.isfinite(lo) or np.isfinite(hi):
+            return np.asarray(z, dtype=float)
+        return np.zeros_like(np.asarray(z, dtype=float))
+
+
+class ParameterSpace:
+    """Flattens a dict of parameter arrays into an unconstrained ``(n, d)`` matrix."""
+
+    def __init__(self, prior, example: dict[str, np.ndarray]):
+        self.names = list(example)
+        self.shapes = {k: np.asarray(v).shape[1:] for k, v in example.items()}
+        spec = getattr(prior, "_spec", None) or {}
+        self.transforms = {k: _transform_for(spec.get(k), self.shapes[k]) for k in self.names}
+
+    @property
+    def dim(self) -> int:
+        """Number of unconstrained coordinates."""
+        return int(sum(np.prod(s, dtype=int) for s in self.shapes.values()))
+
+    def flatten(self, params: dict[str, np.ndarray]) -> np.ndarray:
+        """``(n, d)`` unconstrained coordinates of a batch of parameters."""
+        cols = [
+            self.transforms[k]
+            .to_unconstrained(np.asarray(params[k], float))
+            .reshape(len(params[k]), -1)
+            for k in self.names
+        ]
+        return np.concatenate(cols, axis=1)
+
+    def unflatten(self, z: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """Parameters for ``z`` and the log-Jacobian of the map, per row."""
+        out, log_jac, col = {}, np.zeros(len(z)), 0
+        for k in self.names:
+            width = int(np.prod(self.shapes[k], dtype=int))
+            block = z[:, col : col + width]
+            tr = self.transforms[k]
+            out[k] = tr.to_constrained(block).reshape(len(z), *self.shapes[k])
+            log_jac += tr.log_jacobian(block).sum(axis=1)
+            col += width
+        return out, log_jac
+
+
+def _transform_for(dist, shape) -> Transform:
+    if dist is None or shape != () or not hasattr(dist, "support"):
+        return Transform()
+    lower, upper = dist.support()
+    return Transform(float(lower), float(upper))
