@@ -22,6 +22,7 @@ from .samplers import (
     rejection_abcdp_gaussian,
     smc_abc,
     soft_abcdp,
+    tolerance_smc_abc,
 )
 
 __all__ = [
@@ -47,4 +48,5 @@ __all__ = [
     "smc_abc",
     "soft_abcdp",
     "theory",
+    "tolerance_smc_abc",
 ]

@@ -5,6 +5,7 @@ from .abcdp_variants import rejection_abcdp_gaussian, soft_abcdp
 from .importance import importance_abc
 from .rejection import SimulationBudgetExceeded, rejection_abc
 from .smc import smc_abc
+from .smc_tolerance import tolerance_smc_abc
 
 __all__ = [
     "SimulationBudgetExceeded",
@@ -14,4 +15,5 @@ __all__ = [
     "rejection_abcdp_gaussian",
     "smc_abc",
     "soft_abcdp",
+    "tolerance_smc_abc",
 ]

@@ -1,4 +1,4 @@
-"""Batched simulation of the mechanism log-density, chunked over an executor."""
+"""Batched simulation of a per-particle score, chunked over an executor."""
 
 from __future__ import annotations
 
@@ -7,33 +7,35 @@ import numpy as np
 from .. import parallel
 
 
-class LoglikSimulator:
-    """Simulates ``s ~ model(theta)`` and returns ``log eta(released | s)`` for a batch.
+class BatchSimulator:
+    """Simulates ``s ~ model(theta)`` for a batch and returns ``score(s, rng)`` per particle.
 
-    Chunks are numbered by a running counter, so the generator of every chunk
-    depends only on the root seed and the (deterministic) order of calls.
+    The default score is ``log eta(released | s)``. Chunks are numbered by a
+    running counter, so the generator of every chunk depends only on the root
+    seed and the (deterministic) order of calls.
     """
 
-    def __init__(self, model, mechanism, released, root, *, batch_size, executor):
+    def __init__(self, model, mechanism, released, root, *, batch_size, executor, score=None):
         self.model, self.mechanism, self.released = model, mechanism, released
         self.root, self.batch_size, self.executor = root, batch_size, executor
+        self.score = score or (lambda s, rng: mechanism.logpdf(released, s))
         self.next_chunk = 0
         self.n_simulations = 0
 
     def __call__(self, params: dict[str, np.ndarray]) -> np.ndarray:
-        """``log eta(released | s_i)`` with a fresh ``s_i`` for every parameter set."""
+        """Return the score of a fresh ``s_i`` for every parameter set."""
         n = len(next(iter(params.values())))
         if n == 0:
             return np.empty(0)
         starts = list(range(0, n, self.batch_size))
         first = self.next_chunk
-        model, mech, released, size = self.model, self.mechanism, self.released, self.batch_size
+        model, mech, score, size = self.model, self.mechanism, self.score, self.batch_size
 
         def task(index, rng):
             lo = starts[index - first]
             batch = {k: v[lo : lo + size] for k, v in params.items()}
             s = model.simulate_checked(batch, rng, event_shape=mech.event_shape)
-            return mech.logpdf(released, s)
+            return score(s, rng)
 
         out = list(
             parallel.iter_chunks(

@@ -16,7 +16,8 @@ from .._rng import RNGLike, as_seed_sequence, child_sequence, chunk_generator, s
 from ..results import to_inference_data
 from . import _weights
 from ._common import check_count, check_inputs, mechanism_constants, privacy_attrs
-from ._simulate import LoglikSimulator
+from ._simulate import BatchSimulator
+from ._smc_kernels import expand, moves_needed, proposal_factor, take
 from ._transforms import ParameterSpace
 
 __all__ = ["smc_abc"]
@@ -147,7 +148,7 @@ def smc_abc(
         raise ValueError("smc_abc needs a prior with a logpdf (pass logpdf= to a callable Prior)")
     root = as_seed_sequence(rng)
     driver = np.random.default_rng(child_sequence(root, 1))
-    sim = LoglikSimulator(
+    sim = BatchSimulator(
         model,
         mechanism,
         released,
@@ -226,7 +227,7 @@ def _step(
     resampled = ess < resample_fraction * n or lam == 1.0
     if resampled:
         idx = _weights.systematic_resample(np.exp(log_w), n, driver)
-        state = _take(state, idx)._replace(log_weight=np.full(n, -math.log(n)))
+        state = take(state, idx)._replace(log_weight=np.full(n, -math.log(n)))
     sims_before = sim.n_simulations
     state, rate, moves = _rejuvenate(state, model, sim, space, driver, move_probability, max_moves)
     return state, StageInfo(
@@ -235,7 +236,7 @@ def _step(
 
 
 def _rejuvenate(state, model, sim, space, driver, move_probability, max_moves):
-    chol = _proposal_factor(state.z, np.exp(state.log_weight))
+    chol = proposal_factor(state.z, np.exp(state.log_weight))
     accepted, moves, needed = 0, 0, 1
     while moves < needed:
         state, n_acc = _mh_move(state, model, sim, space, chol, driver)
@@ -243,7 +244,7 @@ def _rejuvenate(state, model, sim, space, driver, move_probability, max_moves):
         moves += 1
         rate = accepted / (moves * len(state.z))
         if moves == 1:
-            needed = _moves_needed(rate, move_probability, max_moves)
+            needed = moves_needed(rate, move_probability, max_moves)
     return state, accepted / (moves * len(state.z)), moves
 
 
@@ -261,7 +262,7 @@ def _mh_move(state, model, sim, space, chol, driver):
             state.log_prior + _tempered(state.log_lik, state.lam)
         )
     accept = np.log(driver.random(n)) < np.nan_to_num(log_ratio, nan=-np.inf)
-    params = {k: np.where(_expand(accept, v), params_new[k], v) for k, v in state.params.items()}
+    params = {k: np.where(expand(accept, v), params_new[k], v) for k, v in state.params.items()}
     new = state._replace(
         z=np.where(accept[:, None], z_new, state.z),
         params=params,
@@ -297,34 +298,3 @@ def _tempered(log_lik, power):
     if power == 0:
         return np.zeros_like(log_lik)
     return power * log_lik
-
-
-def _proposal_factor(z, weights) -> np.ndarray:
-    d = z.shape[1]
-    cov = np.atleast_2d(np.cov(z, rowvar=False, aweights=weights))
-    cov = cov + 1e-10 * np.eye(d) * max(1.0, float(np.trace(cov)) / d)
-    return np.linalg.cholesky(cov * (2.38**2 / d))
-
-
-def _moves_needed(rate, move_probability, max_moves) -> int:
-    if rate <= 0:
-        return max_moves
-    if rate >= 1:
-        return 1
-    return int(
-        min(max_moves, max(1, math.ceil(math.log1p(-move_probability) / math.log1p(-rate))))
-    )
-
-
-def _take(state: SMCState, idx) -> SMCState:
-    return state._replace(
-        z=state.z[idx],
-        params={k: v[idx] for k, v in state.params.items()},
-        log_prior=state.log_prior[idx],
-        log_lik=state.log_lik[idx],
-        log_weight=state.log_weight[idx],
-    )
-
-
-def _expand(mask, like):
-    return mask.reshape(mask.shape + (1,) * (np.ndim(like) - 1))
