@@ -119,7 +119,9 @@ class Gaussian(Mechanism):
         sigma = float(np.min(self.sigma))
         eps = self._calibrated_epsilon
         if eps is None:
-            eps = accounting.gaussian_epsilon(self.delta, sigma, sens)
+            # 0 when delta alone covers the mechanism; Privacy needs epsilon > 0, and any
+            # larger epsilon also holds, so report 1e-12 as DiscreteGaussian does.
+            eps = max(accounting.gaussian_epsilon(self.delta, sigma, sens), 1e-12)
         return Privacy(
             epsilon=eps,
             delta=self.delta,
