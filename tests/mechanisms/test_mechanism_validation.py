@@ -1,0 +1,190 @@
+"""Invalid parameters raise ValueError (or TypeError) naming the parameter and the value.
+
+One table lists every raw constructor and ``from_privacy`` with valid arguments;
+every parameter it takes is then replaced by each bad value of its kind.
+NaN must fail too: checks are written ``not (x > 0)``, never ``x <= 0``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+import dpinfer as dp
+
+NAN, INF = math.nan, math.inf
+
+CONSTRUCTORS = {
+    "Laplace": (dp.Laplace, dict(scale=1.0, sensitivity=1.0)),
+    "Laplace.from_privacy": (dp.Laplace.from_privacy, dict(epsilon=1.0, sensitivity=1.0)),
+    "Gaussian": (dp.Gaussian, dict(sigma=1.0, sensitivity=1.0, delta=1e-5)),
+    "Gaussian.from_privacy": (
+        dp.Gaussian.from_privacy,
+        dict(epsilon=0.5, delta=1e-5, sensitivity=1.0),
+    ),
+    "Gaussian.from_privacy[classical]": (
+        dp.Gaussian.from_privacy,
+        dict(epsilon=0.5, delta=1e-5, sensitivity=1.0, calibration="classical"),
+    ),
+    "DiscreteLaplace": (dp.DiscreteLaplace, dict(scale=1.0, sensitivity=1)),
+    "DiscreteLaplace.from_privacy": (
+        dp.DiscreteLaplace.from_privacy,
+        dict(epsilon=1.0, sensitivity=1),
+    ),
+    "DiscreteGaussian": (dp.DiscreteGaussian, dict(sigma=2.0, sensitivity=1, delta=1e-5)),
+    "DiscreteGaussian.from_privacy": (
+        dp.DiscreteGaussian.from_privacy,
+        dict(epsilon=1.0, delta=1e-5, sensitivity=1),
+    ),
+    "BinomialRelease": (dp.BinomialRelease, dict(n=10, m=5.0, population=20, length=2)),
+    "BinomialRelease.from_privacy": (
+        dp.BinomialRelease.from_privacy,
+        dict(epsilon=1.0, n=10, population=20, length=2),
+    ),
+    "SparseVector": (dp.SparseVector, dict(threshold=0.0, scale=1.0, c=2, sensitivity=1.0)),
+    "SparseVector.from_privacy": (
+        dp.SparseVector.from_privacy,
+        dict(epsilon=1.0, threshold=0.0, c=2, sensitivity=1.0),
+    ),
+}
+
+POSITIVE = [0, 0.0, -1, -1.5, NAN, INF]
+BAD = {
+    "epsilon": POSITIVE,
+    "scale": POSITIVE,
+    "sigma": POSITIVE,
+    "sensitivity": POSITIVE,
+    "m": POSITIVE,
+    "delta": [0, 0.0, 1, 1.0, -0.1, 1.5, NAN, INF],
+    "n": [0, -3, 2.5, NAN],
+    "population": [0, -1, 0.5],
+    "length": [0, -2, 1.5],
+    "c": [0, -1, 1.5, NAN],
+    "threshold": [NAN, INF, -INF],
+}
+
+CASES = [
+    pytest.param(fn, kwargs, name, bad, id=f"{label}-{name}={bad!r}")
+    for label, (fn, kwargs) in CONSTRUCTORS.items()
+    for name in kwargs
+    if name in BAD
+    for bad in BAD[name]
+]
+
+
+@pytest.mark.parametrize(("fn", "kwargs", "name", "bad"), CASES)
+def test_bad_parameter_raises_value_error_naming_it(fn, kwargs, name, bad):
+    with pytest.raises(ValueError, match=rf"\b{name}\b.*got .*{re.escape(repr(bad))}"):
+        fn(**{**kwargs, name: bad})
+
+
+@pytest.mark.parametrize(("label", "entry"), CONSTRUCTORS.items(), ids=list(CONSTRUCTORS))
+def test_valid_table_entries_construct(label, entry):
+    fn, kwargs = entry
+    fn(**kwargs)
+
+
+TYPE_CASES = [
+    (dp.Laplace.from_privacy, dict(epsilon=1.0, sensitivity=1.0), "epsilon"),
+    (dp.Gaussian, dict(sigma=1.0, delta=1e-5), "sensitivity"),
+    (dp.DiscreteLaplace, dict(scale=1.0), "sensitivity"),
+    (dp.BinomialRelease, dict(n=10, m=5.0, population=20, length=2), "n"),
+    (dp.SparseVector, dict(threshold=0.0, scale=1.0, c=2, sensitivity=1.0), "c"),
+]
+
+
+@pytest.mark.parametrize(
+    ("fn", "kwargs", "name", "bad"),
+    [
+        (fn, kwargs, name, bad)
+        for fn, kwargs, name in TYPE_CASES
+        for bad in ("1", None, True)
+        if not (bad is None and name == "sensitivity")  # None = no privacy claim: valid
+    ],
+)
+def test_non_numbers_raise_naming_the_parameter(fn, kwargs, name, bad):
+    with pytest.raises((TypeError, ValueError), match=rf"\b{name}\b"):
+        fn(**{**kwargs, name: bad})
+
+
+def test_integer_sensitivity_required_by_discrete_mechanisms():
+    for fn, kwargs in (
+        (dp.DiscreteLaplace, dict(scale=1.0)),
+        (dp.DiscreteLaplace.from_privacy, dict(epsilon=1.0)),
+        (dp.DiscreteGaussian, dict(sigma=1.0, delta=1e-5)),
+        (dp.DiscreteGaussian.from_privacy, dict(epsilon=1.0, delta=1e-5)),
+    ):
+        with pytest.raises(ValueError, match=r"sensitivity must be a positive integer.*got 1\.5"):
+            fn(**kwargs, sensitivity=1.5)
+
+
+def test_gaussian_calibration_name_is_checked():
+    with pytest.raises(ValueError, match="calibration must be one of .*got 'exact'"):
+        dp.Gaussian.from_privacy(epsilon=1.0, delta=1e-5, sensitivity=1.0, calibration="exact")
+
+
+def test_sparse_vector_resample_must_be_a_bool():
+    with pytest.raises(TypeError, match="resample must be a bool, got 'yes'"):
+        dp.SparseVector(0.0, scale=1.0, c=1, sensitivity=1.0, resample="yes")
+
+
+# --- shapes of parameters ------------------------------------------------------------------
+
+
+def test_noise_vector_must_broadcast_to_event_shape():
+    with pytest.raises(ValueError, match=r"scale of shape \(2,\) does not broadcast .*\(3,\)"):
+        dp.Laplace([1.0, 2.0], event_shape=(3,))
+    with pytest.raises(ValueError, match=r"sigma of shape \(2,\) does not broadcast .*\(3,\)"):
+        dp.Gaussian([1.0, 2.0], event_shape=(3,))
+
+
+def test_noise_vector_entries_are_all_checked():
+    with pytest.raises(ValueError, match=r"scale must be positive and finite.*got \[1\.0, 0\.0\]"):
+        dp.Laplace([1.0, 0.0])
+    with pytest.raises(ValueError, match=r"sigma must be positive and finite.*nan"):
+        dp.Gaussian(np.array([1.0, np.nan]))
+
+
+def test_sensitivity_vector_must_match_event_shape():
+    with pytest.raises(ValueError, match=r"sensitivity must be a scalar or have the event_shape"):
+        dp.Laplace([1.0, 2.0, 3.0], sensitivity=[1.0, 1.0])
+
+
+@pytest.mark.parametrize("bad", [(-1,), (2.5,), ("a",)])
+def test_event_shape_is_checked(bad):
+    for fn, kwargs in (
+        (dp.Laplace.from_privacy, dict(epsilon=1.0, sensitivity=1.0)),
+        (dp.DiscreteLaplace, dict(scale=1.0)),
+        (dp.DiscreteGaussian, dict(sigma=1.0)),
+    ):
+        with pytest.raises(ValueError, match=rf"event_shape must be .*{re.escape(repr(bad))}"):
+            fn(**kwargs, event_shape=bad)
+
+
+# --- the Privacy dataclass -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [0, -1, NAN])
+def test_privacy_epsilon_is_checked(bad):
+    with pytest.raises(ValueError, match=rf"epsilon must be positive.*got {bad!r}"):
+        dp.Privacy(epsilon=bad)
+
+
+@pytest.mark.parametrize("bad", [1, -0.1, NAN, INF])
+def test_privacy_delta_is_checked(bad):
+    with pytest.raises(ValueError, match=rf"delta must lie in \[0, 1\), got {bad!r}"):
+        dp.Privacy(epsilon=1.0, delta=bad)
+
+
+@pytest.mark.parametrize("bad", [0, -1, NAN, INF])
+def test_privacy_rho_is_checked(bad):
+    with pytest.raises(ValueError, match=rf"rho must be a positive finite number, got {bad!r}"):
+        dp.Privacy(epsilon=1.0, delta=1e-6, rho=bad)
+
+
+def test_privacy_infinite_epsilon_means_no_guarantee_and_is_allowed():
+    assert dp.Privacy(epsilon=INF).notion == "pure"
+    assert str(dp.Privacy(epsilon=0.5, delta=1e-6, rho=0.1)) == "(0.5, 1e-06)-DP, 0.1-zCDP"
