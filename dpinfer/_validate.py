@@ -83,6 +83,8 @@ def integer_array(name: str, value) -> np.ndarray:
 
 
 def _real(name: str, value) -> float:
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value.item()
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {value!r}")
     return float(value)
