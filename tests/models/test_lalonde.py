@@ -1,0 +1,135 @@
+"""The Lalonde example (Gong 2022, Section 5.2, Appendix F).
+
+Exact rejection ABC and the PyMC reference (latent statistics, NUTS) are two
+independent routes to the same posterior; they must agree within Monte Carlo
+error, while the naive analysis and ABC with a wrong mechanism must not.
+"""
+
+from __future__ import annotations
+
+import math
+from importlib import resources
+
+import numpy as np
+import pytest
+from dpinfer.models import lalonde as ll
+
+import dpinfer as dp
+from dpinfer.compare import compare_posteriors
+from dpinfer.results import from_netcdf
+
+PARAMS = list(ll.PARAMETERS)
+# compare_posteriors gives 16 z-scores (4 parameters x mean and 5/50/95% quantiles), each
+# with the Monte Carlo s.e. of both samples (bulk ESS for NUTS). With |z| < 4 per score the
+# false-failure rate of a correct pair of samplers is at most 16 x 6.3e-5 = 1e-3.
+Z_LIMIT = 4.0
+
+
+@pytest.fixture(scope="module")
+def fits():
+    released = ll.release(rng=2022)
+    return {
+        "released": released,
+        "abc": dp.rejection_abc(
+            ll.model(), ll.mechanism(), released, draws=4000, rng=1, progressbar=False
+        ),
+        "reference": ll.pymc_reference(released, draws=1000, tune=1000, chains=2, rng=2),
+        "naive": ll.naive_posterior(released, draws=1000, tune=1000, chains=2, rng=3),
+    }
+
+
+# --- data and statistics -------------------------------------------------------------
+
+
+def test_data_ship_as_package_data():
+    path = resources.files("dpinfer.models").joinpath("data", "nsw_mixtape.csv")
+    assert path.is_file()
+    treat, y = ll.load_data()
+    assert (treat.size, int(treat.sum())) == (445, ll.N_TREATED)
+    assert y.min() == 0.0 and y.max() == pytest.approx(60.30793)
+
+
+def test_confidential_statistics():
+    treat, y = ll.load_data()
+    s = ll.confidential_statistics()
+    np.testing.assert_allclose(s, [6.349144, 4.554801, 61.896018, 30.072457], atol=1e-6)
+    assert s[2] == pytest.approx(np.var(y[treat == 1], ddof=1))
+
+
+def test_mechanism_scales_and_privacy():
+    mech = ll.mechanism()
+    np.testing.assert_array_equal(mech.scale, [3.0, 3.0, 6.0, 6.0])
+    # per coordinate 1/3, 1/3, 100/6, 100/6 (Gong's budgets), summed over the four
+    assert mech.privacy.epsilon == pytest.approx(2 / 3 + 200 / 6, rel=1e-15)
+
+
+def test_simulator_moments():
+    # Appendix F: E ybar_t = mu + tau, var sigma_t^2 / n_t; E s2 = sigma^2, var 2 sigma^4/(n-1).
+    n = 200_000
+    params = {k: np.full(n, v) for k, v in zip(PARAMS, (1.5, 4.0, 8.0, 5.5), strict=True)}
+    s = ll.simulate_statistics(params, np.random.default_rng(5))
+    assert s.shape == (n, 4)
+    mean = [5.5, 4.0, 64.0, 30.25]
+    var = [64 / 185, 30.25 / 260, 2 * 64**2 / 184, 2 * 30.25**2 / 259]
+    z = (s.mean(axis=0) - mean) / np.sqrt(np.array(var) / n)
+    assert np.all(np.abs(z) < 4.5)  # 4 means; false-failure rate 3e-5
+    ratio = s.var(axis=0) / var
+    assert np.all(np.abs(ratio - 1) < 0.03)  # s.e. of a variance ratio < 0.004: 7 s.e.
+
+
+def test_naive_statistics_floor_negative_variances():
+    stats, clamped = ll.naive_statistics([6.0, 4.0, 50.0, 30.0])
+    assert clamped == 0 and stats[2] == 50.0
+    with pytest.warns(UserWarning, match="undefined"):
+        stats, clamped = ll.naive_statistics([6.0, 4.0, -3.0, 30.0])
+    assert clamped == 1 and stats[2] == 0.01
+    with pytest.raises(ValueError, match="variances must be positive"):
+        ll.statistics_posterior([6.0, 4.0, -3.0, 30.0])
+
+
+# --- ABC against the reference -------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_reference_converged(fits):
+    attrs = fits["reference"].posterior.attrs
+    assert float(attrs["rhat_max"]) < 1.01
+    assert int(attrs["divergences"]) <= 20  # < 1% of 2000 draws
+    assert float(attrs["ess"]) > 400
+
+
+@pytest.mark.slow
+def test_rejection_abc_matches_pymc_reference(fits):
+    comparison = compare_posteriors(fits["abc"], fits["reference"], var_names=PARAMS)
+    assert comparison.max_abs_z() < Z_LIMIT, str(comparison)
+
+
+@pytest.mark.slow
+def test_planted_naive_analysis_is_visibly_different(fits):
+    comparison = compare_posteriors(fits["naive"], fits["reference"], var_names=PARAMS)
+    assert comparison.max_abs_z() > Z_LIMIT, str(comparison)
+    # and overconfident: the naive sd of tau and mu is less than half the exact one
+    for name in ("tau", "mu"):
+        naive_sd = float(fits["naive"].posterior[name].std())
+        assert naive_sd < 0.5 * float(fits["abc"].posterior[name].std())
+
+
+@pytest.mark.slow
+def test_planted_wrong_mechanism_scale_fails(fits):
+    wrong = dp.Laplace([6.0, 6.0, 12.0, 12.0], sensitivity=list(ll.SENSITIVITIES))
+    idata = dp.rejection_abc(
+        ll.model(), wrong, fits["released"], draws=2000, rng=4, progressbar=False
+    )
+    comparison = compare_posteriors(idata, fits["reference"], var_names=PARAMS)
+    assert comparison.max_abs_z() > Z_LIMIT, str(comparison)
+
+
+@pytest.mark.slow
+def test_run_example(tmp_path):
+    text = ll.run_example(tmp_path, draws=500, seed=7, progressbar=False)
+    for word in ("original", "naive", "rejection ABC", "PyMC reference", "sigma_c"):
+        assert word in text
+    assert (tmp_path / "lalonde.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    loaded = from_netcdf(tmp_path / "posterior.nc")
+    assert loaded.posterior["tau"].size == 500
+    assert math.isfinite(float(loaded.posterior.attrs["acceptance_rate"]))
