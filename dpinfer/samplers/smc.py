@@ -105,8 +105,10 @@ def smc_abc(
     arviz.InferenceData
         ``posterior``: equally weighted final particles; ``sample_stats``:
         each particle's ``log_mechanism_density``; ``attrs``: the evidence
-        estimate and per-stage arrays ``stage_lambda``, ``stage_ess``,
-        ``stage_acceptance_rate``, ``stage_moves``, ``stage_simulations``.
+        estimate ``log_evidence``, ``n_stages`` and per-stage arrays
+        ``stage_lam``, ``stage_ess``, ``stage_resampled``,
+        ``stage_acceptance_rate``, ``stage_n_moves``, ``stage_n_simulations`` and
+        ``stage_log_evidence_increment``.
 
     Notes
     -----
@@ -144,6 +146,8 @@ def smc_abc(
         ("move_probability", move_probability),
     ):
         _validate.probability_open(name, value)
+    max_moves = check_count("max_moves", max_moves)
+    max_stages = check_count("max_stages", max_stages)
     if not model.prior.has_logpdf:
         raise ValueError("smc_abc needs a prior with a logpdf (pass logpdf= to a callable Prior)")
     root = as_seed_sequence(rng)
@@ -224,7 +228,9 @@ def _step(
     log_w = state.log_weight + increment - log_z
     state = state._replace(log_weight=log_w, lam=lam)
     ess = _weights.ess(log_w)
-    resampled = ess < resample_fraction * n or lam == 1.0
+    # The ESS lands on ess_fraction * n up to round-off; with the default
+    # ess_fraction == resample_fraction the decision must not hinge on the last digit.
+    resampled = ess < resample_fraction * n * (1 + 1e-9) or lam == 1.0
     if resampled:
         idx = _weights.systematic_resample(np.exp(log_w), n, driver)
         state = take(state, idx)._replace(log_weight=np.full(n, -math.log(n)))

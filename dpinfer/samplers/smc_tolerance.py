@@ -91,6 +91,9 @@ def tolerance_smc_abc(
     final = _validate.non_negative("final_tolerance", final_tolerance)
     _validate.probability_open("quantile", quantile)
     _validate.probability_open("min_acceptance", min_acceptance)
+    _validate.probability_open("move_probability", move_probability)
+    max_moves = check_count("max_moves", max_moves)
+    max_stages = check_count("max_stages", max_stages)
     if not model.prior.has_logpdf:
         raise ValueError("tolerance_smc_abc needs a prior with a logpdf")
     root = as_seed_sequence(rng)
