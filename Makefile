@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/dpinfer mechanisms
+	$(BIN)/dpinfer run poisson-count --out out/poisson-count
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -10,11 +10,13 @@ Examples
 .. code-block:: console
 
     $ dpinfer mechanisms --value 40 --seed 1
+    $ dpinfer run poisson-count --draws 10000 --seed 1 --out out/poisson-count
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -234,8 +236,56 @@ def _seed(text: str) -> int:
     return seed
 
 
+#: The papers' examples for ``dpinfer run``: name -> (module, description).
+EXAMPLES = {
+    "poisson-count": (
+        "dpinfer.models.poisson_count",
+        "Gong (2022) 5.1: a Poisson count released with Laplace noise (eps = 0.2)",
+    ),
+    "lalonde": (
+        "dpinfer.models.lalonde",
+        "Gong (2022) 5.2: NSW job-training sufficient statistics with Laplace noise",
+    ),
+}
+
+
+def _cmd_run(args: argparse.Namespace, console: Console) -> int:
+    module = importlib.import_module(EXAMPLES[args.example][0])
+    options = {"seed": args.seed, "progressbar": not args.no_progress}
+    if args.draws is not None:
+        options["draws"] = args.draws
+    out = args.out if args.out is not None else f"out/{args.example}"
+    console.print(module.run_example(out, **options), markup=False, highlight=False)
+    return 0
+
+
+def _add_run_command(subparsers) -> None:
+    listing = "; ".join(f"{name}: {text}" for name, (_, text) in EXAMPLES.items())
+    parser = subparsers.add_parser(
+        "run",
+        help=f"run a paper's example end to end ({', '.join(EXAMPLES)})",
+        description=(
+            "Run an example: print the exact and naive analyses side by side and write "
+            f"posterior.nc and a figure to --out. Examples: {listing}."
+        ),
+    )
+    parser.add_argument("example", choices=sorted(EXAMPLES), help="which example")
+    parser.add_argument("--draws", type=_positive, default=None, help="posterior draws")
+    parser.add_argument("--seed", type=_seed, default=None, help="sampler seed")
+    parser.add_argument("--out", default=None, help="output folder (default: out/<example>)")
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    parser.set_defaults(func=_cmd_run)
+
+
+def _positive(text: str) -> int:
+    value = _seed(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
 #: Functions that add one subcommand each to the sub-parsers object.
-_SUBCOMMANDS: tuple[Callable[..., None], ...] = (_add_mechanisms_command,)
+_SUBCOMMANDS: tuple[Callable[..., None], ...] = (_add_mechanisms_command, _add_run_command)
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -243,6 +293,8 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dpinfer",
         description="Statistical inference from differentially private data.",
+        epilog="examples for 'dpinfer run': "
+        + "; ".join(f"{name} ({text})" for name, (_, text) in EXAMPLES.items()),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(

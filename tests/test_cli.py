@@ -74,7 +74,7 @@ def test_help_lists_subcommands(capsys):
 def test_parser_is_built_from_the_subcommand_registry():
     parser = cli._build_parser()
     (action,) = [a for a in parser._actions if a.dest == "command"]
-    assert set(action.choices) == {"mechanisms"}
+    assert set(action.choices) == {"mechanisms", "run"}
     args = parser.parse_args(["mechanisms", "--value", "12", "--seed", "5"])
     assert (args.value, args.seed, args.func) == (12, 5, cli._cmd_mechanisms)
 
@@ -172,3 +172,62 @@ def test_console_script(tmp_path):
         [str(script), "--version"], capture_output=True, text=True, timeout=60, check=True
     )
     assert version.stdout.startswith("dpinfer ")
+
+
+def test_help_lists_the_examples(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    for name in cli.EXAMPLES:
+        assert name in out
+
+
+def test_run_poisson_count_writes_results(tmp_path, capsys):
+    from dpinfer.results import from_netcdf
+
+    out = tmp_path / "pc"
+    assert (
+        cli.main(
+            [
+                "run",
+                "poisson-count",
+                "--draws",
+                "2000",
+                "--seed",
+                "3",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    text = capsys.readouterr().out
+    for row in ("exact", "rejection ABC", "naive", "acceptance rate"):
+        assert row in text
+    idata = from_netcdf(out / "posterior.nc")
+    assert idata.posterior["theta"].shape == (1, 2000)
+    assert idata.posterior.attrs["method"] == "rejection_abc"
+    assert (out / "poisson_count.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_run_lalonde_writes_results(tmp_path, capsys):
+    out = tmp_path / "lalonde"
+    assert (
+        cli.main(
+            ["run", "lalonde", "--draws", "300", "--seed", "4", "--out", str(out), "--no-progress"]
+        )
+        == 0
+    )
+    text = capsys.readouterr().out
+    for name in ("tau", "mu", "sigma_t", "sigma_c"):
+        assert name in text
+    assert (out / "posterior.nc").exists()
+    assert (out / "lalonde.png").exists()
+
+
+def test_run_rejects_unknown_example(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["run", "no-such-example"])
+    assert "invalid choice" in capsys.readouterr().err
