@@ -197,7 +197,8 @@ def smc_abc(
             **privacy_attrs(mechanism),
             "n_simulations": sim.n_simulations,
             "acceptance_rate": float(np.mean(stages["stage_acceptance_rate"])),
-            "ess": _weights.ess(state.log_weight),
+            # the last reweighting's ESS: a conservative size for the final resampled draws
+            "ess": float(stages["stage_ess"][-1]),
             "log_evidence": log_evidence,
             "n_stages": len(infos),
             **{k: v.astype(float) for k, v in stages.items()},
