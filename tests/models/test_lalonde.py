@@ -12,10 +12,10 @@ from importlib import resources
 
 import numpy as np
 import pytest
-from dpinfer.models import lalonde as ll
 
 import dpinfer as dp
 from dpinfer.compare import compare_posteriors
+from dpinfer.models import lalonde as ll
 from dpinfer.results import from_netcdf
 
 PARAMS = list(ll.PARAMETERS)

@@ -13,11 +13,11 @@ import math
 import numpy as np
 import pytest
 import scipy.stats as st
-from dpinfer.models import poisson_count as pc
 from scipy.integrate import quad
 from scipy.special import logsumexp
 
 import dpinfer as dp
+from dpinfer.models import poisson_count as pc
 from dpinfer.results import from_netcdf
 
 # (alpha, epsilon, released): Gong's five priors, plus an integer and a negative release.
