@@ -280,16 +280,17 @@ def abcdp_gaussian_epsilon(sigma, *, sensitivity, distance_bound, epsilon_abc) -
     """Per-step epsilon ``h(sigma)`` of rejection ABCDP with Gaussian noise (Theorem 3.1).
 
     ``h(sigma) = min(1, D / sqrt(2 pi sigma^2)) / Phi(min(eps_abc - B, -eps_abc) / sigma)``
-    with ``D`` the distance's sensitivity and ``B`` its upper bound.
+    with ``D`` the distance's sensitivity and ``B`` its upper bound; ``inf`` where it
+    exceeds the float range (a tiny sigma against a large bound).
     """
-    return math.exp(
-        _abcdp_gaussian_log_h(
-            _validate.positive_finite("sigma", sigma),
-            _validate.positive_finite("sensitivity", sensitivity),
-            _validate.positive_finite("distance_bound", distance_bound),
-            _validate.non_negative("epsilon_abc", epsilon_abc),
-        )
+    log_h = _abcdp_gaussian_log_h(
+        _validate.positive_finite("sigma", sigma),
+        _validate.positive_finite("sensitivity", sensitivity),
+        _validate.positive_finite("distance_bound", distance_bound),
+        _validate.non_negative("epsilon_abc", epsilon_abc),
     )
+    with np.errstate(over="ignore"):
+        return float(np.exp(log_h))
 
 
 def _abcdp_gaussian_log_h(sigma, sensitivity, bound, epsilon_abc) -> float:

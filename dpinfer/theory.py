@@ -38,6 +38,11 @@ def flip_probability(a, b) -> np.ndarray:
 
     By Proposition 1 this is the probability that ABCDP's decision on a
     proposal at distance ``rho`` differs from ABC's, with ``a = |rho - eps_abc|``.
+    It is exact for every query of a run that draws its threshold noise once
+    (RESAMPLE false) and answers the whole stream; with RESAMPLE, for the first
+    query after each redraw. Other queries see a threshold selected by the
+    answers before them (halting, or rejections since the last redraw) and
+    flip at other rates.
     """
     a = np.asarray(a, dtype=float)
     if np.any(a < 0):

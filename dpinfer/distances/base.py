@@ -32,8 +32,13 @@ class DataDerived(float):
         return obj
 
     def derived_from(self, observed) -> bool:
-        """Whether every row of ``observed`` was among the data this setting came from."""
-        return fingerprint_rows(observed) <= self.rows
+        """Whether any row of ``observed`` was among the data this setting came from.
+
+        A setting computed from even one confidential record depends on it.
+        Equal rows count as the same record, so discrete data may be refused
+        conservatively when a simulated point coincides with an observation.
+        """
+        return not self.rows.isdisjoint(fingerprint_rows(observed))
 
 
 class Distance(abc.ABC):

@@ -47,10 +47,10 @@ class GaussianKernel:
 def median_heuristic(data, *, max_points: int = 1000, rng: RNGLike = 0) -> DataDerived:
     """Median pairwise distance of the rows of ``data`` (subsampled), as a bandwidth.
 
-    Use simulated data only. The returned value remembers its data, and
-    :func:`dpinfer.abcdp` refuses it if that data held the confidential
-    observations (a bandwidth from confidential data leaks; charge it to the
-    budget if you must use one).
+    Use simulated data only. The returned value remembers the points it was
+    computed from, and :func:`dpinfer.abcdp` refuses it if any of them is a
+    confidential observation (a bandwidth from confidential data leaks; charge
+    it to the budget if you must use one).
     """
     arr = np.asarray(data, dtype=float)
     pts = arr.reshape(-1, arr.shape[-1]) if arr.ndim > 1 else arr.reshape(-1, 1)
@@ -62,7 +62,9 @@ def median_heuristic(data, *, max_points: int = 1000, rng: RNGLike = 0) -> DataD
     positive = positive[positive > 0]
     if positive.size == 0:
         raise ValueError("median_heuristic needs at least two distinct points")
-    return DataDerived(float(np.median(positive)), data=arr.reshape(arr.shape[0], -1))
+    # The bandwidth is a function of the points used, and of nothing else: remember them
+    # (points, not first-axis slices, so that a stack of datasets is covered too).
+    return DataDerived(float(np.median(positive)), data=pts)
 
 
 def _sq(p):

@@ -14,6 +14,7 @@ from .kernels import GaussianKernel
 __all__ = ["MMD", "RandomFeatureMMD"]
 
 _GRAM_BUDGET = 2**24  # kernel entries held at once when batching exact MMD
+_FEATURE_BUDGET = 2**19  # projections held at once by the random-feature MMD (cache-sized)
 
 
 def as_datasets(pseudo, observed) -> tuple[np.ndarray, np.ndarray]:
@@ -125,14 +126,15 @@ class RandomFeatureMMD(Distance):
     def mean_embedding(self, data: np.ndarray) -> np.ndarray:
         """Mean feature vector over the second-to-last axis: (..., M, d) -> (..., 2D)."""
         proj = data @ self.frequencies
-        feats = np.concatenate([np.cos(proj), np.sin(proj)], axis=-1)
-        return feats.mean(axis=-2) / math.sqrt(self.n_features)
+        cos = np.cos(proj).mean(axis=-2)
+        sin = np.sin(proj, out=proj).mean(axis=-2)
+        return np.concatenate([cos, sin], axis=-1) / math.sqrt(self.n_features)
 
     def __call__(self, observed, pseudo) -> np.ndarray:
         """Distances from ``observed`` to each pseudo-dataset, shape ``(T,)``."""
         pse, obs = as_datasets(pseudo, observed)
         target = self.mean_embedding(obs)
-        per_batch = max(1, _GRAM_BUDGET // max(1, pse.shape[1] * self.n_features))
+        per_batch = max(1, _FEATURE_BUDGET // max(1, pse.shape[1] * self.n_features))
         out = np.empty(len(pse))
         for start in range(0, len(pse), per_batch):
             diff = self.mean_embedding(pse[start : start + per_batch]) - target

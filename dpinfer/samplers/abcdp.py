@@ -114,6 +114,8 @@ def abcdp(
     eps_total = _validate.positive_or_inf("epsilon_total", epsilon_total)
     eps_abc = _finite("epsilon_abc", epsilon_abc)
     c = _validate.positive_int("c", c)
+    if not isinstance(resample, bool | np.bool_):
+        raise TypeError(f"resample must be a bool, got {resample!r}")
     observed = np.asarray(observed, dtype=float)
     _check_settings(distance, observed, charged)
     public = public_distances(
@@ -186,18 +188,22 @@ def _noiseless(distances: np.ndarray, threshold: float, c: int) -> np.ndarray:
     return distances[:stop] <= threshold
 
 
-def _check_settings(distance, observed, charged) -> None:
+def _check_settings(distance, observed, charged, *, can_charge: bool = True) -> None:
     leaked = (
         distance.confidential_settings(observed)
         if hasattr(distance, "confidential_settings")
         else []
     )
     if leaked and charged is None:
+        remedy = (
+            " or pass charged=Privacy(...) for the budget spent computing it privately"
+            if can_charge
+            else ""
+        )
         raise ValueError(
             f"the distance's {', '.join(leaked)} was computed from the confidential "
             "observations, which leaks them outside the privacy budget; compute it from "
-            "simulated data (e.g. median_heuristic on a pseudo-dataset) or pass "
-            "charged=Privacy(...) for the budget spent computing it privately"
+            f"simulated data (e.g. median_heuristic on a pseudo-dataset){remedy}"
         )
     if charged is not None and not isinstance(charged, Privacy):
         raise TypeError(f"charged must be a Privacy, got {type(charged).__name__}")

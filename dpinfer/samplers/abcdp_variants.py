@@ -11,6 +11,7 @@ from .._rng import RNGLike, as_generator
 from ..results import to_inference_data
 from . import _weights
 from ._public import public_distances
+from .abcdp import _check_settings
 
 __all__ = ["rejection_abcdp_gaussian", "soft_abcdp"]
 
@@ -42,6 +43,8 @@ def rejection_abcdp_gaussian(
         As in :func:`dpinfer.abcdp`.
     distance_bound : float
         ``B_rho``, an upper bound of the distance (``2 sqrt(B_k)`` for MMD).
+        Distances are clipped to it before the noise, as the paper's
+        experiments do, so that the bound holds whatever the data.
     privacy_rng : seed, optional
         Privacy noise; OS entropy by default.
     **public
@@ -55,18 +58,22 @@ def rejection_abcdp_gaussian(
         per-step epsilon.
     """
     eps_total = _validate.positive_finite("epsilon_total", epsilon_total)
+    bound = _validate.positive_finite("distance_bound", distance_bound)
     observed = np.asarray(observed, dtype=float)
+    _check_settings(distance, observed, None, can_charge=False)
     draws = public_distances(observed, distance, **public)
     steps = draws.distances.size
     sensitivity = distance.sensitivity(len(observed))
     sigma = accounting.abcdp_gaussian_sigma(
         eps_total / steps,
         sensitivity=sensitivity,
-        distance_bound=distance_bound,
+        distance_bound=bound,
         epsilon_abc=epsilon_abc,
     )
     noise = as_generator(privacy_rng).standard_normal(steps) * sigma
-    accepted = np.flatnonzero(draws.distances + noise <= epsilon_abc)
+    # Theorem 3.1 needs rho <= B_rho; min(rho, B_rho) keeps the sensitivity (1-Lipschitz).
+    clipped = np.minimum(draws.distances, bound)
+    accepted = np.flatnonzero(clipped + noise <= epsilon_abc)
     return to_inference_data(
         {k: v[accepted] for k, v in draws.params.items()},
         prior=draws.params,
@@ -129,6 +136,7 @@ def soft_abcdp(
     delta = _validate.probability_open("delta_total", delta_total)
     eps_abc = _validate.positive_finite("epsilon_abc", epsilon_abc)
     observed = np.asarray(observed, dtype=float)
+    _check_settings(distance, observed, None, can_charge=False)
     pub = public_distances(observed, distance, **public)
     steps = pub.distances.size
     sensitivity = distance.sensitivity(len(observed))
