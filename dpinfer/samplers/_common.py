@@ -7,8 +7,10 @@ import math
 import numpy as np
 
 from .. import _validate
+from .._rng import seed_entropy
 from ..mechanisms.base import Mechanism
 from ..model import Model
+from ..results import to_inference_data
 
 
 def check_inputs(model, mechanism, released) -> np.ndarray:
@@ -51,3 +53,27 @@ def mechanism_constants(mechanism: Mechanism) -> dict:
 def stack_draws(chunks: list[dict], names) -> dict[str, np.ndarray]:
     """Concatenate per-chunk dicts of arrays along the first axis."""
     return {name: np.concatenate([c[name] for c in chunks]) for name in names}
+
+
+def abc_result(
+    posterior, *, mechanism, released, method, reference, root, sample_stats=None, **attrs
+):
+    """Build the InferenceData every sampler of a DP release returns.
+
+    ``attrs`` carries the sampler-specific keys (``n_simulations``, ``ess``, ...);
+    the method, reference, mechanism, its privacy and the seed are filled here.
+    """
+    return to_inference_data(
+        posterior,
+        sample_stats=sample_stats,
+        observed=released,
+        constant_data=mechanism_constants(mechanism),
+        attrs={
+            "method": method,
+            "reference": reference,
+            "mechanism": repr(mechanism),
+            **privacy_attrs(mechanism),
+            "seed": seed_entropy(root),
+            **attrs,
+        },
+    )

@@ -10,11 +10,10 @@ from scipy.special import logsumexp
 
 from .. import parallel
 from .._progress import progress_bar
-from .._rng import RNGLike, as_seed_sequence, chunk_generator, seed_entropy
+from .._rng import RNGLike, as_seed_sequence, chunk_generator
 from ..model import as_prior
-from ..results import to_inference_data
 from . import _weights
-from ._common import check_count, check_inputs, mechanism_constants, privacy_attrs, stack_draws
+from ._common import abc_result, check_count, check_inputs, stack_draws
 
 __all__ = ["importance_abc"]
 
@@ -114,26 +113,22 @@ def importance_abc(
     log_w = np.concatenate([c["_log_weight"] for c in chunks])
     weights = _weights.normalise(log_w)
     index = _weights.systematic_resample(weights, draws, chunk_generator(root, len(sizes)))
-    return to_inference_data(
+    return abc_result(
         {k: v[index] for k, v in particles.items()},
         sample_stats={
             "log_weight": log_w - logsumexp(log_w),
             **{f"particle_{k}": v for k, v in particles.items()},
         },
-        observed=released,
-        constant_data=mechanism_constants(mechanism),
-        attrs={
-            "method": "importance_abc",
-            "reference": REFERENCE,
-            "mechanism": repr(mechanism),
-            **privacy_attrs(mechanism),
-            "n_simulations": draws,
-            "acceptance_rate": math.nan,
-            "ess": _weights.ess(log_w),
-            "log_evidence": float(logsumexp(log_w) - math.log(draws)),
-            "proposal": "prior" if proposal is None else repr(proposal),
-            "seed": seed_entropy(root),
-        },
+        mechanism=mechanism,
+        released=released,
+        method="importance_abc",
+        reference=REFERENCE,
+        root=root,
+        n_simulations=draws,
+        acceptance_rate=math.nan,
+        ess=_weights.ess(log_w),
+        log_evidence=float(logsumexp(log_w) - math.log(draws)),
+        proposal="prior" if proposal is None else repr(proposal),
     )
 
 

@@ -9,9 +9,8 @@ import numpy as np
 
 from .. import parallel
 from .._progress import progress_bar
-from .._rng import RNGLike, as_seed_sequence, seed_entropy
-from ..results import to_inference_data
-from ._common import check_count, check_inputs, mechanism_constants, privacy_attrs, stack_draws
+from .._rng import RNGLike, as_seed_sequence
+from ._common import abc_result, check_count, check_inputs, stack_draws
 
 __all__ = ["SimulationBudgetExceeded", "rejection_abc"]
 
@@ -121,22 +120,18 @@ def rejection_abc(
     names = [k for k in accepted[0] if k != "_n"]
     posterior = {k: v[:draws] for k, v in stack_draws(accepted, names).items()}
     rate = n_acc / n_sim
-    return to_inference_data(
+    return abc_result(
         posterior,
-        observed=released,
-        constant_data=mechanism_constants(mechanism),
-        attrs={
-            "method": "rejection_abc",
-            "reference": REFERENCE,
-            "mechanism": repr(mechanism),
-            **privacy_attrs(mechanism),
-            "n_simulations": n_sim,
-            "acceptance_rate": rate,
-            "ess": float(draws),
-            "log_evidence": math.log(rate) + log_bound if rate > 0 else -math.inf,
-            "log_max_density": log_bound,
-            "seed": seed_entropy(root),
-        },
+        mechanism=mechanism,
+        released=released,
+        method="rejection_abc",
+        reference=REFERENCE,
+        root=root,
+        n_simulations=n_sim,
+        acceptance_rate=rate,
+        ess=float(draws),
+        log_evidence=math.log(rate) + log_bound if rate > 0 else -math.inf,
+        log_max_density=log_bound,
     )
 
 

@@ -12,10 +12,9 @@ from scipy.special import logsumexp
 
 from .. import _validate
 from .._progress import progress_bar
-from .._rng import RNGLike, as_seed_sequence, child_sequence, chunk_generator, seed_entropy
-from ..results import to_inference_data
+from .._rng import RNGLike, as_seed_sequence, child_sequence, chunk_generator
 from . import _weights
-from ._common import check_count, check_inputs, mechanism_constants, privacy_attrs
+from ._common import abc_result, check_count, check_inputs
 from ._simulate import BatchSimulator
 from ._smc_kernels import expand, moves_needed, proposal_factor, take
 from ._transforms import ParameterSpace
@@ -185,25 +184,21 @@ def smc_abc(
 
     index = _weights.systematic_resample(np.exp(state.log_weight), n, driver)
     stages = {f"stage_{k}": np.array([getattr(i, k) for i in infos]) for k in StageInfo._fields}
-    return to_inference_data(
+    return abc_result(
         {k: v[index] for k, v in state.params.items()},
         sample_stats={"log_mechanism_density": state.log_lik[index]},
-        observed=released,
-        constant_data=mechanism_constants(mechanism),
-        attrs={
-            "method": "smc_abc",
-            "reference": REFERENCE,
-            "mechanism": repr(mechanism),
-            **privacy_attrs(mechanism),
-            "n_simulations": sim.n_simulations,
-            "acceptance_rate": float(np.mean(stages["stage_acceptance_rate"])),
-            # the last reweighting's ESS: a conservative size for the final resampled draws
-            "ess": float(stages["stage_ess"][-1]),
-            "log_evidence": log_evidence,
-            "n_stages": len(infos),
-            **{k: v.astype(float) for k, v in stages.items()},
-            "seed": seed_entropy(root),
-        },
+        mechanism=mechanism,
+        released=released,
+        method="smc_abc",
+        reference=REFERENCE,
+        root=root,
+        n_simulations=sim.n_simulations,
+        acceptance_rate=float(np.mean(stages["stage_acceptance_rate"])),
+        # the last reweighting's ESS: a conservative size for the final resampled draws
+        ess=float(stages["stage_ess"][-1]),
+        log_evidence=log_evidence,
+        n_stages=len(infos),
+        **{k: v.astype(float) for k, v in stages.items()},
     )
 
 

@@ -10,10 +10,9 @@ import numpy as np
 
 from .. import _validate
 from .._progress import progress_bar
-from .._rng import RNGLike, as_seed_sequence, child_sequence, chunk_generator, seed_entropy
-from ..results import to_inference_data
+from .._rng import RNGLike, as_seed_sequence, child_sequence, chunk_generator
 from . import _weights
-from ._common import check_count, check_inputs, mechanism_constants, privacy_attrs
+from ._common import abc_result, check_count, check_inputs
 from ._simulate import BatchSimulator
 from ._smc_kernels import expand, moves_needed, proposal_factor, take
 from ._transforms import ParameterSpace
@@ -133,26 +132,22 @@ def tolerance_smc_abc(
                 break
 
     tol, rates, sims = (np.array(col, dtype=float) for col in zip(*stages, strict=True))
-    return to_inference_data(
+    return abc_result(
         state.params,
         sample_stats={"release_distance": state.distance},
-        observed=released,
-        constant_data=mechanism_constants(mechanism),
-        attrs={
-            "method": "tolerance_smc_abc (approximate)",
-            "reference": REFERENCE,
-            "mechanism": repr(mechanism),
-            **privacy_attrs(mechanism),
-            "n_simulations": sim.n_simulations,
-            "acceptance_rate": float(rates[-1]),
-            "ess": float(n),
-            "log_evidence": math.nan,
-            "tolerance": float(tol[-1]),
-            "stage_tolerance": tol,
-            "stage_acceptance_rate": rates,
-            "stage_simulations": sims,
-            "seed": seed_entropy(root),
-        },
+        mechanism=mechanism,
+        released=released,
+        method="tolerance_smc_abc (approximate)",
+        reference=REFERENCE,
+        root=root,
+        n_simulations=sim.n_simulations,
+        acceptance_rate=float(rates[-1]),
+        ess=float(n),
+        log_evidence=math.nan,
+        tolerance=float(tol[-1]),
+        stage_tolerance=tol,
+        stage_acceptance_rate=rates,
+        stage_simulations=sims,
     )
 
 
