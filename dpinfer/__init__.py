@@ -2,6 +2,7 @@
 
 from . import accounting, distances, theory
 from ._version import __version__
+from .likelihood import ExponentialFamily, Likelihood
 from .mechanisms import (
     BinomialRelease,
     DiscreteGaussian,
@@ -15,9 +16,13 @@ from .mechanisms import (
 )
 from .model import Model, Prior
 from .samplers import (
+    AscentSchedule,
+    MCEMResult,
     SimulationBudgetExceeded,
+    StagedSchedule,
     abcdp,
     importance_abc,
+    mcem,
     rejection_abc,
     rejection_abcdp_gaussian,
     smc_abc,
@@ -26,11 +31,15 @@ from .samplers import (
 )
 
 __all__ = [
+    "AscentSchedule",
     "BinomialRelease",
     "DiscreteGaussian",
     "DiscreteLaplace",
+    "ExponentialFamily",
     "Gaussian",
     "Laplace",
+    "Likelihood",
+    "MCEMResult",
     "Mechanism",
     "Model",
     "Prior",
@@ -38,11 +47,13 @@ __all__ = [
     "SVTResult",
     "SimulationBudgetExceeded",
     "SparseVector",
+    "StagedSchedule",
     "__version__",
     "abcdp",
     "accounting",
     "distances",
     "importance_abc",
+    "mcem",
     "rejection_abc",
     "rejection_abcdp_gaussian",
     "smc_abc",

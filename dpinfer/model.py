@@ -115,6 +115,11 @@ class Model:
     loglik : callable, optional
         ``loglik(s, params) -> (n,)``, the confidential log-likelihood
         ``log pi(s | theta)``, for likelihood-based methods.
+    likelihood : dpinfer.Likelihood, optional
+        The confidential log-likelihood with its score and Hessian (from PyMC
+        by automatic differentiation, or from callables), which
+        :func:`dpinfer.mcem` needs; it also serves as ``loglik`` when that is
+        not given. :meth:`from_pymc` builds all of a model from PyMC.
 
     Examples
     --------
@@ -126,7 +131,9 @@ class Model:
     (4,)
     """
 
-    def __init__(self, prior, simulate: Callable, *, loglik: Callable | None = None):
+    def __init__(
+        self, prior, simulate: Callable, *, loglik: Callable | None = None, likelihood=None
+    ):
         self.prior = prior if isinstance(prior, Prior) else Prior(prior)
         if not callable(simulate):
             raise TypeError(f"simulate must be callable, got {type(simulate).__name__}")
@@ -134,6 +141,73 @@ class Model:
             raise TypeError(f"loglik must be callable, got {type(loglik).__name__}")
         self.simulate = simulate
         self.loglik = loglik
+        self.likelihood = _check_likelihood(likelihood)
+        if loglik is None and likelihood is not None:
+            self.loglik = likelihood.logp
+        self.pymc_model = None
+        self.statistic = None
+
+    @classmethod
+    def from_pymc(
+        cls,
+        pymc_model,
+        *,
+        statistic,
+        params=None,
+        support=None,
+        exponential_family=None,
+    ) -> Model:
+        """Build prior, simulator and likelihood from one PyMC model.
+
+        Parameters
+        ----------
+        pymc_model : pymc.Model
+            Free random variables for the parameters, with their priors, and
+            random variable(s) for the confidential statistic.
+        statistic : str or sequence of str
+            Name(s) of the statistic's random variables; several are
+            concatenated, in order, along the last axis.
+        params : sequence of str, optional
+            Parameter names; default every other free random variable.
+        support : dict, optional
+            Overrides of the parameter supports, which are otherwise read from
+            PyMC's default transforms (log: positive; interval: its bounds).
+        exponential_family : dpinfer.ExponentialFamily, optional
+            Closed-form M-step for :func:`dpinfer.mcem`.
+
+        Returns
+        -------
+        Model
+            With ``likelihood`` differentiated by PyTensor, the batched prior
+            (sampler and density), the batched simulator, and the PyMC model as
+            ``pymc_model`` (with ``statistic``, the names) for reference fits.
+
+        Examples
+        --------
+        >>> import pymc as pm
+        >>> with pm.Model() as pm_model:
+        ...     theta = pm.Gamma("theta", alpha=25, beta=1)
+        ...     s = pm.Poisson("s", mu=theta)
+        >>> model = Model.from_pymc(pm_model, statistic="s")
+        >>> rng = np.random.default_rng(0)
+        >>> model.simulate(model.prior.sample(5, rng), rng).shape
+        (5,)
+        >>> model.likelihood.space
+        ParameterSpace(theta: (0, inf))
+        """
+        from ._pymc_bridge import model_parts
+
+        sample, logpdf, simulate, likelihood, names = model_parts(
+            pymc_model,
+            statistic=statistic,
+            params=params,
+            support=support,
+            exponential_family=exponential_family,
+        )
+        model = cls(Prior(sample, logpdf=logpdf), simulate, likelihood=likelihood)
+        model.pymc_model = pymc_model
+        model.statistic = names[0] if isinstance(statistic, str) else tuple(names)
+        return model
 
     def simulate_checked(self, params, rng, *, event_shape) -> np.ndarray:
         """Simulate and check the output shape against the mechanism's ``event_shape``."""
@@ -149,6 +223,19 @@ class Model:
 
     def __repr__(self) -> str:
         return f"Model(prior={self.prior!r}, simulate={getattr(self.simulate, '__name__', '?')})"
+
+
+def _check_likelihood(likelihood):
+    if likelihood is None:
+        return None
+    from .likelihood import Likelihood
+
+    if not isinstance(likelihood, Likelihood):
+        raise TypeError(
+            "likelihood must be a dpinfer.Likelihood (Likelihood.from_pymc, from_pytensor or "
+            f"from_callables), got {type(likelihood).__name__}: {likelihood!r}"
+        )
+    return likelihood
 
 
 def as_prior(obj, *, name: str = "prior"):

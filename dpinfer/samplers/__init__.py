@@ -3,11 +3,16 @@
 from .abcdp import abcdp
 from .abcdp_variants import rejection_abcdp_gaussian, soft_abcdp
 from .importance import importance_abc
+from .mcem import AscentSchedule, MCEMResult, StagedSchedule, mcem
 from .rejection import SimulationBudgetExceeded, rejection_abc
 from .smc import smc_abc
 from .smc_tolerance import tolerance_smc_abc
 
 __all__ = [
+    "AscentSchedule",
+    "MCEMResult",
+    "StagedSchedule",
+    "mcem",
     "SimulationBudgetExceeded",
     "abcdp",
     "importance_abc",

@@ -1,0 +1,682 @@
+r"""The confidential log-likelihood ``log pi(s | theta)`` with its score and Hessian.
+
+Likelihood methods (Monte Carlo EM, Gong 2022, Section 4) need more than a
+simulator: the log-density of the confidential statistic, and its first and
+second derivatives in the parameters. A :class:`Likelihood` provides all three
+for a batch of statistics at a batch of parameter values, either
+
+* by automatic differentiation of a PyMC distribution
+  (:meth:`Likelihood.from_pymc`, or :meth:`dpinfer.Model.from_pymc`) or of a
+  PyTensor expression (:meth:`Likelihood.from_pytensor`), or
+* from user callables (:meth:`Likelihood.from_callables`).
+
+Derivatives are never approximated by finite differences: a likelihood
+without them is refused where they are needed, with a message saying so.
+
+Parameters live on their natural scale, each with a support (the real line,
+a half-line or an interval, see :class:`ParameterSpace`); optimisers work on an
+unconstrained scale and map back.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["ExponentialFamily", "Likelihood", "ParameterSpace"]
+
+
+# ----------------------------------------------------------------------------------------
+# parameter space: names, shapes, supports, unconstrained transforms
+# ----------------------------------------------------------------------------------------
+_NAMED_SUPPORTS = {
+    "real": (-math.inf, math.inf),
+    "positive": (0.0, math.inf),
+    "unit": (0.0, 1.0),
+}
+
+
+class ParameterSpace:
+    """Named parameters with shapes and supports, flattened to one vector.
+
+    Parameters
+    ----------
+    params : sequence of str or mapping
+        Parameter names (scalars), or a mapping from name to shape.
+    support : mapping, optional
+        Per parameter: ``"real"`` (default), ``"positive"``, ``"unit"`` or an
+        interval ``(lower, upper)`` with infinite ends allowed. The support is
+        open: boundary values are outside it.
+
+    Notes
+    -----
+    The unconstrained coordinate of a component with support ``(a, b)`` is
+    ``x`` on the real line, ``log(x - a)`` on ``(a, inf)``, ``log(b - x)`` on
+    ``(-inf, b)`` and ``logit((x - a) / (b - a))`` on a bounded interval.
+
+    Examples
+    --------
+    >>> space = ParameterSpace({"mu": (), "sigma": ()}, support={"sigma": "positive"})
+    >>> space.labels
+    ('mu', 'sigma')
+    >>> space.to_unconstrained(np.array([1.0, np.e]))
+    array([1., 1.])
+    """
+
+    def __init__(self, params, *, support: Mapping | None = None):
+        if isinstance(params, Mapping):
+            shapes = {str(k): _as_shape(v) for k, v in params.items()}
+        elif isinstance(params, Sequence) and not isinstance(params, str):
+            shapes = {str(k): () for k in params}
+        else:
+            raise TypeError(
+                "params must be a sequence of parameter names or a mapping from name to "
+                f"shape, got {type(params).__name__}: {params!r}"
+            )
+        if not shapes:
+            raise ValueError("params must name at least one parameter, got none")
+        support = dict(support or {})
+        unknown = set(support) - set(shapes)
+        if unknown:
+            raise ValueError(
+                f"support names parameters {sorted(unknown)} that are not among the "
+                f"parameters {list(shapes)}"
+            )
+        self.names = tuple(shapes)
+        self.shapes = shapes
+        self.sizes = {k: int(np.prod(s, dtype=int)) for k, s in shapes.items()}
+        self.bounds = {k: _as_bounds(k, support.get(k, "real")) for k in self.names}
+        self.size = sum(self.sizes.values())
+        labels, lower, upper = [], [], []
+        for name in self.names:
+            lo, hi = self.bounds[name]
+            for idx in np.ndindex(*self.shapes[name]):
+                suffix = "[" + ",".join(map(str, idx)) + "]" if idx else ""
+                labels.append(name + suffix)
+                lower.append(lo)
+                upper.append(hi)
+        self.labels = tuple(labels)
+        self._lower = np.array(lower, dtype=float)
+        self._upper = np.array(upper, dtype=float)
+
+    # --- dict <-> flat vector -----------------------------------------------------------
+    def flatten(self, params: Mapping) -> np.ndarray:
+        """Return the flat vector ``(size,)`` of one parameter set."""
+        return np.concatenate([np.asarray(params[k], dtype=float).reshape(-1) for k in self.names])
+
+    def unflatten(self, theta: np.ndarray) -> dict[str, np.ndarray | float]:
+        """Return the dict of one parameter set from its flat vector."""
+        out, i = {}, 0
+        for name in self.names:
+            size = self.sizes[name]
+            value = np.asarray(theta[i : i + size], dtype=float).reshape(self.shapes[name])
+            out[name] = float(value) if value.ndim == 0 else value
+            i += size
+        return out
+
+    def batch(self, theta: np.ndarray, n: int) -> dict[str, np.ndarray]:
+        """Return ``n`` copies of one parameter set: a dict of ``(n, *shape)`` arrays."""
+        out, i = {}, 0
+        for name in self.names:
+            size = self.sizes[name]
+            value = np.asarray(theta[i : i + size], dtype=float).reshape(self.shapes[name])
+            out[name] = np.broadcast_to(value, (n, *self.shapes[name])).copy()
+            i += size
+        return out
+
+    # --- validation ---------------------------------------------------------------------
+    def check(self, params, *, name: str = "start") -> np.ndarray:
+        """Validate one parameter set (names, shapes, finiteness, support); return it flat."""
+        if not isinstance(params, Mapping):
+            raise TypeError(
+                f"{name} must be a dict from parameter name to value, got "
+                f"{type(params).__name__}: {params!r}"
+            )
+        missing = [k for k in self.names if k not in params]
+        extra = [k for k in params if k not in self.shapes]
+        if missing or extra:
+            raise ValueError(
+                f"{name} must give exactly the parameters {list(self.names)}; "
+                f"missing {missing}, unknown {extra}"
+            )
+        for key in self.names:
+            value = np.asarray(params[key], dtype=float)
+            if value.shape != self.shapes[key]:
+                raise ValueError(
+                    f"{name}[{key!r}] must have shape {self.shapes[key]}, got {value.shape}"
+                )
+            lo, hi = self.bounds[key]
+            if not np.all(np.isfinite(value)):
+                raise ValueError(f"{name}[{key!r}] must be finite, got {params[key]!r}")
+            if not np.all((value > lo) & (value < hi)):
+                raise ValueError(
+                    f"{name}[{key!r}] = {params[key]!r} lies outside the support of "
+                    f"{key!r}, the open interval ({lo:g}, {hi:g})"
+                )
+        return self.flatten(params)
+
+    def contains(self, theta: np.ndarray) -> bool:
+        """Whether a flat vector lies in the (open) support."""
+        theta = np.asarray(theta, dtype=float)
+        return bool(
+            np.all(np.isfinite(theta)) and np.all((theta > self._lower) & (theta < self._upper))
+        )
+
+    # --- unconstrained scale ------------------------------------------------------------
+    def to_unconstrained(self, theta: np.ndarray) -> np.ndarray:
+        """Map a flat natural-scale vector to the unconstrained scale."""
+        theta = np.asarray(theta, dtype=float)
+        lo, hi = self._lower, self._upper
+        out = theta.copy()
+        low_only = np.isfinite(lo) & ~np.isfinite(hi)
+        high_only = ~np.isfinite(lo) & np.isfinite(hi)
+        both = np.isfinite(lo) & np.isfinite(hi)
+        out[low_only] = np.log(theta[low_only] - lo[low_only])
+        out[high_only] = np.log(hi[high_only] - theta[high_only])
+        u = (theta[both] - lo[both]) / (hi[both] - lo[both])
+        out[both] = np.log(u) - np.log1p(-u)
+        return out
+
+    def to_natural(self, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Map an unconstrained vector back; also return ``dtheta/dphi`` and its derivative.
+
+        Returns
+        -------
+        theta, d1, d2 : numpy.ndarray
+            The natural-scale vector and the elementwise first and second
+            derivatives of the (componentwise) map, for the chain rule.
+        """
+        phi = np.asarray(phi, dtype=float)
+        lo, hi = self._lower, self._upper
+        theta, d1, d2 = phi.copy(), np.ones_like(phi), np.zeros_like(phi)
+        low_only = np.isfinite(lo) & ~np.isfinite(hi)
+        high_only = ~np.isfinite(lo) & np.isfinite(hi)
+        both = np.isfinite(lo) & np.isfinite(hi)
+        e = np.exp(phi[low_only])
+        theta[low_only], d1[low_only], d2[low_only] = lo[low_only] + e, e, e
+        e = np.exp(phi[high_only])
+        theta[high_only], d1[high_only], d2[high_only] = hi[high_only] - e, -e, -e
+        width = hi[both] - lo[both]
+        u = 1.0 / (1.0 + np.exp(-phi[both]))
+        theta[both] = lo[both] + width * u
+        d1[both] = width * u * (1 - u)
+        d2[both] = width * u * (1 - u) * (1 - 2 * u)
+        return theta, d1, d2
+
+    def __repr__(self) -> str:
+        parts = []
+        for name in self.names:
+            lo, hi = self.bounds[name]
+            shape = f"{self.shapes[name]} " if self.shapes[name] else ""
+            parts.append(f"{name}: {shape}({lo:g}, {hi:g})")
+        return f"ParameterSpace({', '.join(parts)})"
+
+
+def _as_shape(value) -> tuple[int, ...]:
+    if isinstance(value, int | np.integer):
+        return (int(value),)
+    return tuple(int(d) for d in value)
+
+
+def _as_bounds(name: str, spec) -> tuple[float, float]:
+    if isinstance(spec, str):
+        if spec not in _NAMED_SUPPORTS:
+            raise ValueError(
+                f"support[{name!r}] must be one of {sorted(_NAMED_SUPPORTS)} or an interval "
+                f"(lower, upper), got {spec!r}"
+            )
+        return _NAMED_SUPPORTS[spec]
+    try:
+        lo, hi = (float(x) for x in spec)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"support[{name!r}] must be a name or an interval (lower, upper), got {spec!r}"
+        ) from None
+    if not lo < hi:
+        raise ValueError(f"support[{name!r}] must have lower < upper, got {spec!r}")
+    return lo, hi
+
+
+# ----------------------------------------------------------------------------------------
+# exponential family declaration
+# ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ExponentialFamily:
+    r"""A confidential likelihood from an exponential family: its M-step in closed form.
+
+    When ``log pi(s | theta) = h(s) + eta(theta)' b(s) - A(theta)``, the EM
+    objective depends on the data only through ``E(b(s) | s_dp, theta_t)``
+    (Gong 2022, eq. 4.2), estimated by the weighted mean (4.3); the M-step
+    maximises ``eta(theta)' E b - A(theta)``.
+
+    Parameters
+    ----------
+    statistic : callable
+        ``statistic(s) -> (n, k)`` (or ``(n,)``): the sufficient statistic
+        ``b(s)`` of a batch ``s`` of shape ``(n, *event_shape)``.
+    maximize : callable
+        ``maximize(mean) -> dict``: the parameter maximising the expected
+        complete-data log-likelihood given ``mean = E b(s)`` of shape ``(k,)``;
+        in closed form, or by any numerical maximiser the family provides.
+
+    Examples
+    --------
+    The Poisson family: ``b(s) = s`` and ``theta = E b``.
+
+    >>> fam = ExponentialFamily(statistic=lambda s: s, maximize=lambda m: {"theta": m[0]})
+    >>> fam.maximize(np.array([37.2]))
+    {'theta': np.float64(37.2)}
+    """
+
+    statistic: Callable
+    maximize: Callable
+
+    def __post_init__(self):
+        for name in ("statistic", "maximize"):
+            if not callable(getattr(self, name)):
+                raise TypeError(f"ExponentialFamily.{name} must be callable")
+
+    def mean_statistic(self, s: np.ndarray) -> np.ndarray:
+        """``b(s)`` as a float array of shape ``(n, k)``."""
+        b = np.asarray(self.statistic(s), dtype=float)
+        n = len(s)
+        if b.shape[:1] != (n,):
+            raise ValueError(
+                f"the sufficient statistic returned shape {b.shape} for {n} statistics; "
+                "expected a leading dimension of n"
+            )
+        return b.reshape(n, -1)
+
+
+# ----------------------------------------------------------------------------------------
+# the likelihood
+# ----------------------------------------------------------------------------------------
+_NEEDS = (
+    "the confidential log-likelihood log pi(s | theta) with its score and Hessian in theta "
+    "(Gong 2022, eqs. 4.5-4.7): build the model with Model.from_pymc(...), or pass "
+    "Model(..., likelihood=dp.Likelihood.from_pymc(...)) (automatic differentiation), or "
+    "Likelihood.from_callables(logp, score=..., hessian=...); derivatives are never "
+    "approximated by finite differences"
+)
+
+
+class Likelihood:
+    r"""Log-density of the confidential statistic with its score and Hessian.
+
+    Build one with :meth:`from_pymc`, :meth:`from_pytensor` or
+    :meth:`from_callables`; the constructor is internal.
+
+    Attributes
+    ----------
+    space : ParameterSpace
+        Parameter names, shapes and supports.
+    exponential_family : ExponentialFamily or None
+        Declared when the M-step has a closed form.
+    source : str
+        ``"pymc"``, ``"pytensor"`` or ``"callables"``.
+
+    Notes
+    -----
+    For a batch of statistics ``s`` of shape ``(n, *event_shape)`` and a batch
+    of parameters (dict of ``(n, *shape)`` arrays), :meth:`logp` returns
+    ``log pi(s_i | theta_i)`` of shape ``(n,)``, :meth:`score` the gradients
+    ``(n, p)`` and :meth:`hessian` the second derivatives ``(n, p, p)`` in the
+    flat parameter order of :attr:`space` (``space.labels``), on the natural
+    scale.
+    """
+
+    def __init__(
+        self,
+        space: ParameterSpace,
+        *,
+        evaluate: Callable,
+        has_score: bool,
+        has_hessian: bool,
+        exponential_family: ExponentialFamily | None = None,
+        source: str,
+    ):
+        if exponential_family is not None and not isinstance(
+            exponential_family, ExponentialFamily
+        ):
+            raise TypeError(
+                "exponential_family must be a dpinfer.ExponentialFamily, got "
+                f"{type(exponential_family).__name__}"
+            )
+        self.space = space
+        self._evaluate = evaluate
+        self.has_score = has_score
+        self.has_hessian = has_hessian
+        self.exponential_family = exponential_family
+        self.source = source
+
+    # --- constructors -------------------------------------------------------------------
+    @classmethod
+    def from_pymc(
+        cls,
+        factory: Callable,
+        *,
+        params,
+        support: Mapping | None = None,
+        exponential_family: ExponentialFamily | None = None,
+    ) -> Likelihood:
+        r"""Build the likelihood of PyMC distributions, differentiated by PyTensor.
+
+        Parameters
+        ----------
+        factory : callable
+            ``factory(params) -> distribution`` or a sequence of distributions,
+            where ``params`` maps each name to a PyTensor variable of shape
+            ``(n, *shape)`` (a batch) and each distribution is unregistered
+            (``pm.Poisson.dist(mu=...)``) with batch shape ``(n, ...)``. A
+            sequence is one component per slice of the last axis of ``s``, in
+            order (a component of shape ``(n,)`` takes one coordinate, one of
+            shape ``(n, k)`` takes ``k``).
+        params : sequence of str or mapping
+            Parameter names, or a mapping from name to shape.
+        support : mapping, optional
+            Parameter supports (see :class:`ParameterSpace`).
+        exponential_family : ExponentialFamily, optional
+            Closed-form M-step, when the family has one.
+
+        Returns
+        -------
+        Likelihood
+
+        Notes
+        -----
+        Each statistic's log-density must depend on its own row of the
+        parameter batch only (elementwise broadcasting), so that the gradient
+        of the summed log-density with respect to the batch is the batch of
+        gradients. Statistics are passed as float64 (PyMC's discrete
+        log-densities accept them).
+
+        Examples
+        --------
+        >>> import pymc as pm
+        >>> lik = Likelihood.from_pymc(lambda p: pm.Poisson.dist(mu=p["theta"]),
+        ...                            params=["theta"], support={"theta": "positive"})
+        >>> s, theta = np.array([30, 40]), {"theta": np.array([37.4, 37.4])}
+        >>> lik.hessian(s, theta)[:, 0, 0]  # -s / theta**2
+        array([-0.02144757, -0.02859676])
+        """
+        if not callable(factory):
+            raise TypeError(f"factory must be callable, got {type(factory).__name__}")
+        space = ParameterSpace(params, support=support)
+
+        def build(s_var, param_vars):
+            import pymc as pm
+            import pytensor.tensor as pt
+
+            dists = factory(param_vars)
+            if not isinstance(dists, list | tuple):
+                return _summed_logp(pm.logp(dists, s_var))
+            total, start = 0, 0
+            for dist in dists:
+                if dist.ndim <= 1:
+                    col, start = s_var[:, start], start + 1
+                else:
+                    tail = dist.type.shape[1:]
+                    if any(d is None for d in tail):
+                        raise ValueError(
+                            "a component distribution with more than one coordinate needs a "
+                            f"static shape after the batch axis, got {dist.type.shape}"
+                        )
+                    width = int(np.prod(tail))
+                    col = s_var[:, start : start + width].reshape((-1, *tail))
+                    start += width
+                total = total + _summed_logp(pm.logp(dist, col))
+            return pt.as_tensor_variable(total)
+
+        return cls(
+            space,
+            evaluate=_PytensorEvaluator(space, build),
+            has_score=True,
+            has_hessian=True,
+            exponential_family=exponential_family,
+            source="pymc",
+        )
+
+    @classmethod
+    def from_pytensor(
+        cls,
+        logp: Callable,
+        *,
+        params,
+        support: Mapping | None = None,
+        exponential_family: ExponentialFamily | None = None,
+    ) -> Likelihood:
+        r"""Build a log-likelihood written in PyTensor, differentiated automatically.
+
+        Parameters
+        ----------
+        logp : callable
+            ``logp(s, params) -> (n,)`` PyTensor expression; ``s`` is a float64
+            variable of shape ``(n, *event_shape)`` and ``params`` maps names to
+            variables of shape ``(n, *shape)``.
+        params, support, exponential_family
+            As in :meth:`from_pymc`.
+
+        Returns
+        -------
+        Likelihood
+
+        Examples
+        --------
+        >>> import pytensor.tensor as pt
+        >>> lik = Likelihood.from_pytensor(
+        ...     lambda s, p: s * pt.log(p["theta"]) - p["theta"] - pt.gammaln(s + 1),
+        ...     params=["theta"], support={"theta": "positive"})
+        >>> float(lik.score(np.array([37.4]), {"theta": np.array([37.4])})[0, 0])
+        0.0
+        """
+        if not callable(logp):
+            raise TypeError(f"logp must be callable, got {type(logp).__name__}")
+        space = ParameterSpace(params, support=support)
+        return cls(
+            space,
+            evaluate=_PytensorEvaluator(space, logp),
+            has_score=True,
+            has_hessian=True,
+            exponential_family=exponential_family,
+            source="pytensor",
+        )
+
+    @classmethod
+    def from_callables(
+        cls,
+        logp: Callable,
+        *,
+        params,
+        score: Callable | None = None,
+        hessian: Callable | None = None,
+        support: Mapping | None = None,
+        exponential_family: ExponentialFamily | None = None,
+    ) -> Likelihood:
+        r"""Build a log-likelihood from user callables (numpy) for it and its derivatives.
+
+        Parameters
+        ----------
+        logp : callable
+            ``logp(s, params) -> (n,)``.
+        params : sequence of str or mapping
+            Parameter names, or a mapping from name to shape; it fixes the flat
+            order of the score and Hessian.
+        score : callable, optional
+            ``score(s, params) -> (n, p)``, the gradient in the flat order.
+        hessian : callable, optional
+            ``hessian(s, params) -> (n, p, p)``.
+        support, exponential_family
+            As in :meth:`from_pymc`.
+
+        Returns
+        -------
+        Likelihood
+
+        Examples
+        --------
+        >>> from scipy.special import gammaln
+        >>> lik = Likelihood.from_callables(
+        ...     lambda s, p: s * np.log(p["theta"]) - p["theta"] - gammaln(s + 1),
+        ...     score=lambda s, p: (s / p["theta"] - 1)[:, None],
+        ...     hessian=lambda s, p: (-s / p["theta"] ** 2)[:, None, None],
+        ...     params=["theta"], support={"theta": "positive"})
+        >>> lik.score(np.array([40.0]), {"theta": np.array([20.0])})
+        array([[1.]])
+        """
+        for name, fn in (("logp", logp), ("score", score), ("hessian", hessian)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+        space = ParameterSpace(params, support=support)
+        return cls(
+            space,
+            evaluate=_CallableEvaluator(space, logp, score, hessian),
+            has_score=score is not None,
+            has_hessian=hessian is not None,
+            exponential_family=exponential_family,
+            source="callables",
+        )
+
+    # --- evaluation ---------------------------------------------------------------------
+    def logp(self, s, params: Mapping) -> np.ndarray:
+        """``log pi(s_i | theta_i)``, shape ``(n,)``."""
+        return self._evaluate(np.asarray(s), params, 0)[0]
+
+    def score(self, s, params: Mapping) -> np.ndarray:
+        """Gradients of :meth:`logp` in the flat parameters, shape ``(n, p)``."""
+        self.require(order=1)
+        return self._evaluate(np.asarray(s), params, 1)[1]
+
+    def hessian(self, s, params: Mapping) -> np.ndarray:
+        """Second derivatives of :meth:`logp`, shape ``(n, p, p)``."""
+        self.require(order=2)
+        return self._evaluate(np.asarray(s), params, 2)[2]
+
+    def derivatives(self, s, theta: np.ndarray, *, order: int) -> tuple:
+        """``(logp, score, hessian)`` up to ``order`` at one flat parameter vector.
+
+        Returns arrays of shapes ``(n,)``, ``(n, p)`` and ``(n, p, p)`` (None
+        beyond ``order``).
+        """
+        self.require(order=order)
+        s = np.asarray(s)
+        out = self._evaluate(s, self.space.batch(theta, len(s)), order)
+        return tuple(out) + (None,) * (3 - len(out))
+
+    def require(self, *, order: int) -> None:
+        """Raise ValueError unless derivatives up to ``order`` are available."""
+        if (order >= 1 and not self.has_score) or (order >= 2 and not self.has_hessian):
+            raise ValueError(f"this likelihood has no score/Hessian; mcem needs {_NEEDS}")
+
+    def __repr__(self) -> str:
+        fam = ", exponential family" if self.exponential_family is not None else ""
+        return f"Likelihood({self.source}, {self.space!r}{fam})"
+
+
+def needs_message() -> str:
+    """Return what likelihood methods need from a model (for error messages)."""
+    return _NEEDS
+
+
+# ----------------------------------------------------------------------------------------
+# evaluators
+# ----------------------------------------------------------------------------------------
+class _CallableEvaluator:
+    def __init__(self, space, logp, score, hessian):
+        self.space, self.fns = space, (logp, score, hessian)
+
+    def __call__(self, s, params, order):
+        n, p = len(s), self.space.size
+        out = [np.asarray(self.fns[0](s, params), dtype=float)]
+        if out[0].shape != (n,):
+            raise ValueError(f"logp returned shape {out[0].shape}; expected ({n},)")
+        if order >= 1:
+            g = np.asarray(self.fns[1](s, params), dtype=float)
+            if g.shape != (n, p):
+                raise ValueError(f"score returned shape {g.shape}; expected ({n}, {p})")
+            out.append(g)
+        if order >= 2:
+            h = np.asarray(self.fns[2](s, params), dtype=float)
+            if h.shape != (n, p, p):
+                raise ValueError(f"hessian returned shape {h.shape}; expected ({n}, {p}, {p})")
+            out.append(h)
+        return out
+
+
+class _PytensorEvaluator:
+    """Compiles ``log pi``, its gradient and Hessian per batch, lazily, once per thread.
+
+    The compiled functions are dropped on pickling (workers recompile).
+    """
+
+    def __init__(self, space: ParameterSpace, build: Callable):
+        self.space, self.build = space, build
+        self._local = threading.local()
+
+    def __getstate__(self):
+        return {"space": self.space, "build": self.build}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._local = threading.local()
+
+    def __call__(self, s, params, order):
+        s = np.asarray(s, dtype=float)
+        fn = self._function(s.ndim - 1, order)
+        args = [np.asarray(params[k], dtype=float) for k in self.space.names]
+        return [np.asarray(x) for x in fn(s, *args)]
+
+    def _function(self, event_ndim: int, order: int):
+        cache = getattr(self._local, "cache", None)
+        if cache is None:
+            cache = self._local.cache = {}
+        key = (event_ndim, order)
+        if key not in cache:
+            cache[key] = self._compile(event_ndim, order)
+        return cache[key]
+
+    def _compile(self, event_ndim: int, order: int):
+        import pytensor
+        import pytensor.tensor as pt
+
+        space = self.space
+        s_var = pt.tensor("s", dtype="float64", shape=(None,) * (1 + event_ndim))
+        param_vars = {
+            k: pt.tensor(k, dtype="float64", shape=(None, *space.shapes[k])) for k in space.names
+        }
+        lp = pt.as_tensor_variable(self.build(s_var, dict(param_vars)))
+        if lp.ndim != 1:
+            raise ValueError(
+                f"the log-likelihood graph must have shape (n,), got {lp.ndim} dimensions"
+            )
+        lp = pt.cast(lp, "float64")
+        outputs = [lp]
+        n = lp.shape[0]
+        if order >= 1:
+            outputs.append(_flat_grad(lp.sum(), param_vars, space, n))
+        if order >= 2:
+            score = outputs[1]
+            rows = [_flat_grad(score[:, j].sum(), param_vars, space, n) for j in range(space.size)]
+            outputs.append(pt.stack(rows, axis=1))
+        return pytensor.function([s_var, *param_vars.values()], outputs, on_unused_input="ignore")
+
+
+def _summed_logp(lp):
+    return lp if lp.ndim <= 1 else lp.reshape((lp.shape[0], -1)).sum(axis=1)
+
+
+def _flat_grad(cost, param_vars, space, n):
+    import pytensor
+    import pytensor.tensor as pt
+
+    grads = pytensor.grad(
+        cost,
+        list(param_vars.values()),
+        disconnected_inputs="ignore",
+        return_disconnected="zero",
+    )
+    parts = [g.reshape((n, space.sizes[k])) for k, g in zip(param_vars, grads, strict=True)]
+    return pt.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
