@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from concurrent.futures import Executor
 from typing import NamedTuple
 
@@ -104,7 +105,9 @@ def smc_abc(
     arviz.InferenceData
         ``posterior``: equally weighted final particles; ``sample_stats``:
         each particle's ``log_mechanism_density``; ``attrs``: the evidence
-        estimate ``log_evidence``, ``n_stages`` and per-stage arrays
+        estimate ``log_evidence``, ``n_stages``, ``n_distinct`` (distinct final
+        particles; a ``RuntimeWarning`` flags a degenerate population) and
+        per-stage arrays
         ``stage_lam``, ``stage_ess``, ``stage_resampled``,
         ``stage_acceptance_rate``, ``stage_n_moves``, ``stage_n_simulations`` and
         ``stage_log_evidence_increment``.
@@ -184,6 +187,8 @@ def smc_abc(
 
     index = _weights.systematic_resample(np.exp(state.log_weight), n, driver)
     stages = {f"stage_{k}": np.array([getattr(i, k) for i in infos]) for k in StageInfo._fields}
+    n_distinct = len(np.unique(state.z[index], axis=0))
+    _warn_if_degenerate(n_distinct, n, infos[-1].acceptance_rate)
     return abc_result(
         {k: v[index] for k, v in state.params.items()},
         sample_stats={"log_mechanism_density": state.log_lik[index]},
@@ -198,8 +203,27 @@ def smc_abc(
         ess=float(stages["stage_ess"][-1]),
         log_evidence=log_evidence,
         n_stages=len(infos),
+        n_distinct=n_distinct,
         **{k: v.astype(float) for k, v in stages.items()},
     )
+
+
+def _warn_if_degenerate(n_distinct: int, n: int, last_acceptance: float) -> None:
+    """Warn when the final population cannot represent the posterior.
+
+    With very little mechanism noise the pseudo-marginal moves stop accepting
+    (a particle's lucky simulation is hard to beat) and the population
+    collapses onto a few particles; the ESS of the weights does not show it.
+    """
+    if n_distinct < 0.25 * n or last_acceptance < 0.005:
+        warnings.warn(
+            f"smc_abc: the final population is degenerate ({n_distinct} distinct of {n} "
+            f"particles, last move acceptance {last_acceptance:.3g}); its Monte Carlo error "
+            "is much larger than the ESS suggests. Use more particles or max_moves, or a "
+            "PyMC reference when the mechanism noise is small.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def _initial_state(model, sim, n, rng) -> tuple[SMCState, ParameterSpace]:
