@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from ._transforms import ParameterSpace
+
 
 def proposal_factor(z, weights) -> np.ndarray:
     """Return the Cholesky factor of the random-walk covariance (2.38^2/d times weighted)."""
@@ -42,3 +44,12 @@ def take(state, idx):
 def expand(mask, like):
     """Reshape a per-particle mask to broadcast against ``like``."""
     return mask.reshape(mask.shape + (1,) * (np.ndim(like) - 1))
+
+
+def initial_particles(model, n, rng):
+    """Draw ``n`` prior particles; return the space, ``z``, parameters and log prior on z."""
+    params = model.prior.sample(n, rng)
+    space = ParameterSpace(model.prior, params)
+    z = space.flatten(params)
+    params, log_jac = space.unflatten(z)
+    return space, z, params, model.prior.logpdf(params) + log_jac

@@ -17,7 +17,7 @@ from .._rng import RNGLike, as_seed_sequence, child_sequence, chunk_generator
 from . import _weights
 from ._common import abc_result, check_count, check_inputs
 from ._simulate import BatchSimulator
-from ._smc_kernels import expand, moves_needed, proposal_factor, take
+from ._smc_kernels import expand, initial_particles, moves_needed, proposal_factor, take
 from ._transforms import ParameterSpace
 
 __all__ = ["smc_abc"]
@@ -227,15 +227,8 @@ def _warn_if_degenerate(n_distinct: int, n: int, last_acceptance: float) -> None
 
 
 def _initial_state(model, sim, n, rng) -> tuple[SMCState, ParameterSpace]:
-    params = model.prior.sample(n, rng)
-    space = ParameterSpace(model.prior, params)
-    z = space.flatten(params)
-    params, log_jac = space.unflatten(z)
-    log_lik = sim(params)
-    state = SMCState(
-        z, params, model.prior.logpdf(params) + log_jac, log_lik, np.full(n, -math.log(n)), 0.0
-    )
-    return state, space
+    space, z, params, log_prior = initial_particles(model, n, rng)
+    return SMCState(z, params, log_prior, sim(params), np.full(n, -math.log(n)), 0.0), space
 
 
 def _step(

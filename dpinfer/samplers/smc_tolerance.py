@@ -14,8 +14,7 @@ from .._rng import RNGLike, as_seed_sequence, child_sequence, chunk_generator
 from . import _weights
 from ._common import abc_result, check_count, check_inputs
 from ._simulate import BatchSimulator
-from ._smc_kernels import expand, moves_needed, proposal_factor, take
-from ._transforms import ParameterSpace
+from ._smc_kernels import expand, initial_particles, moves_needed, proposal_factor, take
 
 __all__ = ["tolerance_smc_abc"]
 
@@ -111,11 +110,10 @@ def tolerance_smc_abc(
         executor=executor,
         score=score,
     )
-    params = model.prior.sample(n, chunk_generator(child_sequence(root, 2), 0))
-    space = ParameterSpace(model.prior, params)
-    z = space.flatten(params)
-    params, log_jac = space.unflatten(z)
-    state = _State(z, params, model.prior.logpdf(params) + log_jac, sim(params), math.inf)
+    space, z, params, log_prior = initial_particles(
+        model, n, chunk_generator(child_sequence(root, 2), 0)
+    )
+    state = _State(z, params, log_prior, sim(params), math.inf)
 
     stages = []
     with progress_bar("tolerance SMC-ABC (stages)", total=max_stages, enabled=progressbar) as bar:
