@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import _support
+
 __all__ = ["ExponentialFamily", "Likelihood", "ParameterSpace"]
 
 
@@ -169,17 +171,7 @@ class ParameterSpace:
     # --- unconstrained scale ------------------------------------------------------------
     def to_unconstrained(self, theta: np.ndarray) -> np.ndarray:
         """Map a flat natural-scale vector to the unconstrained scale."""
-        theta = np.asarray(theta, dtype=float)
-        lo, hi = self._lower, self._upper
-        out = theta.copy()
-        low_only = np.isfinite(lo) & ~np.isfinite(hi)
-        high_only = ~np.isfinite(lo) & np.isfinite(hi)
-        both = np.isfinite(lo) & np.isfinite(hi)
-        out[low_only] = np.log(theta[low_only] - lo[low_only])
-        out[high_only] = np.log(hi[high_only] - theta[high_only])
-        u = (theta[both] - lo[both]) / (hi[both] - lo[both])
-        out[both] = np.log(u) - np.log1p(-u)
-        return out
+        return _support.to_unconstrained(theta, self._lower, self._upper)
 
     def to_natural(self, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Map an unconstrained vector back; also return ``dtheta/dphi`` and its derivative.
@@ -190,22 +182,7 @@ class ParameterSpace:
             The natural-scale vector and the elementwise first and second
             derivatives of the (componentwise) map, for the chain rule.
         """
-        phi = np.asarray(phi, dtype=float)
-        lo, hi = self._lower, self._upper
-        theta, d1, d2 = phi.copy(), np.ones_like(phi), np.zeros_like(phi)
-        low_only = np.isfinite(lo) & ~np.isfinite(hi)
-        high_only = ~np.isfinite(lo) & np.isfinite(hi)
-        both = np.isfinite(lo) & np.isfinite(hi)
-        e = np.exp(phi[low_only])
-        theta[low_only], d1[low_only], d2[low_only] = lo[low_only] + e, e, e
-        e = np.exp(phi[high_only])
-        theta[high_only], d1[high_only], d2[high_only] = hi[high_only] - e, -e, -e
-        width = hi[both] - lo[both]
-        u = 1.0 / (1.0 + np.exp(-phi[both]))
-        theta[both] = lo[both] + width * u
-        d1[both] = width * u * (1 - u)
-        d2[both] = width * u * (1 - u) * (1 - 2 * u)
-        return theta, d1, d2
+        return _support.to_constrained(phi, self._lower, self._upper)
 
     def __repr__(self) -> str:
         parts = []

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, logit
+
+from .. import _support
 
 
 @dataclass(frozen=True)
@@ -25,34 +26,15 @@ class Transform:
 
     def to_unconstrained(self, x):
         """Map parameter values to the real line."""
-        lo, hi = self.lower, self.upper
-        if np.isfinite(lo) and np.isfinite(hi):
-            return logit((x - lo) / (hi - lo))
-        if np.isfinite(lo):
-            return np.log(x - lo)
-        if np.isfinite(hi):
-            return np.log(hi - x)
-        return np.asarray(x, dtype=float)
+        return _support.to_unconstrained(x, self.lower, self.upper)
 
     def to_constrained(self, z):
         """Map real values back to the support."""
-        lo, hi = self.lower, self.upper
-        if np.isfinite(lo) and np.isfinite(hi):
-            return lo + (hi - lo) * expit(z)
-        if np.isfinite(lo):
-            return lo + np.exp(z)
-        if np.isfinite(hi):
-            return hi - np.exp(z)
-        return np.asarray(z, dtype=float)
+        return _support.to_constrained(z, self.lower, self.upper)[0]
 
     def log_jacobian(self, z):
         """``log |d theta / d z|``."""
-        lo, hi = self.lower, self.upper
-        if np.isfinite(lo) and np.isfinite(hi):
-            return np.log(hi - lo) - np.logaddexp(0, z) - np.logaddexp(0, -z)
-        if np.isfinite(lo) or np.isfinite(hi):
-            return np.asarray(z, dtype=float)
-        return np.zeros_like(np.asarray(z, dtype=float))
+        return _support.log_jacobian(z, self.lower, self.upper)
 
 
 class ParameterSpace:
