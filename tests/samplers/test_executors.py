@@ -6,8 +6,7 @@ and the progress bar switch.
 
 from __future__ import annotations
 
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -43,27 +42,6 @@ def _draws(idata):
 def reference():
     """Serial draws for seed 2024, per sampler."""
     return {name: _run(name, rng=2024) for name in SAMPLERS}
-
-
-@pytest.fixture(scope="module")
-def process_pool():
-    # spawn: fresh interpreters, as on macOS/Windows and Python >= 3.14 defaults.
-    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        yield pool
-
-
-@pytest.fixture(scope="module")
-def dask_executor():
-    distributed = pytest.importorskip("dask.distributed")
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    )
-    client = distributed.Client(cluster)
-    try:
-        yield client.get_executor()
-    finally:
-        client.close()
-        cluster.close()
 
 
 @pytest.mark.parametrize("sampler", SAMPLERS)

@@ -26,9 +26,7 @@ quoted below are lower bounds; the empirical rate is below 1% per check.
 from __future__ import annotations
 
 import math
-import multiprocessing
 import re
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pytest
@@ -449,27 +447,6 @@ def _assert_same_run(a, b):
 def reference():
     """Serial runs for seed 2024, per sampler."""
     return {name: _small_run(name) for name in SAMPLERS}
-
-
-@pytest.fixture(scope="module")
-def process_pool():
-    # spawn: fresh interpreters, as on macOS/Windows and Python >= 3.14 defaults.
-    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        yield pool
-
-
-@pytest.fixture(scope="module")
-def dask_executor():
-    distributed = pytest.importorskip("dask.distributed")
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    )
-    client = distributed.Client(cluster)
-    try:
-        yield client.get_executor()
-    finally:
-        client.close()
-        cluster.close()
 
 
 @pytest.mark.parametrize("sampler", SAMPLERS)
