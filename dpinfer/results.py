@@ -58,7 +58,8 @@ def to_inference_data(
     posterior : dict
         Equally weighted draws per parameter.
     attrs : dict
-        Metadata; missing keys of :data:`ATTR_KEYS` are filled with NaN.
+        Metadata, stored on ``idata.attrs`` and on every group; missing keys of
+        :data:`ATTR_KEYS` are filled with NaN.
     sample_stats, prior, constant_data : dict, optional
         Further groups. ``sample_stats`` arrays share the posterior's leading
         dimension.
@@ -83,6 +84,7 @@ def to_inference_data(
         groups["constant_data"] = {k: np.asarray(v) for k, v in constant_data.items()}
     idata = az.from_dict(**groups)
     meta = _netcdf_attrs(attrs)
+    idata.attrs.update(meta)
     for name in idata.groups():
         idata[name].attrs.update(meta)
     return idata

@@ -56,15 +56,27 @@ def stack_draws(chunks: list[dict], names) -> dict[str, np.ndarray]:
 
 
 def abc_result(
-    posterior, *, mechanism, released, method, reference, root, sample_stats=None, **attrs
+    posterior,
+    *,
+    mechanism,
+    released,
+    method,
+    reference,
+    root,
+    sample_stats=None,
+    chains: int = 1,
+    **attrs,
 ):
     """Build the InferenceData every sampler of a DP release returns.
 
+    ``posterior`` and ``sample_stats`` arrays have a leading axis of
+    ``chains * draws`` (chain-major), split into ``chains`` chains here.
     ``attrs`` carries the sampler-specific keys (``n_simulations``, ``ess``, ...);
     the method, reference, mechanism, its privacy and the seed are filled here.
     """
     return to_inference_data(
         posterior,
+        chains=chains,
         sample_stats=sample_stats,
         observed=released,
         constant_data=mechanism_constants(mechanism),
