@@ -13,6 +13,7 @@ from scipy.special import logsumexp
 from .. import _validate, accounting
 from .._validate import integer_sensitivity as _integer_sensitivity
 from . import _exact
+from ._discrete_quantiles import discrete_gaussian_quantile, discrete_laplace_quantile
 from ._params import noise_array, require_sensitivity
 from .base import Mechanism, Privacy
 
@@ -102,6 +103,9 @@ class DiscreteLaplace(_IntegerNoise):
     def _log_density(self, xp, released, value):
         return self._log_norm - xp.abs(released - value) / self.scale
 
+    def _quantile(self, value, u):
+        return value + discrete_laplace_quantile(u, self.scale)
+
     @property
     def privacy(self) -> Privacy:
         """The guarantee for the declared sensitivity (see Notes)."""
@@ -179,6 +183,9 @@ class DiscreteGaussian(_IntegerNoise):
 
     def _log_density(self, xp, released, value):
         return self._log_norm - xp.square(released - value) / (2 * self.sigma**2)
+
+    def _quantile(self, value, u):
+        return value + discrete_gaussian_quantile(u, self.sigma)
 
     @property
     def privacy(self) -> Privacy:
