@@ -46,6 +46,19 @@ class ParameterSpace:
         spec = getattr(prior, "_spec", None) or {}
         self.transforms = {k: _transform_for(spec.get(k), self.shapes[k]) for k in self.names}
 
+    @classmethod
+    def from_bounds(cls, names, shapes: dict, bounds: dict) -> ParameterSpace:
+        """Rebuild a space from parameter names, shapes and ``(lower, upper)`` bounds."""
+        space = cls.__new__(cls)
+        space.names = list(names)
+        space.shapes = {k: tuple(shapes[k]) for k in space.names}
+        space.transforms = {k: Transform(*map(float, bounds[k])) for k in space.names}
+        return space
+
+    def bounds(self) -> dict[str, tuple[float, float]]:
+        """``(lower, upper)`` of each parameter's map (infinite where unbounded)."""
+        return {k: (t.lower, t.upper) for k, t in self.transforms.items()}
+
     @property
     def dim(self) -> int:
         """Number of unconstrained coordinates."""
