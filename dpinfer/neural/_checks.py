@@ -15,6 +15,24 @@ from ._simulations import space_for
 from ._training import Training
 
 NOISE = ("rqmc", "mc")
+# the options SPPE and SPLE share, validated by :func:`setup`
+SHARED = (
+    "rounds",
+    "simulations",
+    "noise_copies",
+    "noise",
+    "flow",
+    "training",
+    "rng",
+    "executor",
+    "progressbar",
+    "callback",
+)
+
+
+def shared(namespace: dict) -> dict:
+    """Pick the shared options out of a public function's arguments."""
+    return {name: namespace[name] for name in SHARED}
 
 
 def setup(

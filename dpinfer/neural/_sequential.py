@@ -22,6 +22,7 @@ from .._progress import progress_bar
 from .._rng import child_sequence
 from ..samplers._simulate import BatchSimulator
 from ._flows import ConditionalDensity, SplineFlow, build_flow, standardisation
+from ._result import neural_result
 from ._simulations import Pool, prior_log_density, privatise, validation_mask
 from ._torch_rng import forked, generator
 from ._training import Training, fit
@@ -281,3 +282,20 @@ def history_attrs(run: dict, setup: Setup) -> dict:
         }
     )
     return attrs
+
+
+def run_result(run: dict, setup: Setup, method, name: str, **attrs):
+    """Build the InferenceData of a finished run: final draws, history, metadata."""
+    final = run["final"]
+    return neural_result(
+        final.params,
+        info=method.info,
+        released=setup.released,
+        method=name,
+        root=setup.root,
+        chains=method.chains,
+        sample_stats=final.sample_stats,
+        **history_attrs(run, setup),
+        **final.attrs,
+        **attrs,
+    )

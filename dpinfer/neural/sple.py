@@ -10,10 +10,10 @@ import numpy as np
 
 from .._rng import RNGLike
 from . import _losses
-from ._checks import require_prior_density, setup
+from ._checks import require_prior_density, setup, shared
 from ._estimators import NeuralLikelihood, _check_mcmc
-from ._result import neural_result, problem_info, total_draws
-from ._sequential import Final, Setup, build_density, history_attrs, run_rounds
+from ._result import problem_info, total_draws
+from ._sequential import Final, Setup, build_density, run_result, run_rounds
 
 __all__ = ["sple"]
 
@@ -118,43 +118,20 @@ def sple(
     (4, 50)
     """
     run_setup, rounds, simulations = setup(
-        model,
-        mechanism,
-        released,
-        rounds=rounds,
-        simulations=simulations,
-        noise_copies=noise_copies,
-        noise=noise,
-        flow=flow,
-        training=training,
-        rng=rng,
-        executor=executor,
-        progressbar=progressbar,
-        callback=callback,
-        dequantise=mechanism.discrete,
+        model, mechanism, released, dequantise=mechanism.discrete, **shared(locals())
     )
     require_prior_density(model, "sple (the posterior is pi(theta) q(s_dp | theta))")
     method = _SPLE(run_setup, _check_mcmc(mcmc), *total_draws(draws, chains))
     run = run_rounds(run_setup, method, rounds, simulations, callback)
-    final = run["final"]
-    if final.attrs["rhat_max"] > RHAT_WARNING:
+    rhat = run["final"].attrs["rhat_max"]
+    if rhat > RHAT_WARNING:
         warnings.warn(
-            f"sple: the final chains have R-hat {final.attrs['rhat_max']:.3f} > {RHAT_WARNING}; "
+            f"sple: the final chains have R-hat {rhat:.3f} > {RHAT_WARNING}; "
             "use a longer warm-up or more thinning (mcmc=MCMC(...))",
             RuntimeWarning,
             stacklevel=2,
         )
-    idata = neural_result(
-        final.params,
-        info=method.info,
-        released=run_setup.released,
-        method="sple",
-        root=run_setup.root,
-        chains=method.chains,
-        sample_stats=final.sample_stats,
-        **history_attrs(run, run_setup),
-        **final.attrs,
-    )
+    idata = run_result(run, run_setup, method, "sple")
     return idata, run["estimator"]
 
 

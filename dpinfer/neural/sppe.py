@@ -9,10 +9,10 @@ import numpy as np
 from .. import _validate
 from .._rng import RNGLike
 from . import _losses
-from ._checks import require_prior_density, setup
+from ._checks import require_prior_density, setup, shared
 from ._estimators import NeuralPosterior
-from ._result import neural_result, problem_info, total_draws
-from ._sequential import Final, Setup, build_density, history_attrs, run_rounds
+from ._result import problem_info, total_draws
+from ._sequential import Final, Setup, build_density, run_result, run_rounds
 
 __all__ = ["sppe"]
 
@@ -162,21 +162,7 @@ def sppe(
     >>> posterior.sample(-0.3, draws=40, rng=2).posterior["theta"].shape
     (4, 10)
     """
-    run_setup, rounds, simulations = setup(
-        model,
-        mechanism,
-        released,
-        rounds=rounds,
-        simulations=simulations,
-        noise_copies=noise_copies,
-        noise=noise,
-        flow=flow,
-        training=training,
-        rng=rng,
-        executor=executor,
-        progressbar=progressbar,
-        callback=callback,
-    )
+    run_setup, rounds, simulations = setup(model, mechanism, released, **shared(locals()))
     if rounds > 1:
         require_prior_density(model, "sppe with rounds > 1 (the APT loss)")
     atoms = _validate.positive_int("atoms", atoms)
@@ -184,20 +170,7 @@ def sppe(
         raise ValueError(f"atoms must be at least 2, got {atoms!r}")
     method = _SPPE(run_setup, atoms, *total_draws(draws, chains))
     run = run_rounds(run_setup, method, rounds, simulations, callback)
-    final = run["final"]
-    idata = neural_result(
-        final.params,
-        info=method.info,
-        released=run_setup.released,
-        method="sppe",
-        root=run_setup.root,
-        chains=method.chains,
-        sample_stats=final.sample_stats,
-        ess=float(method.draws),
-        atoms=atoms,
-        **history_attrs(run, run_setup),
-        **final.attrs,
-    )
+    idata = run_result(run, run_setup, method, "sppe", ess=float(method.draws), atoms=atoms)
     return idata, run["estimator"]
 
 
@@ -225,13 +198,17 @@ class _SPPE:
         return NeuralPosterior(density, run_setup.space, self.info, run_setup.flow_spec())
 
     def propose(self, run_setup: Setup, estimator, n: int, seq):
-        z, _, _, rate = estimator.draw(self.context, n, seq, run_setup.model.prior)
+        z, _, _, rate = estimator.draw(self.context, n, seq, _support(run_setup))
         self.support_rates.append(rate)
         return z
 
     def final(self, run_setup: Setup, estimator, seq) -> Final:
-        _, params, log_q, rate = estimator.draw(
-            self.context, self.draws, seq, run_setup.model.prior
-        )
+        _, params, log_q, rate = estimator.draw(self.context, self.draws, seq, _support(run_setup))
         self.support_rates.append(rate)
         return Final(params, {"log_q": log_q}, {"support_rate": np.array(self.support_rates)})
+
+
+def _support(run_setup: Setup):
+    """Return the prior whose support restricts the draws (None without a density)."""
+    prior = run_setup.model.prior
+    return prior if prior.has_logpdf else None

@@ -373,14 +373,18 @@ def test_release_from_uniform_companion_rejects_wrong_inverse(case):
     assert _gof_pvalue(case, mech, _FromUniform(planted), seed=20240602) < GOF_LEVEL
 
 
+def _uniform_inputs(case, event_shape):
+    """A mechanism, values ``(4, 1, *event)`` and uniforms ``(4, 6, *event)``, seeded."""
+    rng = np.random.default_rng(9)
+    values = case.draw_values(rng, (4, 1, *event_shape))
+    return case.make(event_shape), values, rng.uniform(1e-9, 1 - 1e-9, (4, 6, *event_shape))
+
+
 @by_case_shape
 def test_release_from_uniform_matches_oracle_quantile(case, event_shape):
     # Exact for discrete families (a brute-force CDF from the oracle pmf), to rounding for
     # continuous ones (scipy's ppf); the u are kept where the brute-force sum is exact.
-    mech = case.make(event_shape)
-    rng = np.random.default_rng(9)
-    values = case.draw_values(rng, (4, 1, *event_shape))
-    u = rng.uniform(1e-9, 1 - 1e-9, size=(4, 6, *event_shape))
+    mech, values, u = _uniform_inputs(case, event_shape)
     u[0, 0] = 0.5
     got = mech.release_from_uniform(values, u)
     expected = oracle_quantile(case, mech, values, u)
@@ -392,10 +396,7 @@ def test_release_from_uniform_matches_oracle_quantile(case, event_shape):
 
 @by_case_shape
 def test_release_from_uniform_oracle_companion_detects_wrong_inverse(case, event_shape):
-    mech = case.make(event_shape)
-    rng = np.random.default_rng(9)
-    values = case.draw_values(rng, (4, 1, *event_shape))
-    u = rng.uniform(1e-9, 1 - 1e-9, size=(4, 6, *event_shape))
+    mech, values, u = _uniform_inputs(case, event_shape)
     planted = with_planted_quantile(case, mech, 0.85)
     assert not np.allclose(
         planted.release_from_uniform(values, u), oracle_quantile(case, mech, values, u)

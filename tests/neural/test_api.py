@@ -23,6 +23,9 @@ from dpinfer.neural import (
 
 from . import _toy
 
+# the tiny MCMC settings of these tests do not converge, and need not
+pytestmark = pytest.mark.filterwarnings("ignore:sple. the final chains have R-hat:RuntimeWarning")
+
 TINY = dict(
     rounds=1,
     simulations=100,
