@@ -52,7 +52,7 @@ def c2st(
     >>> from dpinfer.neural import c2st
     >>> rng = np.random.default_rng(0)
     >>> a, b = rng.normal(size=(200, 2)), rng.normal(3, 1, size=(200, 2))
-    >>> far = c2st(a, b, folds=2, epochs=5)
+    >>> far = c2st(a, b, folds=2, epochs=40)
     >>> bool(far > 0.9)
     True
     """
