@@ -25,7 +25,7 @@ from ._flows import ConditionalDensity, SplineFlow, build_flow, standardisation
 from ._result import neural_result
 from ._simulations import Pool, prior_log_density, privatise, validation_mask
 from ._torch_rng import forked, generator
-from ._training import Training, fit
+from ._training import Training, fit, torch_threads
 
 # simulations per chunk handed to the executor
 SIMULATION_CHUNK = 1000
@@ -119,7 +119,11 @@ def run_rounds(setup: Setup, method, rounds: int, simulations: int, callback) ->
     """
     run = _Run(setup, method, simulations)
     final = None
-    with progress_bar(method.label, total=rounds, enabled=setup.progressbar) as bar:
+    with (
+        torch_threads(setup.training.threads),
+        progress_bar(method.label, total=rounds, enabled=setup.progressbar) as bar,
+    ):
+        threads = torch.get_num_threads()
         z = setup.space.flatten(
             setup.model.prior.sample(simulations, np.random.default_rng(setup.seq(PRIOR)))
         )
@@ -146,6 +150,7 @@ def run_rounds(setup: Setup, method, rounds: int, simulations: int, callback) ->
         "curves": run.curves,
         "n_simulations": len(run.pool),
         "seconds": time.perf_counter() - run.start,
+        "threads": threads,
     }
 
 
@@ -278,7 +283,7 @@ def history_attrs(run: dict, setup: Setup) -> dict:
             "epoch_round": np.array(run["curves"]["round"], dtype=np.int64),
             "training": asdict(setup.training),
             "flow": repr(setup.flow),
-            "torch_threads": torch.get_num_threads(),
+            "torch_threads": run["threads"],
         }
     )
     return attrs

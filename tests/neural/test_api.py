@@ -250,6 +250,7 @@ def test_rqmc_needs_an_inverse_cdf():
         (lambda: Training(patience=0), "patience"),
         (lambda: Training(max_epochs=2.5), "max_epochs"),
         (lambda: Training(clip_norm=np.nan), "clip_norm"),
+        (lambda: Training(threads=0), "threads"),
         (lambda: SplineFlow(transforms=0), "transforms"),
         (lambda: SplineFlow(bins=1), "bins must be at least 2"),
         (lambda: SplineFlow(tail_bound=-5.0), "tail_bound"),
