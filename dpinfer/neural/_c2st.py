@@ -37,7 +37,9 @@ def c2st(
     epochs : int, default 100
         Training epochs (Adam, learning rate 1e-3, batches of 128).
     max_points : int, default 2000
-        Points used from each sample (random subsample).
+        Points used from each sample: a random subsample of
+        ``min(len(a), len(b), max_points)`` from each, so that both classes
+        are equally large.
     rng : seed, default 0
 
     Returns
@@ -58,8 +60,10 @@ def c2st(
     """
     root = as_seed_sequence(rng)
     gen = np.random.default_rng(child_sequence(root, 0))
-    a = _points(a, max_points, gen)
-    b = _points(b, max_points, gen)
+    a, b = _as_points(a), _as_points(b)
+    # equal class sizes, so that 0.5 is the accuracy of a classifier that cannot tell
+    n = min(len(a), len(b), max_points)
+    a, b = _subsample(a, n, gen), _subsample(b, n, gen)
     shift, scale = b.mean(axis=0), b.std(axis=0)
     scale[scale == 0] = 1.0
     x = torch.as_tensor((np.vstack([a, b]) - shift) / scale, dtype=torch.float32)
@@ -77,12 +81,13 @@ def c2st(
     return float(np.mean(scores))
 
 
-def _points(sample, max_points, gen) -> np.ndarray:
+def _as_points(sample) -> np.ndarray:
     arr = np.asarray(sample, dtype=float)
-    arr = arr.reshape(len(arr), -1)
-    if len(arr) > max_points:
-        arr = arr[gen.choice(len(arr), size=max_points, replace=False)]
-    return arr
+    return arr.reshape(len(arr), -1)
+
+
+def _subsample(arr: np.ndarray, n: int, gen) -> np.ndarray:
+    return arr[gen.choice(len(arr), size=n, replace=False)] if len(arr) > n else arr
 
 
 def _classifier(d: int) -> torch.nn.Module:
