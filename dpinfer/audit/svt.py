@@ -20,6 +20,7 @@ from scipy.special import logsumexp
 
 from .. import _validate
 from ..mechanisms.svt import SparseVector
+from ._svt_runs import best_runs, runs_log_probability
 
 __all__ = ["SVTPrivacyLoss", "svt_output_probabilities", "svt_privacy_loss"]
 
@@ -107,7 +108,7 @@ def svt_output_probabilities(svt: SparseVector, queries) -> dict[tuple[bool, ...
     if svt.resample:
         pos, tail = law.segments(q, q)
         log_p = [
-            _runs_log_probability(pos, tail, list(np.flatnonzero(o == 1)), _halted(o, svt))
+            runs_log_probability(pos, tail, list(np.flatnonzero(o == 1)), _halted(o, svt))
             for o in outputs
         ]
     else:
@@ -183,9 +184,19 @@ def svt_privacy_loss(svt: SparseVector, queries, *, neighbour=None) -> SVTPrivac
             )
         corners = [(b, b), (b, b)]
     law = _Law(svt, [q, *corners[0], *corners[1]])
-    if svt.resample:
-        return _resampled_loss(svt, law, q, corners)
-    return _once_loss(svt, law, q, corners)
+    worst = _resampled_worst if svt.resample else _once_worst
+    value, direction, out, log_p, log_q, (up, down), total = worst(svt, law, q, corners)
+    return SVTPrivacyLoss(
+        epsilon=float(value),
+        output=_as_tuple(out),
+        direction=direction,
+        queries=q,
+        neighbour=np.where(out == 1, up, down),
+        log_p=float(log_p),
+        log_q=float(log_q),
+        total_probability=float(total),
+        n_outputs=_count_outputs(q.size, svt.c, svt._halts()),
+    )
 
 
 # --- the quadrature over the threshold noise ------------------------------------------------
@@ -260,29 +271,19 @@ def _gauss_legendre(kinks: np.ndarray, b_threshold: float, b_query: float):
 # --- threshold drawn once: enumerate the outputs ----------------------------------------------
 
 
-def _once_loss(svt, law, q, corners) -> SVTPrivacyLoss:
+def _once_worst(svt, law, q, corners):
+    """(loss, direction, output, log_p, log_q, neighbour corner, total) over all outputs."""
     outputs = _enumerate_outputs(q.size, svt.c, svt._halts())
     log_p = law.log_probabilities(outputs, q, q)
     best = None
-    for direction, (up, down) in zip(("a>b", "b>a"), corners, strict=True):
+    for direction, corner in zip(("a>b", "b>a"), corners, strict=True):
         # a>b: the neighbour's positives moved up and negatives down, so it answers less alike
-        log_q = law.log_probabilities(outputs, up, down)
+        log_q = law.log_probabilities(outputs, *corner)
         ratio = log_p - log_q if direction == "a>b" else log_q - log_p
         i = int(np.argmax(ratio))
         if best is None or ratio[i] > best[0]:
-            best = (ratio[i], direction, outputs[i], log_q[i], log_p[i], (up, down))
-    ratio, direction, out, log_q, log_p_best, (up, down) = best
-    return SVTPrivacyLoss(
-        epsilon=float(ratio),
-        output=_as_tuple(out),
-        direction=direction,
-        queries=q,
-        neighbour=np.where(out == 1, up, down),
-        log_p=float(log_p_best),
-        log_q=float(log_q),
-        total_probability=float(np.exp(logsumexp(log_p))),
-        n_outputs=len(outputs),
-    )
+            best = (ratio[i], direction, outputs[i], log_p[i], log_q[i], corner)
+    return (*best, np.exp(logsumexp(log_p)))
 
 
 def _enumerate_outputs(m: int, c: int, halts: bool) -> np.ndarray:
@@ -320,79 +321,27 @@ def _as_tuple(row: np.ndarray) -> tuple[bool, ...]:
 # --- threshold redrawn after each positive: dynamic programming over the runs ----------------
 
 
-def _resampled_loss(svt, law, q, corners) -> SVTPrivacyLoss:
+def _resampled_worst(svt, law, q, corners):
+    """As :func:`_once_worst`, by dynamic programming over the runs of each threshold draw."""
     halts, m = svt._halts(), q.size
     pos_a, tail_a = law.segments(q, q)
     best = None
-    for direction, (up, down) in zip(("a>b", "b>a"), corners, strict=True):
-        pos_b, tail_b = law.segments(up, down)
+    for direction, corner in zip(("a>b", "b>a"), corners, strict=True):
+        pos_b, tail_b = law.segments(*corner)
         sign = 1.0 if direction == "a>b" else -1.0
         with np.errstate(invalid="ignore"):  # -inf - -inf below the diagonal, never used
             ratio = np.where(np.isfinite(pos_a), sign * (pos_a - pos_b), -np.inf)
-        value, positives, halted = _best_runs(ratio, sign * (tail_a - tail_b), svt.c, halts)
+        value, positives, halted = best_runs(ratio, sign * (tail_a - tail_b), svt.c, halts)
         if best is None or value > best[0]:
-            best = (value, direction, positives, halted, (up, down), pos_b, tail_b)
-    value, direction, positives, halted, (up, down), pos_b, tail_b = best
-    length = positives[-1] + 1 if halted else m
+            best = (value, direction, positives, halted, corner, pos_b, tail_b)
+    value, direction, positives, halted, corner, pos_b, tail_b = best
     out = np.full(m, -1, dtype=np.int8)
-    out[:length] = 0
+    out[: positives[-1] + 1 if halted else m] = 0
     out[positives] = 1
-    total, _, _ = _best_runs(pos_a, tail_a, svt.c, halts, reduce=logsumexp)
-    return SVTPrivacyLoss(
-        epsilon=float(value),
-        output=_as_tuple(out),
-        direction=direction,
-        queries=q,
-        neighbour=np.where(out == 1, up, down),
-        log_p=_runs_log_probability(pos_a, tail_a, positives, halted),
-        log_q=_runs_log_probability(pos_b, tail_b, positives, halted),
-        total_probability=float(np.exp(total)),
-        n_outputs=_count_outputs(m, svt.c, halts),
-    )
-
-
-def _best_runs(pos, tail, c: int, halts: bool, reduce=None):
-    """Best (or, with ``reduce=logsumexp``, total) of the run sums over every output sequence.
-
-    ``score[n, j]``: outputs whose ``n + 1``-th positive is at ``j``. Without halting the
-    count of positives does not matter and one level is kept.
-    Returns (value, positions of the positives of the best output, halted).
-    """
-    m = tail.size - 1
-    levels = c if halts else 1
-    score = np.full((levels, m), -np.inf)
-    came_from = np.full((levels, m), -1)
-    score[0] = pos[0]
-    for j in range(1, m):
-        for n in range(levels):
-            prev = score[n - 1, :j] if n else score[levels - 1, :j] if not halts else None
-            if prev is None:
-                continue
-            cand = prev + pos[1 : j + 1, j]
-            if reduce is not None:
-                score[n, j] = np.logaddexp(score[n, j], reduce(cand))
-            elif cand.max() > score[n, j]:
-                score[n, j], came_from[n, j] = cand.max(), int(np.argmax(cand))
-    # finals: no positive at all; the c-th positive (halted); or fewer, then negatives to the end
-    finals = [(tail[0], -1, 0, False)]
-    for n in range(levels):
-        halted = halts and n == c - 1
-        for j in range(m):
-            finals.append((score[n, j] + (0.0 if halted else tail[j + 1]), j, n, halted))
-    if reduce is not None:
-        return float(reduce(np.array([f[0] for f in finals]))), [], False
-    value, j, n, halted = max(finals, key=lambda f: f[0])
-    positives = []
-    while j >= 0:
-        positives.append(j)
-        j, n = came_from[n, j], (n - 1 if halts else 0)
-    return float(value), positives[::-1], halted
-
-
-def _runs_log_probability(pos, tail, positives: list[int], halted: bool) -> float:
-    starts = [0, *(j + 1 for j in positives)][: len(positives)]
-    total = math.fsum(pos[i, j] for i, j in zip(starts, positives, strict=True))
-    return total if halted else total + tail[positives[-1] + 1 if positives else 0]
+    log_p = runs_log_probability(pos_a, tail_a, positives, halted)
+    log_q = runs_log_probability(pos_b, tail_b, positives, halted)
+    total, _, _ = best_runs(pos_a, tail_a, svt.c, halts, reduce=logsumexp)
+    return value, direction, out, log_p, log_q, corner, np.exp(total)
 
 
 def _check_svt(svt) -> None:

@@ -9,8 +9,6 @@ float32) and float32 copies of the data are recognised as well.
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import pytest
 import scipy.stats as st
@@ -20,9 +18,7 @@ from dpinfer.distances import MMD, GaussianKernel, RandomFeatureMMD, median_heur
 from dpinfer.distances.provenance import leaked_settings
 from dpinfer.mechanisms.svt import SparseVector
 
-from ._helpers import Recording, capture
-
-abcdp_module = importlib.import_module("dpinfer.samplers.abcdp")
+from ._helpers import Recording, abcdp_module, capture
 
 N = 40
 

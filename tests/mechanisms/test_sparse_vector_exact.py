@@ -12,8 +12,7 @@ import itertools
 
 import numpy as np
 import pytest
-import scipy.integrate as si
-import scipy.stats as st
+from _svt_helpers import NoHalting, QueryNoiseNotScaledByC, pattern_probability
 
 import dpinfer as dp
 from dpinfer import accounting
@@ -35,50 +34,7 @@ def _planted(c: int = 4) -> ResampleWithOnceBudget:
     return ResampleWithOnceBudget(0.0, scale=b, c=c, sensitivity=1.0, resample=True)
 
 
-class QueryNoiseNotScaledByC(dp.SparseVector):
-    """Planted bug: query noise Lap(2b / c), as if the c positives cost one."""
-
-    def _query_scale(self):
-        return 2 * self.scale / self.c
-
-
-class NoHalting(dp.SparseVector):
-    """Planted bug: keeps answering after c positives."""
-
-    def _halts(self):
-        return False
-
-
 # --- the quadrature against scipy's adaptive integration ---------------------------------
-
-
-def _probability_by_quad(svt, queries, output) -> float:
-    """One ``quad`` per threshold draw of ``prod_i P(answer_i | rho)`` against Lap(b)."""
-    b, s, t = svt.scale, 2 * svt.scale, svt.threshold
-    runs, current = [], []
-    for q, answer in zip(queries, output, strict=False):
-        current.append((q, answer))
-        if answer and svt.resample:
-            runs.append(current)
-            current = []
-    if current:
-        runs.append(current)
-    prob = 1.0
-    for run in runs:
-
-        def integrand(rho, run=run):
-            p = st.laplace.pdf(rho, scale=b)
-            for q, answer in run:
-                below = st.laplace.cdf(t + rho - q, scale=s)
-                p *= below if answer else 1.0 - below
-            return p
-
-        edges = [-np.inf, *sorted({0.0, *(q - t for q, _ in run)}), np.inf]
-        prob *= sum(
-            si.quad(integrand, lo, hi, epsabs=0.0, epsrel=1e-10, limit=100)[0]
-            for lo, hi in itertools.pairwise(edges)
-        )
-    return prob
 
 
 @pytest.mark.parametrize("resample", [False, True], ids=["once", "resample"])
@@ -89,7 +45,7 @@ def test_output_law_matches_adaptive_quadrature(resample):
     assert len(law) == 1 + 4 + 6  # no positive, one, or halted at the second
     assert sum(law.values()) == pytest.approx(1.0, abs=1e-13)
     for output, p in law.items():
-        assert p == pytest.approx(_probability_by_quad(svt, queries, output), rel=1e-8)
+        assert p == pytest.approx(pattern_probability(svt, queries, output), rel=1e-9)
 
 
 def test_neighbour_given_explicitly_is_one_of_the_worst_cases():
