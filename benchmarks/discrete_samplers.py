@@ -10,14 +10,17 @@ CSPRNG) and with a seeded Generator, beside
   also draw from the OS CSPRNG), if ``opendp`` is installed (``pip install opendp``; it is
   not a dependency of dpinfer). Their time includes converting the list of values.
 
-Each rate is the best of ``--repeats`` runs (wall clock), which damps the noise of a
-shared machine. Usage: ``python benchmarks/discrete_samplers.py [--quick]``.
+Each rate is the best of ``--repeats`` runs, by CPU time of this process (user and
+system, so the OS generator's work counts) and, for our curator path, also by wall
+clock. On a shared, loaded machine the CPU figures are the comparable ones.
+Usage: ``python benchmarks/discrete_samplers.py [--quick]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import os
 import time
 from fractions import Fraction
 
@@ -29,17 +32,18 @@ from dpinfer.mechanisms import _bits, _exact
 SCALES = (1.0, 3.7306, 100.0, 10_000.0)
 
 
-def best_rate(run, n: int, repeats: int) -> float:
-    """Draws per second of ``run()`` (which makes ``n`` draws), best of ``repeats``."""
-    best = float("inf")
+def best_rate(run, n: int, repeats: int) -> tuple[float, float]:
+    """Draws per second of ``run()`` (``n`` draws), best of ``repeats``: (CPU, wall)."""
+    cpu = wall = float("inf")
     for _ in range(repeats):
-        start = time.perf_counter()
+        start_cpu, start_wall = time.process_time(), time.perf_counter()
         run()
-        best = min(best, time.perf_counter() - start)
-    return n / best
+        cpu = min(cpu, time.process_time() - start_cpu)
+        wall = min(wall, time.perf_counter() - start_wall)
+    return n / cpu, n / wall
 
 
-def ours(kind: str, scale: float, n: int, repeats: int, rng) -> float:
+def ours(kind: str, scale: float, n: int, repeats: int, rng) -> tuple[float, float]:
     mech = dp.DiscreteLaplace(scale) if kind == "laplace" else dp.DiscreteGaussian(scale)
     zeros = np.zeros(n, dtype=np.int64)
     mech.release(zeros[:10], rng=rng)  # compile (or load the cached kernels) first
@@ -55,7 +59,7 @@ def python_reference(kind: str, scale: float, n: int) -> float:
         for _ in range(n):
             draw(param.numerator, param.denominator, reader)
 
-    return best_rate(run, n, 1)
+    return best_rate(run, n, 1)[0]
 
 
 def opendp_rate(kind: str, scale: float, n: int, repeats: int) -> float | None:
@@ -70,7 +74,7 @@ def opendp_rate(kind: str, scale: float, n: int, repeats: int) -> float | None:
     else:
         meas = odp.m.make_gaussian(domain, odp.l2_distance(T=int), scale=scale)
     zeros = [0] * n
-    return best_rate(lambda: meas(zeros), n, repeats)
+    return best_rate(lambda: meas(zeros), n, repeats)[0]
 
 
 def main() -> None:
@@ -90,23 +94,25 @@ def main() -> None:
 
     print(f"releases per second (best of {args.repeats}; ours on {n_ours:,} draws)")
     header = (
-        f"{'mechanism':<17}{'scale':>9}{'ours, OS bits':>15}{'ours, seeded':>14}"
-        f"{'Python ref.':>13}{'OpenDP':>12}{'ours/OpenDP':>13}{'ours/Python':>13}"
+        f"{'mechanism':<17}{'scale':>8}{'ours OS, wall':>15}{'ours OS, CPU':>14}"
+        f"{'seeded, CPU':>13}{'Python, CPU':>13}{'OpenDP, CPU':>13}{'ours/OpenDP':>13}"
     )
     print(header)
     print("-" * len(header))
     for kind, name in (("laplace", "DiscreteLaplace"), ("gaussian", "DiscreteGaussian")):
         for scale in SCALES:
-            os_rate = ours(kind, scale, n_ours, args.repeats, None)
-            seeded = ours(kind, scale, n_ours, args.repeats, 1)
+            os_cpu, os_wall = ours(kind, scale, n_ours, args.repeats, None)
+            seeded, _ = ours(kind, scale, n_ours, args.repeats, 1)
             ref = python_reference(kind, scale, n_python)
             other = opendp_rate(kind, scale, n_other, args.repeats)
-            other_text = f"{other:>12.3g}" if other else f"{'-':>12}"
-            ratio = f"{os_rate / other:>13.1f}" if other else f"{'-':>13}"
+            other_text = f"{other:>13.3g}" if other else f"{'-':>13}"
+            ratio = f"{os_cpu / other:>13.1f}" if other else f"{'-':>13}"
             print(
-                f"{name:<17}{scale:>9g}{os_rate:>15.3g}{seeded:>14.3g}{ref:>13.3g}"
-                f"{other_text}{ratio}{os_rate / ref:>13.0f}"
+                f"{name:<17}{scale:>8g}{os_wall:>15.3g}{os_cpu:>14.3g}{seeded:>13.3g}"
+                f"{ref:>13.3g}{other_text}{ratio}"
             )
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"\nPython: the pure-Python reference, {n_python:,} draws; load average {load:.1f}.")
     if odp_version:
         print(f"\nOpenDP {odp_version}, on {n_other:,} draws per call.")
 

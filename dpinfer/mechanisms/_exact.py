@@ -40,6 +40,7 @@ __all__ = [
 _KERNEL_LIMIT = 2**62
 _DENOMINATOR_LIMIT = 2**126
 _MASK64 = 2**64 - 1
+_MAX_WORDS = 1 << 20  # words of random bits held at once
 
 
 def uniform_below(n: int, r: BitReader) -> int:
@@ -202,7 +203,7 @@ def _drive(
     its first bit. Either way it consumes the same bits and gives the same value.
     """
     out = np.empty(size, dtype=np.int64)
-    words = source.words(size * bits_per_draw // 64 + 16)
+    words = source.words(_words_for(size, bits_per_draw))
     pos = i = 0
     while i < size:
         status = kernels.BAIL
@@ -213,7 +214,7 @@ def _drive(
                 bits_per_draw = max(1, (pos - pos_before) // (i - done_before) + 1)
         if status == kernels.OUT_OF_BITS:
             first = pos // 64
-            more = source.words((size - i) * bits_per_draw // 64 + 16)
+            more = source.words(_words_for(size - i, bits_per_draw))
             words = np.concatenate([words[first:], more])
             pos -= 64 * first
         elif status == kernels.BAIL:
@@ -221,6 +222,11 @@ def _drive(
             out[i] = _as_int64(reference(reader))
             words, pos, i = reader.words, reader.pos, i + 1
     return out
+
+
+def _words_for(draws: int, bits_per_draw: int) -> int:
+    """Words to request for ``draws`` more draws: the expected need, at most 8 MB at once."""
+    return min(draws * bits_per_draw // 64 + 16, _MAX_WORDS)
 
 
 def _as_int64(draw: int) -> int:

@@ -163,10 +163,14 @@ def _bernoulli(words, st, nhi, nlo, dhi, dlo, k):  # pragma: no cover - compiled
 def _exp_unit(words, st, nhi, nlo, dhi, dlo, kden):  # pragma: no cover - compiled
     """Bernoulli(exp(-num / den)) for ``num <= den`` (CKS Algorithm 1)."""
     k = _ONE
+    certain = nhi == dhi and nlo == dlo  # gamma = 1: Bernoulli(gamma) needs no bits
     while True:
-        if not _bernoulli(words, st, _ZERO, _ONE, _ZERO, k, _bitlen(k - _ONE)):
+        # Bernoulli(1 / 1) needs no bits either; skipping the calls leaves the stream as is
+        if k > _ONE and not _bernoulli(words, st, _ZERO, _ONE, _ZERO, k, _bitlen(k - _ONE)):
             break
-        if st[1] != 0 or not _bernoulli(words, st, nhi, nlo, dhi, dlo, kden):
+        if st[1] != 0:
+            break
+        if not certain and not _bernoulli(words, st, nhi, nlo, dhi, dlo, kden):
             break
         if st[1] != 0:
             break
