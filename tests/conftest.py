@@ -1,8 +1,15 @@
-"""Shared test fixtures.
+"""Shared test fixtures, and what the suite needs to run in parallel (pytest-xdist).
 
 ``audit_table`` records the numbers of every empirical privacy audit (the lower
 bound next to the claim); they are printed as a table at the end of the run and,
-when ``DPINFER_AUDIT_TABLE`` names a file, written there as JSON lines.
+when ``DPINFER_AUDIT_TABLE`` names a file, written there as JSON lines. Each row
+travels as a ``user_properties`` entry of the test's report, so the table is
+complete whether tests run in this process or in xdist workers.
+
+Under xdist (``make test`` runs ``pytest -n auto --dist loadgroup``), the tests of a
+module that share a module- or class-scoped fixture (a NUTS reference, a process
+pool) run in one worker, so the fixture is computed once; every other test goes to
+whichever worker is free.
 """
 
 from __future__ import annotations
@@ -13,6 +20,10 @@ import os
 import pytest
 
 _AUDIT_ROWS: list[dict] = []
+_IN_WORKER = False
+
+#: Module-scoped fixtures cheap enough to set up in every worker (no grouping needed).
+_CHEAP_MODULE_FIXTURES = frozenset({"kernel"})
 
 
 @pytest.fixture
@@ -34,15 +45,47 @@ def audit_table(record_property):
             "n_test": int(result.n_test),
             **extra,
         }
-        _AUDIT_ROWS.append(row)
         record_property("audit", row)
+        return row
+
+    return record
+
+
+def pytest_configure(config):
+    global _IN_WORKER
+    _IN_WORKER = hasattr(config, "workerinput")
+
+
+def pytest_runtest_logreport(report):
+    # An xdist worker passes its reports on to the controller, which records them.
+    if _IN_WORKER or report.when != "call":
+        return
+    for name, row in report.user_properties:
+        if name != "audit":
+            continue
+        _AUDIT_ROWS.append(row)
         path = os.environ.get("DPINFER_AUDIT_TABLE")
         if path:
             with open(path, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(row) + "\n")
-        return row
 
-    return record
+
+def pytest_collection_modifyitems(config, items):
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        shared = [
+            name
+            for name, defs in info.name2fixturedefs.items()
+            if defs
+            and defs[-1].scope in ("module", "class", "package")
+            and name not in _CHEAP_MODULE_FIXTURES
+        ]
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 def pytest_terminal_summary(terminalreporter):
