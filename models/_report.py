@@ -26,6 +26,7 @@ theta      sampler   exact     50.000  29.300   5.000  50.000  95.000
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -46,7 +47,9 @@ __all__ = [
     "idata_draws",
     "interval_figure",
     "mle_rows",
+    "nuts_note",
     "save_run",
+    "smc_note",
     "value_rows",
 ]
 
@@ -245,7 +248,8 @@ class Result:
     posterior : arviz.InferenceData
         The example's main result, saved as ``posterior.nc``.
     figure : callable, optional
-        ``figure(path)`` draws the figure as a PNG file at ``path``.
+        ``figure(path)`` draws the figure as a PNG file at ``path``; default
+        :func:`interval_figure` of the report.
     extra : dict
         More InferenceData to save, as ``<name>.nc``.
     """
@@ -313,10 +317,41 @@ def save_run(
         folder.write_text("summary.csv", result.report.csv())
         summary = {"example": example.name, "paper": example.paper, **result.report.to_dict()}
         folder.write_text("summary.json", json.dumps(summary, indent=2) + "\n")
-        if result.figure is not None:
-            folder.write(f"{example.module.rsplit('.', 1)[-1]}.png", result.figure)
+        figure = result.figure or functools.partial(interval_figure, report=result.report)
+        folder.write(f"{example.module.rsplit('.', 1)[-1]}.png", figure)
         manifest = folder.complete()
     return result, manifest
+
+
+def nuts_note(label: str, idata, key: str) -> tuple[str, dict]:
+    """Return a note and diagnostics on a NUTS run: divergences, largest R-hat, smallest ESS."""
+    attrs = idata.posterior.attrs
+    numbers = {
+        f"{key}_divergences": int(attrs["divergences"]),
+        f"{key}_rhat_max": float(attrs["rhat_max"]),
+        f"{key}_ess": float(attrs["ess"]),
+    }
+    note = (
+        f"{label}: {numbers[f'{key}_divergences']} divergences, max R-hat "
+        f"{numbers[f'{key}_rhat_max']:.3f}, min bulk ESS {numbers[f'{key}_ess']:.0f}"
+    )
+    return note, numbers
+
+
+def smc_note(label: str, idata, key: str) -> tuple[str, dict]:
+    """Return a note and diagnostics on an SMC run: stages, simulations, last move acceptance."""
+    attrs = idata.posterior.attrs
+    acceptance = np.ravel(attrs.get("stage_acceptance_rate", [math.nan]))
+    numbers = {
+        f"{key}_stages": int(np.size(attrs.get("stage_acceptance_rate", []))),
+        f"{key}_simulations": int(attrs["n_simulations"]),
+        f"{key}_final_acceptance": float(acceptance[-1]) if acceptance.size else math.nan,
+    }
+    note = (
+        f"{label}: {numbers[f'{key}_stages']} stages, {numbers[f'{key}_simulations']:,} "
+        f"simulations, final move acceptance {numbers[f'{key}_final_acceptance']:.3f}"
+    )
+    return note, numbers
 
 
 # --- figures ---------------------------------------------------------------------

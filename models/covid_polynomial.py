@@ -49,7 +49,6 @@ Examples
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -59,7 +58,7 @@ import dpinfer as dp
 from dpinfer._rng import RNGLike, as_seed_sequence
 
 from ._example import Example, Option, integer, positive, yes_no
-from ._report import Report, Result, draw_rows, idata_draws, interval_figure
+from ._report import Report, Result, draw_rows, idata_draws
 
 __all__ = [
     "BANDWIDTH",
@@ -265,5 +264,4 @@ def run(
         notes,
         diagnostics,
     )
-    figure = functools.partial(interval_figure, report=report)
-    return Result(report, private, figure, extra={"non_private": exact})
+    return Result(report, private, extra={"non_private": exact})

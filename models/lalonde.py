@@ -58,7 +58,7 @@ from dpinfer import _validate
 from dpinfer._rng import as_seed_sequence
 
 from ._example import Example, Option, integer, vector
-from ._report import Report, Result, draw_rows, idata_draws, interval_figure, mle_rows, save_run
+from ._report import Report, Result, draw_rows, idata_draws, mle_rows, nuts_note, save_run
 
 __all__ = [
     "MLE_SCHEDULE",
@@ -538,22 +538,19 @@ def run(
         *_mle_rows("MLE: exact (integration)", "reference", exact_mle(released)),
         *_mle_rows("MLE: naive (release as data)", "naive", naive_mle(released)),
     ]
-    ref = reference.posterior.attrs
+    nuts_text, nuts_numbers = nuts_note("PyMC reference", reference, "reference")
     notes = [
         f"rejection ABC: {draws} draws, acceptance rate "
         f"{float(abc.posterior.attrs['acceptance_rate']):.3e} "
         f"({int(abc.posterior.attrs['n_simulations'])} simulations)",
-        f"PyMC reference: min bulk ESS {float(ref['ess']):.0f}, max R-hat "
-        f"{float(ref['rhat_max']):.3f}, {int(ref['divergences'])} divergences",
+        nuts_text,
         f"MCEM: {fit.iterations} iterations, {fit.n_simulations:,} simulations, "
         f"converged: {fit.converged}",
     ]
     diagnostics = {
         "acceptance_rate": float(abc.posterior.attrs["acceptance_rate"]),
         "n_simulations": int(abc.posterior.attrs["n_simulations"]),
-        "reference_ess": float(ref["ess"]),
-        "reference_rhat_max": float(ref["rhat_max"]),
-        "reference_divergences": int(ref["divergences"]),
+        **nuts_numbers,
         "mcem_iterations": fit.iterations,
         "mcem_simulations": fit.n_simulations,
         "mcem_converged": bool(fit.converged),
@@ -574,8 +571,7 @@ def run(
         notes,
         diagnostics,
     )
-    figure = functools.partial(interval_figure, report=report)
-    return Result(report, abc, figure, extra={"reference": reference})
+    return Result(report, abc, extra={"reference": reference})
 
 
 def run_example(out_dir, *, seed=None, progressbar: bool = True, **options) -> str:

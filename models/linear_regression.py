@@ -75,7 +75,6 @@ array([-4.63, -6.23, -5.1 ])
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -93,7 +92,8 @@ from ._report import (
     distribution_rows,
     draw_rows,
     idata_draws,
-    interval_figure,
+    nuts_note,
+    smc_note,
     value_rows,
 )
 
@@ -643,21 +643,15 @@ def run(
         *distribution_rows("naive (release as data)", "naive", naive_dists),
         *value_rows("truth", "truth", {"beta": TRUE_BETA}),
     ]
-    a, ref = smc.posterior.attrs, reference.posterior.attrs
+    smc_text, diagnostics = smc_note("smc_abc", smc, "smc")
+    nuts_text, nuts_numbers = nuts_note("NUTS reference", reference, "reference")
     notes = [
-        f"smc_abc: {a['n_stages']} stages, {a['n_simulations']:,} simulations, final move "
-        f"acceptance {float(np.ravel(a['stage_acceptance_rate'])[-1]):.3f}",
-        f"NUTS reference: {int(ref['divergences'])} divergences, max R-hat "
-        f"{float(ref['rhat_max']):.3f}, min bulk ESS {float(ref['ess']):.0f}",
+        smc_text,
+        nuts_text,
         f"naive: released Gram matrix projected to PSD: {naive.projected}",
         f"privacy: {mech.privacy} (sensitivity {SENSITIVITY:g} of the normalised statistics)",
     ]
-    diagnostics = {
-        "n_simulations": int(a["n_simulations"]),
-        "reference_divergences": int(ref["divergences"]),
-        "reference_rhat_max": float(ref["rhat_max"]),
-        "reference_ess": float(ref["ess"]),
-    }
+    diagnostics.update(nuts_numbers)
     report = Report(
         "Bayesian linear regression from Laplace-noised sufficient statistics "
         "(Xiong et al. 2023, Section 4.2)",
@@ -669,8 +663,7 @@ def run(
         notes,
         diagnostics,
     )
-    figure = functools.partial(interval_figure, report=report)
-    return Result(report, smc, figure, extra={"reference": reference})
+    return Result(report, smc, extra={"reference": reference})
 
 
 def __getattr__(name: str):

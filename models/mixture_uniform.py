@@ -36,7 +36,6 @@ Examples
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -48,7 +47,7 @@ from dpinfer._rng import RNGLike, as_generator, as_seed_sequence, chunk_generato
 from dpinfer.distances.base import Distance, fingerprint_rows
 
 from ._example import Example, Option, integer, positive, yes_no
-from ._report import Report, Result, draw_rows, idata_draws, interval_figure, value_rows
+from ._report import Report, Result, draw_rows, idata_draws, value_rows
 
 __all__ = [
     "BANDWIDTH",
@@ -506,8 +505,7 @@ def run(
         notes,
         diagnostics,
     )
-    figure = functools.partial(interval_figure, report=report)
-    return Result(report, private, figure, extra={"non_private": exact})
+    return Result(report, private, extra={"non_private": exact})
 
 
 def _abcdp(observed, dist, params, **settings):

@@ -66,7 +66,6 @@ np.float64(2.0)
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -84,7 +83,7 @@ from ._report import (
     distribution_rows,
     draw_rows,
     idata_draws,
-    interval_figure,
+    nuts_note,
     value_rows,
 )
 
@@ -626,17 +625,11 @@ def run(
         *distribution_rows("naive (release as counts)", "naive", naive_posterior(released)),
         *value_rows("truth", "truth", TRUE_PARAMS),
     ]
-    attrs = exact.posterior.attrs
+    nuts_text, diagnostics = nuts_note("NUTS", exact, "nuts")
     notes = [
-        f"NUTS: {int(attrs['divergences'])} divergences, max R-hat "
-        f"{float(attrs['rhat_max']):.3f}, min bulk ESS {float(attrs['ess']):.0f}",
+        nuts_text,
         f"privacy: {mech.privacy} (replace-one neighbours, sensitivity {sensitivity():g})",
     ]
-    diagnostics = {
-        "divergences": int(attrs["divergences"]),
-        "rhat_max": float(attrs["rhat_max"]),
-        "ess": float(attrs["ess"]),
-    }
     report = Report(
         "Naive Bayes from a Laplace release of cell proportions (Xiong et al. 2023, S3.3)",
         [
@@ -648,8 +641,7 @@ def run(
         notes,
         diagnostics,
     )
-    figure = functools.partial(interval_figure, report=report)
-    return Result(report, exact, figure)
+    return Result(report, exact)
 
 
 # --- internals ---------------------------------------------------------------------
