@@ -30,8 +30,8 @@ Examples
 >>> import json, tempfile, pathlib
 >>> folder = pathlib.Path(tempfile.mkdtemp()) / "run"
 >>> with OutputFolder(folder, info={"example": "demo"}) as out:
-...     out.write_text("summary.json", json.dumps({"mean": 1.5}))
-...     out.complete()
+...     path = out.write_text("summary.json", json.dumps({"mean": 1.5}))
+...     manifest = out.complete()
 >>> manifest = read_manifest(folder)
 >>> manifest["complete"], sorted(manifest["files"])
 (True, ['summary.json'])
