@@ -107,7 +107,10 @@ def _cmd_run(args: argparse.Namespace, console) -> int:
         args.run_parser.error("name an example (dpinfer run --list shows them)")
     example = args.examples[args.example]
     options = _options(args, example)
-    out = args.out if args.out is not None else check_output_path(f"out/{example.name}")
+    try:
+        out = args.out if args.out is not None else check_output_path(f"out/{example.name}")
+    except OutputPathError as err:
+        args.example_parser.error(f"argument --out: {err}")
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy)
     notice = _notice(example, out) if example.long else None
     from .models._report import save_run
@@ -127,6 +130,16 @@ def _cmd_run(args: argparse.Namespace, console) -> int:
     except (OutputBusyError, OutputPathError) as err:
         print(f"dpinfer run: error: {err}", file=sys.stderr)
         return 1
+    except (ValueError, TypeError) as err:
+        # the example's own checks (a release outside the mechanism's range, ...)
+        if args.verbose:
+            raise
+        print(
+            f"dpinfer run {example.name}: error: {err} (--verbose shows where; {out} is "
+            "marked incomplete)",
+            file=sys.stderr,
+        )
+        return 2
     files = [str(out / name) for name in manifest["files"]]
     if args.format == "json":
         document = {

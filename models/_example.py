@@ -11,7 +11,33 @@ mechanism and the references of one paper's example, plus
   :class:`~dpinfer.models._report.Result` (a report, the posterior, a figure).
 
 :func:`discover` imports the modules of the package and collects every
-``EXAMPLE``; a new example is one new module, nothing to register elsewhere.
+``EXAMPLE``; a new example is one new module, nothing to register elsewhere:
+
+.. code-block:: python
+
+    EXAMPLE = Example(
+        name="my-example",                       # dpinfer run my-example
+        title="What the analysis shows",
+        paper="Author (2024), Section 3",
+        seconds=30,                              # at the defaults, one core
+        module=__name__,
+        options=(
+            Option("released", RELEASED, "the release", vector(4), flag="--release"),
+            Option("epsilon", 1.0, "privacy budget", positive),
+            Option("draws", 2000, "posterior draws", integer(100)),
+        ),
+    )
+
+    def run(*, released=RELEASED, epsilon=1.0, draws=2000, rng=None,
+            progressbar=True, verbose=False) -> Result:
+        idata = dp.smc_abc(model(), mechanism(epsilon), released, particles=draws,
+                           rng=rng, progressbar=progressbar)
+        rows = draw_rows("exact (smc_abc)", "exact", idata_draws(idata))
+        rows += distribution_rows("naive", "naive", naive_posterior(released))
+        return Result(Report("My example (Author 2024)", ["setting"], rows), idata)
+
+The tests (``tests/test_cli_run.py``) ask for a small setting of every example
+(``TINY``), with which it runs once end to end.
 
 Examples
 --------

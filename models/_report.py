@@ -285,8 +285,9 @@ def save_run(
         Output folder.
     options : dict
         Keyword arguments of the example's ``run``.
-    seed : int
-        Root seed of the run, recorded in the manifest.
+    seed : int or None
+        Root seed of the run, recorded in the manifest; None draws one from OS
+        entropy (and records it, so the run can be repeated).
     progressbar, verbose : bool
         Passed to ``run``.
     wait : bool, default False
@@ -301,6 +302,8 @@ def save_run(
     """
     from dpinfer.outputs import OutputFolder
 
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy)
     info = {
         "example": example.name,
         "paper": example.paper,

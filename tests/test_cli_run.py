@@ -25,7 +25,7 @@ import pytest
 from dpinfer import cli
 from dpinfer._run_command import listing, quiet
 from dpinfer.models._example import discover
-from dpinfer.outputs import read_manifest
+from dpinfer.outputs import IncompleteOutputError, read_manifest
 from dpinfer.results import from_netcdf
 
 EXAMPLES = discover()
@@ -273,3 +273,17 @@ def test_an_existing_file_as_out_is_a_clear_error(capsys, tmp_path):
         err = capsys.readouterr().err
         assert "existing file, not a folder" in err and "Traceback" not in err
     assert target.read_text() == "mine"
+
+
+def test_an_error_inside_the_example_is_reported_without_a_traceback(capsys, tmp_path):
+    # 2000 infected out of n = 1000 trials is not a binomial release: the mechanism refuses it
+    out = tmp_path / "sir"
+    argv = ["run", "sir", "--release", "2000", *["1"] * 9, "--particles", "100", "--out", str(out)]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "\ndpinfer run sir: error: released" in err and "Traceback" not in err
+    assert "marked incomplete" in err
+    with pytest.raises(IncompleteOutputError, match="state 'failed'"):
+        read_manifest(out)
+    with pytest.raises(ValueError):
+        cli.main([*argv, "--verbose"])
