@@ -36,7 +36,8 @@ def add_run_command(subparsers) -> None:
     """Add ``run`` with one sub-parser per discovered example to ``subparsers``."""
     from .models._example import discover
 
-    examples = discover()
+    missing: dict[str, str] = {}
+    examples = discover(missing=missing)
     parser = subparsers.add_parser(
         "run",
         help="run a paper's example end to end (--list shows them)",
@@ -53,7 +54,7 @@ def add_run_command(subparsers) -> None:
     chooser = parser.add_subparsers(title="examples", dest="example", metavar="<example>")
     for example in examples.values():
         _add_example_parser(chooser, example)
-    parser.set_defaults(func=_cmd_run, examples=examples, run_parser=parser)
+    parser.set_defaults(func=_cmd_run, examples=examples, missing=missing, run_parser=parser)
 
 
 def _add_example_parser(chooser, example) -> None:
@@ -101,7 +102,7 @@ def _add_example_parser(chooser, example) -> None:
 
 def _cmd_run(args: argparse.Namespace, console) -> int:
     if args.list:
-        print(listing(args.examples))
+        print(listing(args.examples, args.missing))
         return 0
     if args.example is None:
         args.run_parser.error("name an example (dpinfer run --list shows them)")
@@ -158,7 +159,7 @@ def _cmd_run(args: argparse.Namespace, console) -> int:
     return 0
 
 
-def listing(examples) -> str:
+def listing(examples, missing=None) -> str:
     """Return the text of ``dpinfer run --list``: name, paper, expected run time, title."""
     rows = [(e.name, e.paper, e.runtime, e.title) for e in examples.values()]
     head = ("example", "paper", "run time", "what it shows")
@@ -168,6 +169,8 @@ def listing(examples) -> str:
         for r in [head, *rows]
     ]
     lines.append("")
+    for module, reason in (missing or {}).items():
+        lines.append(f"not available in this installation: {module} ({reason})")
     lines.append("Options of one example: dpinfer run <example> --help")
     return "\n".join(line.rstrip() for line in lines)
 

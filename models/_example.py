@@ -245,18 +245,27 @@ class Example:
         return getattr(importlib.import_module(self.module), "run")(**kwargs)
 
 
-def discover(package: str = "dpinfer.models") -> dict[str, Example]:
+def discover(
+    package: str = "dpinfer.models", *, missing: dict | None = None
+) -> dict[str, Example]:
     """Return every example of ``package`` by name, in alphabetical order.
 
     Imports each public module of the package and keeps those that define an
-    ``EXAMPLE`` (an :class:`Example`) and a ``run`` function.
+    ``EXAMPLE`` (an :class:`Example`) and a ``run`` function. A module that
+    needs a package this installation lacks (an optional extra such as torch)
+    is skipped; ``missing``, if given, receives its name and the import error.
     """
     found: dict[str, Example] = {}
     root = importlib.import_module(package)
     for info in pkgutil.iter_modules(root.__path__):
         if info.name.startswith("_"):
             continue
-        module = importlib.import_module(f"{package}.{info.name}")
+        try:
+            module = importlib.import_module(f"{package}.{info.name}")
+        except ModuleNotFoundError as err:
+            if missing is not None:
+                missing[f"{package}.{info.name}"] = str(err)
+            continue
         example = _example_of(module)
         if example is not None:
             if example.name in found:

@@ -119,7 +119,8 @@ def test_every_example_is_discovered_and_has_a_tiny_setting():
 def test_list_shows_each_example_with_its_paper_and_run_time(capsys):
     assert cli.main(["run", "--list"]) == 0
     out = capsys.readouterr().out
-    assert out == listing(EXAMPLES) + "\n"
+    missing = {}
+    assert out == listing(discover(missing=missing), missing) + "\n"
     for example in EXAMPLES.values():
         (line,) = [ln for ln in out.splitlines() if ln.startswith(example.name + " ")]
         assert example.paper in line and example.runtime in line and example.title in line
@@ -287,3 +288,16 @@ def test_an_error_inside_the_example_is_reported_without_a_traceback(capsys, tmp
         read_manifest(out)
     with pytest.raises(ValueError):
         cli.main([*argv, "--verbose"])
+
+
+def test_an_example_needing_a_missing_package_is_listed_as_unavailable(tmp_path, monkeypatch):
+    package = tmp_path / "fake_models"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "needs_torch.py").write_text("import no_such_package_here\n")
+    (package / "_helper.py").write_text("raise RuntimeError('private modules are not imported')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    missing = {}
+    assert discover("fake_models", missing=missing) == {}
+    assert missing == {"fake_models.needs_torch": "No module named 'no_such_package_here'"}
+    assert "not available in this installation: fake_models.needs_torch" in listing({}, missing)
