@@ -25,6 +25,7 @@ Usage: ``python benchmarks/parallel.py [--quick]``.
 from __future__ import annotations
 
 import argparse
+import logging
 import multiprocessing
 import os
 import pickle
@@ -145,6 +146,13 @@ def executors(workers: int):
     return pools, (client, cluster)
 
 
+def drain(pool, workers: int = 2) -> None:
+    """Wait until every chunk submitted to ``pool`` so far has finished."""
+    if pool is not None:
+        for future in [pool.submit(time.sleep, 0.0) for _ in range(4 * workers)]:
+            future.result()
+
+
 def report(name, results, n_chunks, serial_key="serial", one="1 process", two="2 processes"):
     base = results[serial_key][0]
     print(f"\n{name}")
@@ -165,8 +173,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smaller run (about 1 minute)")
     args = parser.parse_args(argv)
-    draws, particles = (2_000, 5_000) if args.quick else (8_000, 20_000)
-    rejection_batch, smc_batch = 20_000, particles // 8
+    draws, particles = (4_000, 5_000) if args.quick else (10_000, 20_000)
+    rejection_batch, smc_batch = 10_000, particles // 8
+    logging.getLogger("distributed").setLevel(logging.ERROR)
 
     print(f"load average before: {os.getloadavg()}; cores: {os.cpu_count()}")
     cost = simulation_cost()
@@ -189,6 +198,7 @@ def main(argv=None) -> int:
             runs["rejection ABC"][key] = timed(
                 rejection, pool, draws=draws, batch_size=rejection_batch
             )
+            drain(pool)  # chunks still running after rejection ABC stopped must not slow SMC
             runs["SMC-ABC"][key] = timed(smc, pool, particles=particles, batch_size=smc_batch)
     finally:
         for pool in pools.values():
