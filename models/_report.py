@@ -380,7 +380,12 @@ def interval_figure(path, report: Report, *, title: str | None = None) -> None:
     nrows = math.ceil(len(params) / cols)
     fig = new_figure(3.4 * cols, 0.6 + nrows * (0.35 * _max_rows(report, params) + 0.9))
     axes = np.atleast_1d(fig.subplots(nrows, cols, squeeze=False)).ravel()
-    for ax, name in zip(axes, params, strict=False):
+    labels = {
+        name: [r.analysis for r in report.rows if r.parameter == name and r.estimator != "value"]
+        for name in params
+    }
+    shared = len({tuple(v) for v in labels.values()}) == 1
+    for k, (ax, name) in enumerate(zip(axes, params, strict=False)):
         rows = [r for r in report.rows if r.parameter == name and r.estimator != "value"]
         for y, row in enumerate(reversed(rows)):
             lo, hi = _interval(row)
@@ -391,7 +396,8 @@ def interval_figure(path, report: Report, *, title: str | None = None) -> None:
             )
         for row in (r for r in report.rows if r.parameter == name and r.estimator == "value"):
             ax.axvline(row.mean, color="k", ls="--", lw=1)
-        ax.set_yticks(range(len(rows)), [r.analysis for r in reversed(rows)], fontsize=7)
+        ticks = [r.analysis for r in reversed(rows)] if not shared or k % cols == 0 else []
+        ax.set_yticks(range(len(rows)), ticks or [""] * len(rows), fontsize=7)
         ax.set_title(name, fontsize=9)
         ax.tick_params(axis="x", labelsize=7)
     for ax in axes[len(params) :]:
