@@ -70,6 +70,7 @@ def pytest_runtest_logreport(report):
                 fh.write(json.dumps(row) + "\n")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     if not config.pluginmanager.hasplugin("xdist"):
         return

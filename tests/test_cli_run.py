@@ -64,27 +64,21 @@ class _Records(logging.Handler):
         self.records.append(record)
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """Run each example once on first request; return ``get(name) -> dict``."""
-    done: dict[str, dict] = {}
+def _run(name, out, *, fmt):
+    """Run one example once (in this process, or through the console script)."""
+    argv = ["run", name, *TINY[name], "--seed", "7", "--out", str(out), "--format", fmt]
+    if name in IN_SUBPROCESS:
+        return _in_subprocess(argv)
     handler = _Records()
-    loggers = [logging.getLogger(name) for name in ("pymc", "pytensor")]
+    loggers = [logging.getLogger(n) for n in ("pymc", "pytensor")]
     for logger in loggers:
         logger.addHandler(handler)
-
-    def get(name):
-        if name not in done:
-            out = tmp_path_factory.mktemp(name) / "out"
-            fmt = "table" if name == "poisson-count" else "json"
-            argv = ["run", name, *TINY[name], "--seed", "7", "--out", str(out), "--format", fmt]
-            done[name] = _in_subprocess(argv) if name in IN_SUBPROCESS else _in_process(argv)
-            done[name].update(out=out, format=fmt, log_records=list(handler.records))
-        return done[name]
-
-    yield get
-    for logger in loggers:
-        logger.removeHandler(handler)
+    try:
+        run = _in_process(argv)
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+    return {**run, "log_records": handler.records}
 
 
 def _in_process(argv):
@@ -137,10 +131,11 @@ def test_each_example_lists_its_options(capsys):
 
 
 @pytest.mark.parametrize("name", sorted(TINY))
-def test_example_runs_end_to_end(runs, name):
-    run = runs(name)
+def test_example_runs_end_to_end(name, tmp_path):
+    out = tmp_path / "out"
+    fmt = "table" if name == "poisson-count" else "json"
+    run = _run(name, out, fmt=fmt)
     assert run["status"] == 0, run["stderr"][-3000:]
-    out = run["out"]
     manifest = read_manifest(out)  # complete, every file intact
     assert manifest["example"] == name and manifest["seed"] == 7
     assert set(manifest["options"]) == set(EXAMPLES[name].defaults())
@@ -161,7 +156,7 @@ def test_example_runs_end_to_end(runs, name):
         assert float(row["mean"]) == pytest.approx(saved["mean"], rel=1e-12)
 
     # standard output holds the report only; what it printed was saved
-    if run["format"] == "json":
+    if fmt == "json":
         printed = json.loads(run["stdout"])
         assert printed["rows"] == summary["rows"] and printed["seed"] == 7
         assert set(printed["files"]) == {str(out / f) for f in files}
@@ -169,10 +164,9 @@ def test_example_runs_end_to_end(runs, name):
         assert all(r["analysis"] in run["stdout"] for r in table)
         assert f"seed 7; wrote {out / 'posterior.nc'}" in run["stdout"]
 
-
-@pytest.mark.parametrize("name", sorted(TINY))
-def test_pymc_chatter_stays_out_of_the_output(runs, name):
-    run = runs(name)
+    # a long example says so first; PyMC's and PyTensor's chatter stays out
+    notice = f"{name}: expected run time {EXAMPLES[name].runtime}"
+    assert run["stderr"].startswith(notice) == EXAMPLES[name].long
     text = run["stdout"] + run["stderr"]
     assert not [c for c in CHATTER if c in text], text[-2000:]
     assert "Traceback" not in text
@@ -180,14 +174,6 @@ def test_pymc_chatter_stays_out_of_the_output(runs, name):
         noisy = [r for r in run["log_records"] if r.levelno < logging.ERROR]
         assert not noisy, [r.getMessage() for r in noisy]
         assert not [w for w in run["warnings"] if "BLAS" in w or "More chains" in w]
-
-
-def test_long_examples_say_so_before_starting(runs):
-    run = runs("lalonde")
-    assert EXAMPLES["lalonde"].long
-    assert run["stderr"].startswith("lalonde: expected run time about")
-    assert not EXAMPLES["poisson-count"].long
-    assert "expected run time" not in runs("poisson-count")["stderr"]
 
 
 def test_quiet_hides_pymc_messages_and_warnings_unless_verbose():
@@ -206,28 +192,14 @@ def test_quiet_hides_pymc_messages_and_warnings_unless_verbose():
         logger.removeHandler(handler)
 
 
-def test_the_same_seed_gives_the_same_summary(runs, tmp_path):
-    first = runs("covid-polynomial")
-    out = tmp_path / "again"
-    again = _in_process(
-        [
-            "run",
-            "covid-polynomial",
-            *TINY["covid-polynomial"],
-            "--seed",
-            "7",
-            "--out",
-            str(out),
-            "--format",
-            "json",
-        ]
-    )
-    rows = json.loads(again["stdout"])["rows"]
+def test_the_same_seed_gives_the_same_summary(tmp_path):
+    first, again = (_run("covid-polynomial", tmp_path / k, fmt="json") for k in "ab")
     # the public proposals come from the seed; the privacy noise comes from OS entropy
-    non_private = [r for r in rows if r["role"] == "non-private"]
-    assert non_private == [
-        r for r in json.loads(first["stdout"])["rows"] if r["role"] == "non-private"
+    rows = [
+        [r for r in json.loads(run["stdout"])["rows"] if r["role"] == "non-private"]
+        for run in (first, again)
     ]
+    assert rows[0] == rows[1] and rows[0]
 
 
 # --- bad input ----------------------------------------------------------------------------

@@ -80,7 +80,7 @@ def _netcdf_writer(idata, check):
     return write
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def idata():
     import numpy as np
 
