@@ -17,7 +17,10 @@ time the pool adds per chunk (``1 process`` minus ``serial``, per chunk). Pools 
 (and warmed up with one small run) before timing, so start-up is not counted.
 
 The machine's load average is printed before and after: on a shared machine the speed-up
-is limited by the cores other processes take.
+is limited by the cores other processes take. The CPU time of each run (this process plus
+the pool's workers, read from /proc) does not depend on that load much: the ratio of the
+2-worker run's CPU time to the serial run's is the parallel overhead, and bounds the
+speed-up an idle machine would give.
 
 Usage: ``python benchmarks/parallel.py [--quick]``.
 """
@@ -90,10 +93,23 @@ def smc(executor, *, particles, batch_size):
     )
 
 
-def timed(fn, *args, **kwargs):
-    start = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return time.perf_counter() - start, out
+def cpu_seconds(pool) -> float:
+    """CPU time used so far by this process and, for a process pool, its workers (Linux)."""
+    total = time.process_time()
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in getattr(pool, "_processes", None) or {}:
+        try:
+            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return total
+
+
+def timed(fn, pool, **kwargs):
+    cpu, start = cpu_seconds(pool), time.perf_counter()
+    out = fn(pool, **kwargs)
+    return time.perf_counter() - start, out, cpu_seconds(pool) - cpu
 
 
 def draws_of(idata) -> np.ndarray:
@@ -164,7 +180,7 @@ def report(name, results, n_chunks, serial_key="serial", one="1 process", two="2
     speedup = results[one][0] / results[two][0]
     print(f"speed-up of 2 workers over 1: {speedup:.2f}x (target >= 1.6 on an idle machine)")
     reference = draws_of(results[serial_key][1])
-    same = all(np.array_equal(draws_of(out), reference) for _, out in results.values())
+    same = all(np.array_equal(draws_of(out), reference) for _, out, _ in results.values())
     print(f"same draws under every executor: {same}")
     return speedup, same
 
