@@ -172,9 +172,19 @@ def drain(pool, workers: int = 2) -> None:
 def report(name, results, n_chunks, serial_key="serial", one="1 process", two="2 processes"):
     base = results[serial_key][0]
     print(f"\n{name}")
-    print(f"{'executor':<14}{'wall s':>9}{'vs serial':>11}{'vs 1 worker':>13}")
-    for key, (seconds, _) in results.items():
-        print(f"{key:<14}{seconds:9.2f}{base / seconds:10.2f}x{results[one][0] / seconds:12.2f}x")
+    print(f"{'executor':<14}{'wall s':>9}{'vs serial':>11}{'vs 1 worker':>13}{'CPU s':>9}")
+    for key, (seconds, _, cpu) in results.items():
+        counted = "" if key.startswith("dask") else f"{cpu:9.2f}"
+        print(
+            f"{key:<14}{seconds:9.2f}{base / seconds:10.2f}x"
+            f"{results[one][0] / seconds:12.2f}x{counted}"
+        )
+    serial_cpu, two_cpu = results[serial_key][2], results[two][2]
+    print(
+        f"CPU of the 2-worker run (main process and workers) / CPU of the serial run: "
+        f"{two_cpu / serial_cpu:.2f}; on an idle machine at most {2 * serial_cpu / two_cpu:.2f}x "
+        "faster than serial"
+    )
     overhead = (results[one][0] - base) / n_chunks
     print(f"pool overhead per chunk ({n_chunks} chunks): {1e3 * overhead:+.1f} ms")
     speedup = results[one][0] / results[two][0]
