@@ -102,7 +102,7 @@ EXAMPLE = Example(
     name="covid-polynomial",
     title="ABCDP fit of a cubic growth curve to COVID-19 case counts",
     paper="Park, Vinaroz & Jitkrittum (2021), Section 6.2",
-    seconds=15,
+    seconds=10,
     module=__name__,
     options=(
         Option("epsilon_total", 22.0, "privacy budget (paper: 13, 22, 44)", positive),

@@ -90,7 +90,7 @@ EXAMPLE = Example(
     name="mixture-uniform",
     title="ABCDP on a mixture of five uniforms: private posterior draws of the weights",
     paper="Park, Vinaroz & Jitkrittum (2021), Section 6.1",
-    seconds=60,
+    seconds=120,
     module=__name__,
     options=(
         Option("epsilon_total", 1.0, "privacy budget of the ABCDP run", positive),
