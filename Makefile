@@ -20,7 +20,7 @@ demo: $(STAMP)
 # The suite runs on every core (pytest-xdist; see tests/conftest.py) and ends with its
 # 15 slowest tests.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n auto --dist loadgroup --durations=15
+	$(BIN)/python -m pytest -n auto --dist loadscope --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -6,10 +6,11 @@ when ``DPINFER_AUDIT_TABLE`` names a file, written there as JSON lines. Each row
 travels as a ``user_properties`` entry of the test's report, so the table is
 complete whether tests run in this process or in xdist workers.
 
-Under xdist (``make test`` runs ``pytest -n auto --dist loadgroup``), the tests of a
-module that share a module- or class-scoped fixture (a NUTS reference, a process
-pool) run in one worker, so the fixture is computed once; every other test goes to
-whichever worker is free.
+``make test`` runs ``pytest -n auto --dist loadscope``: each module (or class) runs
+in one worker, so a module-scoped fixture (a NUTS reference, a process pool) is computed
+once. (``--dist loadgroup`` with ``xdist_group`` marks would spread the other tests
+of a module too, but pytest-xdist 3.8 cannot rename pytest 9's node ids, so its groups
+are silently ignored.)
 """
 
 from __future__ import annotations
@@ -21,9 +22,6 @@ import pytest
 
 _AUDIT_ROWS: list[dict] = []
 _IN_WORKER = False
-
-#: Module-scoped fixtures cheap enough to set up in every worker (no grouping needed).
-_CHEAP_MODULE_FIXTURES = frozenset({"kernel"})
 
 
 @pytest.fixture
@@ -68,25 +66,6 @@ def pytest_runtest_logreport(report):
         if path:
             with open(path, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(row) + "\n")
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
-def pytest_collection_modifyitems(config, items):
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            continue
-        shared = [
-            name
-            for name, defs in info.name2fixturedefs.items()
-            if defs
-            and defs[-1].scope in ("module", "class", "package")
-            and name not in _CHEAP_MODULE_FIXTURES
-        ]
-        if shared:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 def pytest_terminal_summary(terminalreporter):
