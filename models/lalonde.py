@@ -110,7 +110,7 @@ EXAMPLE = Example(
     name="lalonde",
     title="NSW job-training earnings from Laplace-noised group means and variances",
     paper="Gong (2022), Section 5.2",
-    seconds=150,
+    seconds=60,
     module=__name__,
     options=(
         Option(
