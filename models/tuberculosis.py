@@ -65,6 +65,7 @@ array([473., 326.,  30.])
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 
 import numpy as np
@@ -371,7 +372,9 @@ def error_table(
         ``posterior_mean`` (n_records, setting, public, noise, parameter),
         ``abs_error`` against :data:`TRUTH`, ``n_accepted`` and ``n_queries``
         (n_records, setting, public, noise); settings :data:`SETTINGS`. A
-        run that accepts nothing has a NaN mean and error.
+        run that accepts nothing has a NaN mean and error. ``seconds``
+        (n_records, public, stage): wall time of the public draws and of the
+        ABCDP runs on them.
     """
     import xarray as xr
 
@@ -383,11 +386,13 @@ def error_table(
     means = np.full((*shape, len(PARAMETERS)), np.nan)
     accepted = np.zeros(shape, dtype=np.int64)
     queries = np.zeros(shape, dtype=np.int64)
+    seconds = np.zeros((len(n_values), public_repetitions, 2))
     stream = 0
     for i, n in enumerate(n_values):
         for p in range(public_repetitions):
             seq = _child(root, i * public_repetitions + p)
             observed = confidential_records(n, rng=chunk_generator(seq, 0))
+            start = time.perf_counter()
             params, dist = public_draws(
                 observed,
                 n_proposals=n_proposals,
@@ -396,6 +401,7 @@ def error_table(
                 progressbar=progressbar,
                 beta_sd=beta_sd,
             )
+            seconds[i, p, 0] = time.perf_counter() - start
             for s, setting in enumerate(SETTINGS):
                 private = setting != "non-private"
                 for r in range(noise_repetitions if private else 1):
@@ -418,11 +424,13 @@ def error_table(
                         out.posterior.sizes["draw"] * out.posterior.sizes["chain"]
                     )
                     queries[i, s, p, cols] = out.posterior.attrs["n_queries"]
+            seconds[i, p, 1] = time.perf_counter() - start - seconds[i, p, 0]
     dims = ("n_records", "setting", "public", "noise")
     coords = {
         "n_records": list(n_values),
         "setting": list(SETTINGS),
         "parameter": list(PARAMETERS),
+        "stage": ["public draws", "abcdp runs"],
     }
     truth = np.array([TRUTH[k] for k in PARAMETERS])
     return xr.Dataset(
@@ -431,6 +439,7 @@ def error_table(
             "abs_error": ((*dims, "parameter"), np.abs(means - truth)),
             "n_accepted": (dims, accepted),
             "n_queries": (dims, queries),
+            "seconds": (("n_records", "public", "stage"), seconds),
         },
         coords=coords,
         attrs={
@@ -446,33 +455,41 @@ def error_table(
 
 
 def summarise_errors(table) -> str:
-    """Format the error table: mean absolute error (with its s.e.), overall and per parameter."""
-    mae = table["abs_error"].mean("parameter")
+    """Format the error table: mean absolute error (with its s.e.), overall and per parameter.
+
+    With several public repetitions the standard error is that of the mean over them (each
+    averaged over its noise repetitions); with one, it is over the privacy noise only, and
+    the text says so.
+    """
+    n_public = table.sizes["public"]
     head = f"{'n':>6} {'setting':<20} {'MAE':>7} {'s.e.':>6} {'paper':>6}"
     head += "".join(f"{k:>8}" for k in PARAMETERS) + f" {'accepted':>9}"
     lines = [head]
     for n in table["n_records"].values:
         for setting in table["setting"].values:
-            cell = mae.sel(n_records=n, setting=setting).values.ravel()
-            per = table["abs_error"].sel(n_records=n, setting=setting).mean(("public", "noise"))
+            errors = table["abs_error"].sel(n_records=n, setting=setting)
             if setting == "non-private":
-                cell = table["abs_error"].sel(n_records=n, setting=setting, noise=0)
-                cell = cell.mean("parameter").values.ravel()
-            se = (
-                np.nanstd(cell, ddof=1) / math.sqrt(np.sum(np.isfinite(cell)))
-                if cell.size > 1
-                else math.nan
-            )
+                errors = errors.isel(noise=[0])  # no noise: one run per set of public draws
+            mae = errors.mean("parameter").values  # (public, noise)
+            if n_public > 1:
+                per_public = np.nanmean(mae, axis=1)
+                se = np.std(per_public, ddof=1) / math.sqrt(n_public)
+            elif mae.size > 1:
+                se = np.nanstd(mae, ddof=1) / math.sqrt(np.sum(np.isfinite(mae)))
+            else:
+                se = math.nan
             paper = PAPER_ERRORS.get((int(n), setting == "with resampling"))
-            paper_text = (
-                f"{paper:6.2f}" if paper is not None and setting != "non-private" else "     -"
-            )
+            paper_text = f"{paper:6.2f}" if paper and setting != "non-private" else "     -"
+            se_text = f"{se:6.3f}" if math.isfinite(se) else "     -"
+            per = errors.mean(("public", "noise")).values
             acc = table["n_accepted"].sel(n_records=n, setting=setting).values.mean()
             lines.append(
-                f"{int(n):>6} {setting:<20} {np.nanmean(cell):7.3f} {se:6.3f} {paper_text}"
-                + "".join(f"{float(v):8.3f}" for v in per.values)
+                f"{int(n):>6} {setting:<20} {np.nanmean(mae):7.3f} {se_text} {paper_text}"
+                + "".join(f"{float(v):8.3f}" for v in per)
                 + f" {acc:9.1f}"
             )
+    if n_public == 1:
+        lines.append("(one set of public draws: the s.e. covers the privacy noise only)")
     return "\n".join(lines)
 
 
