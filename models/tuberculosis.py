@@ -372,25 +372,25 @@ def error_table(
         ``posterior_mean`` (n_records, setting, public, noise, parameter),
         ``abs_error`` against :data:`TRUTH`, ``n_accepted`` and ``n_queries``
         (n_records, setting, public, noise); settings :data:`SETTINGS`. A
-        run that accepts nothing has a NaN mean and error. ``seconds``
-        (n_records, public, stage): wall time of the public draws and of the
-        ABCDP runs on them.
+        run that accepts nothing has a NaN mean and error.
+        ``accepted_draws`` (n_records, setting, public, draw, parameter): the
+        draws of the first noise repetition (NaN-padded to ``c``).
+        ``seconds`` (n_records, public, stage): wall time of the public draws
+        and of the ABCDP runs on them.
     """
     import xarray as xr
 
     n_values = tuple(_validate.positive_int("n_records", n) for n in np.atleast_1d(n_records))
     public_repetitions = _validate.positive_int("public_repetitions", public_repetitions)
     noise_repetitions = _validate.positive_int("noise_repetitions", noise_repetitions)
+    c = _validate.positive_int("c", c)
     root, noise = as_seed_sequence(rng), as_seed_sequence(privacy_rng)
-    shape = (len(n_values), len(SETTINGS), public_repetitions, noise_repetitions)
-    means = np.full((*shape, len(PARAMETERS)), np.nan)
-    accepted = np.zeros(shape, dtype=np.int64)
-    queries = np.zeros(shape, dtype=np.int64)
-    seconds = np.zeros((len(n_values), public_repetitions, 2))
-    stream = 0
+    abcdp_settings = dict(c=c, epsilon_abc=epsilon_abc, epsilon_total=epsilon_total)
+    results, seconds = [], np.zeros((len(n_values), public_repetitions, 2))
     for i, n in enumerate(n_values):
         for p in range(public_repetitions):
-            seq = _child(root, i * public_repetitions + p)
+            k = i * public_repetitions + p
+            seq = _child(root, k)
             observed = confidential_records(n, rng=chunk_generator(seq, 0))
             start = time.perf_counter()
             params, dist = public_draws(
@@ -402,56 +402,75 @@ def error_table(
                 beta_sd=beta_sd,
             )
             seconds[i, p, 0] = time.perf_counter() - start
-            for s, setting in enumerate(SETTINGS):
-                private = setting != "non-private"
-                for r in range(noise_repetitions if private else 1):
-                    out = dp.abcdp(
-                        observed,
-                        dist,
-                        params=params,
-                        pseudo_data=np.arange(dist.values.size),
-                        epsilon_total=epsilon_total if private else math.inf,
-                        epsilon_abc=epsilon_abc,
-                        c=c,
-                        resample=setting == "with resampling",
-                        privacy_rng=chunk_generator(noise, stream),
-                        progressbar=False,
-                    )
-                    stream += 1
-                    cols = slice(r, r + 1) if private else slice(None)
-                    means[i, s, p, cols] = _posterior_mean(out)
-                    accepted[i, s, p, cols] = (
-                        out.posterior.sizes["draw"] * out.posterior.sizes["chain"]
-                    )
-                    queries[i, s, p, cols] = out.posterior.attrs["n_queries"]
+            results.append(
+                _runs_on_draws(
+                    observed, params, dist, _child(noise, k), noise_repetitions, **abcdp_settings
+                )
+            )
             seconds[i, p, 1] = time.perf_counter() - start - seconds[i, p, 0]
-    dims = ("n_records", "setting", "public", "noise")
-    coords = {
-        "n_records": list(n_values),
-        "setting": list(SETTINGS),
-        "parameter": list(PARAMETERS),
-        "stage": ["public draws", "abcdp runs"],
-    }
+    means, accepted, queries, draws = (
+        np.stack([r[j] for r in results]).reshape(
+            len(n_values), public_repetitions, *results[0][j].shape
+        )
+        for j in range(4)
+    )
+    dims = ("n_records", "public", "setting", "noise")
     truth = np.array([TRUTH[k] for k in PARAMETERS])
-    return xr.Dataset(
+    table = xr.Dataset(
         {
             "posterior_mean": ((*dims, "parameter"), means),
             "abs_error": ((*dims, "parameter"), np.abs(means - truth)),
             "n_accepted": (dims, accepted),
             "n_queries": (dims, queries),
+            "accepted_draws": (("n_records", "public", "setting", "draw", "parameter"), draws),
             "seconds": (("n_records", "public", "stage"), seconds),
         },
-        coords=coords,
-        attrs={
-            "c": c,
-            "epsilon_abc": epsilon_abc,
-            "epsilon_total": epsilon_total,
-            "n_proposals": n_proposals,
-            "clip": CLIP,
-            "beta_sd": beta_sd,
-            "reference": REFERENCE,
+        coords={
+            "n_records": list(n_values),
+            "setting": list(SETTINGS),
+            "parameter": list(PARAMETERS),
+            "stage": ["public draws", "abcdp runs"],
         },
+        attrs={**abcdp_settings, "n_proposals": n_proposals, "clip": CLIP, "beta_sd": beta_sd},
     )
+    table.attrs["reference"] = REFERENCE
+    return table.transpose("n_records", "setting", "public", "noise", ...)
+
+
+def _runs_on_draws(observed, params, dist, noise_root, repetitions, *, c, **settings):
+    """ABCDP in every setting on one set of distances; the non-private run once (no noise).
+
+    Returns posterior means ``(setting, noise, parameter)``, accepted and answered counts
+    ``(setting, noise)``, and the accepted draws of the first repetition ``(setting, c,
+    parameter)`` (NaN-padded).
+    """
+    shape = (len(SETTINGS), repetitions)
+    means = np.full((*shape, len(PARAMETERS)), np.nan)
+    accepted, queries = np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.int64)
+    draws = np.full((len(SETTINGS), c, len(PARAMETERS)), np.nan)
+    for s, setting in enumerate(SETTINGS):
+        private = setting != "non-private"
+        for r in range(repetitions if private else 1):
+            out = dp.abcdp(
+                observed,
+                dist,
+                params=params,
+                pseudo_data=np.arange(dist.values.size),
+                epsilon_total=settings["epsilon_total"] if private else math.inf,
+                epsilon_abc=settings["epsilon_abc"],
+                c=c,
+                resample=setting == "with resampling",
+                privacy_rng=chunk_generator(noise_root, s * repetitions + r),
+                progressbar=False,
+            )
+            theta = np.column_stack([np.asarray(out.posterior[k]).ravel() for k in PARAMETERS])
+            cols = slice(r, r + 1) if private else slice(None)  # no noise: every column alike
+            means[s, cols] = theta.mean(axis=0) if len(theta) else np.nan
+            accepted[s, cols] = len(theta)
+            queries[s, cols] = out.posterior.attrs["n_queries"]
+            if r == 0:
+                draws[s, : len(theta)] = theta
+    return means, accepted, queries, draws
 
 
 def summarise_errors(table) -> str:
@@ -491,11 +510,6 @@ def summarise_errors(table) -> str:
     if n_public == 1:
         lines.append("(one set of public draws: the s.e. covers the privacy noise only)")
     return "\n".join(lines)
-
-
-def _posterior_mean(idata) -> np.ndarray:
-    draws = np.column_stack([np.asarray(idata.posterior[k]).ravel() for k in PARAMETERS])
-    return draws.mean(axis=0) if len(draws) else np.full(len(PARAMETERS), np.nan)
 
 
 def _child(root: np.random.SeedSequence, index: int) -> np.random.SeedSequence:
