@@ -51,6 +51,17 @@ executor in chunks, keeping only the parameters and their distances.
 (``n = 100`` records, ``T = 300`` proposals; about 30 s on one core), the
 paper's with ``full=True`` (about 20 minutes on two cores).
 
+References
+----------
+.. [1] Park, M., Vinaroz, M. and Jitkrittum, W. (2021). ABCDP: Approximate
+   Bayesian computation with differential privacy. Entropy 23(8), 961.
+.. [2] Lintusaari, J., Blomstedt, P., Rose, B., Sivula, T., Gutmann, M. U.,
+   Kaski, S. and Corander, J. (2019). Resolving outbreak dynamics using
+   approximate Bayesian computation for stochastic birth-death models.
+   Wellcome Open Research 4:14.
+.. [3] Small, P. M. et al. (1994). The epidemiology of tuberculosis in San
+   Francisco. New England Journal of Medicine 330(24), 1703-1709.
+
 Examples
 --------
 >>> import numpy as np

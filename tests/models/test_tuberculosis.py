@@ -323,3 +323,20 @@ def test_invalid_options_are_refused_by_name():
         tb.confidential_records(0)
     with pytest.raises(ValueError, match="one parameter set"):
         tb.simulate_outbreak({"R1": [3.0, 4.0], "t1": 1.0, "R2": 0.1, "beta": 100.0})
+
+
+# --- the example ---------------------------------------------------------------------------
+
+
+def test_run_example_writes_outputs_and_says_it_is_reduced(tmp_path):
+    import xarray as xr
+
+    text = tb.run_example(
+        tmp_path, seed=3, progressbar=False, n_records=(10,), n_proposals=30, noise_repetitions=2
+    )
+    assert "REDUCED" in text and "San Francisco statistics: 473, 326, 30" in text
+    assert "without resampling" in text and "non-private" in text
+    assert (tmp_path / "tuberculosis.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with xr.open_dataset(tmp_path / "tuberculosis_errors.nc") as table:
+        assert table["abs_error"].shape == (1, 3, 1, 2, 4)
+        assert int(table["n_accepted"].max()) <= tb.C
