@@ -104,7 +104,7 @@ def _run(rates, settings, inherit_compliance, rng, work, diagnostics):  # pragma
         t = t_next
         events += 1
         u = rng.random() * total
-        if u < beta:  # a new strain: a cluster of one
+        if u < beta or n_c + n_nc == 0:  # a new strain: a cluster of one
             cluster = n_clusters
             n_clusters += 1
             if cluster == observed.shape[0]:
@@ -113,7 +113,8 @@ def _run(rates, settings, inherit_compliance, rng, work, diagnostics):  # pragma
             new_compliant = rng.random() < p_compliance
         else:
             u -= beta
-            from_compliant = u < k_c * n_c
+            # (n_nc == 0 guards against u rounding up to the total)
+            from_compliant = u < k_c * n_c or n_nc == 0
             if from_compliant:
                 birth = u < a_c * n_c
                 j = int(rng.random() * n_c)
