@@ -11,6 +11,7 @@ that clips after averaging but declares the same sensitivity.
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 import pytest
@@ -187,3 +188,52 @@ def test_audit_of_abcdp_on_neighbouring_record_sets(monkeypatch, audit_inputs, c
     )
     print(f"tuberculosis {cls.__name__}: claimed {AUDIT_EPSILON}, {res}")
     assert res.refutes(AUDIT_EPSILON) is refute, str(res)
+
+
+# --- streaming: the pseudo-records of one chunk at a time -----------------------------------
+
+
+class CountingSimulator:
+    """Wraps the record simulator and counts its outputs that are still alive."""
+
+    def __init__(self, n_records, *, leak=False):
+        self.inner = tb.model(n_records=n_records).simulate
+        self.alive = self.most_alive = self.calls = 0
+        self.kept = [] if leak else None  # the planted bug keeps every batch of records
+
+    def __call__(self, params, rng):
+        records = self.inner(params, rng)
+        self.calls += 1
+        self.alive += 1
+        self.most_alive = max(self.most_alive, self.alive)
+        weakref.finalize(records, self._released)
+        if self.kept is not None:
+            self.kept.append(records)
+        return records
+
+    def _released(self):
+        self.alive -= 1
+
+
+def check_streaming(simulator, observed):
+    dp.abcdp(
+        observed,
+        tb.distance(),
+        model=dp.Model(tb.prior(), simulate=simulator),
+        n_proposals=24,
+        batch_size=4,
+        rng=1,
+        epsilon_total=math.inf,
+        epsilon_abc=tb.EPSILON_ABC,
+        c=24,
+        progressbar=False,
+    )
+    assert simulator.calls == 6
+    assert simulator.most_alive == 1, f"{simulator.most_alive} batches of pseudo-records alive"
+
+
+def test_pseudo_records_are_released_chunk_by_chunk(observed):
+    records = observed[:5]
+    check_streaming(CountingSimulator(5), records)
+    with pytest.raises(AssertionError, match="batches of pseudo-records alive"):
+        check_streaming(CountingSimulator(5, leak=True), records)
