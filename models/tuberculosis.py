@@ -48,8 +48,10 @@ simulator runs for ``n = 1000``, which :func:`public_draws` spreads over any
 executor in chunks, keeping only the parameters and their distances.
 
 ``dpinfer run`` runs :func:`run_example`: a reduced setting by default
-(``n = 100`` records, ``T = 300`` proposals; about 30 s on one core), the
-paper's with ``full=True`` (about 20 minutes on two cores).
+(``n = 100`` records, ``T = 300`` proposals: 30 000 simulator runs, about
+15 s of one core), the paper's with ``full=True`` (1.1 million runs, about
+8 minutes of CPU: 4 minutes on two idle cores, 20-35 minutes measured on
+two heavily shared ones).
 
 References
 ----------
@@ -201,7 +203,7 @@ REFERENCE = (
     "Wellcome Open Research 4:14."
 )
 
-_RUNS_PER_CHUNK = 20_000  # simulator runs per chunk of public draws (about 20 s of one core)
+_RUNS_PER_CHUNK = 20_000  # simulator runs per chunk of public draws (about 8 s of one core)
 
 
 # --- the model -----------------------------------------------------------------------
@@ -544,9 +546,9 @@ def run_example(
     """Run the record setup of Section 6.3 and write its error table and figure.
 
     By default a reduced setting (``n = 100`` records, ``T = 300``
-    proposals: 30 000 simulator runs, about 30 s on one core); ``full=True``
+    proposals: 30 000 simulator runs, about 15 s of one core); ``full=True``
     runs the paper's (``n`` in {100, 1000}, ``T = 1000``: 1.1 million runs,
-    about 20 minutes on two cores with a process pool as ``executor``).
+    about 8 minutes of CPU, so pass a process pool as ``executor``).
     Writes ``tuberculosis_errors.nc`` and ``tuberculosis.png`` to ``out_dir``.
 
     Parameters
