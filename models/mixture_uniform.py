@@ -44,7 +44,8 @@ import scipy.stats as st
 
 import dpinfer as dp
 from dpinfer._rng import RNGLike, as_generator, as_seed_sequence, chunk_generator
-from dpinfer.distances.base import Distance, fingerprint_rows
+from dpinfer.distances import PrecomputedDistances
+from dpinfer.distances.base import Distance
 
 from ._example import Example, Option, integer, positive, yes_no
 from ._report import Report, Result, draw_rows, idata_draws, value_rows
@@ -198,48 +199,6 @@ def public_draws(
         weights.append(params["weights"])
         dists.append(dist(observed, sim.simulate(params, gen)))
     return {"weights": np.concatenate(weights)}, np.concatenate(dists)
-
-
-class PrecomputedDistances(Distance):
-    """Distances from one confidential dataset to indexed public pseudo-datasets.
-
-    Lets several ABCDP runs share one expensive set of distances: the
-    pseudo-data passed to :func:`dpinfer.abcdp` are the integer indices
-    ``0..T-1`` of the pseudo-datasets. The sensitivity and settings are those
-    of the distance that computed the values, and the observed data must be
-    the data they were computed from.
-
-    Parameters
-    ----------
-    base : Distance
-        The distance that computed ``values``.
-    observed : array_like
-        The confidential data the values were computed from.
-    values : array_like
-        ``(T,)`` distances.
-    """
-
-    def __init__(self, base: Distance, observed, values):
-        self.base = base
-        self.values = np.asarray(values, dtype=float)
-        self._rows = fingerprint_rows(observed)
-
-    def sensitivity(self, n_observations: int) -> float:
-        """Return the sensitivity of the base distance."""
-        return self.base.sensitivity(n_observations)
-
-    def settings(self) -> dict[str, float]:
-        """Return the settings of the base distance."""
-        return self.base.settings()
-
-    def __call__(self, observed, pseudo) -> np.ndarray:
-        """Look up the distances of the pseudo-datasets with indices ``pseudo``."""
-        if fingerprint_rows(observed) != self._rows:
-            raise ValueError("these distances were computed from other observations")
-        return self.values[np.asarray(pseudo, dtype=np.int64).ravel()]
-
-    def __repr__(self) -> str:
-        return f"PrecomputedDistances({self.base!r}, T={self.values.size})"
 
 
 @dataclass(frozen=True)
