@@ -251,7 +251,8 @@ class Result:
         ``figure(path)`` draws the figure as a PNG file at ``path``; default
         :func:`interval_figure` of the report.
     extra : dict
-        More InferenceData to save, as ``<name>.nc``.
+        More InferenceData (or xarray Datasets, such as an error table) to save,
+        as ``<name>.nc``.
     """
 
     report: Report

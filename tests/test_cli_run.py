@@ -39,6 +39,7 @@ TINY = {
     "sir": ["--particles", "100"],
     "linear-regression": ["--particles", "100", "--nuts-draws", "100"],
     "naive-bayes": ["--nuts-draws", "100"],
+    "tuberculosis": ["--records", "10", "--proposals", "100", "--noise-repetitions", "2"],
 }
 #: Run through the console script in a subprocess (the others run in this process).
 IN_SUBPROCESS = {"poisson-count"}
@@ -51,6 +52,7 @@ ROLES = {
     "sir": {"exact", "naive", "prior", "truth"},
     "linear-regression": {"exact", "naive", "reference", "truth"},
     "naive-bayes": {"exact", "naive", "truth"},
+    "tuberculosis": {"private", "non-private", "truth"},
 }
 CHATTER = ("BLAS", "Initializing NUTS", "Sampling 2 chains", "Sequential sampling", "NUTS: [")
 
@@ -221,6 +223,8 @@ def test_the_same_seed_gives_the_same_summary(tmp_path):
         (["run", "sir", "--particles", "99"], "particles must be an integer from 100"),
         (["run", "sir", "--release", *["1"] * 9, "-1"], "release[9] must be an integer from 0"),
         (["run", "mixture-uniform", "--resample", "maybe"], "resample must be yes or no"),
+        (["run", "tuberculosis", "--full", "1"], "full must be yes or no, got '1'"),
+        (["run", "tuberculosis", "--records", "0"], "records must be an integer from 1"),
         (["run"], "name an example (dpinfer run --list shows them)"),
         (["run", "no-such-example"], "invalid choice: 'no-such-example'"),
     ],

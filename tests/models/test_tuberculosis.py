@@ -328,15 +328,68 @@ def test_invalid_options_are_refused_by_name():
 # --- the example ---------------------------------------------------------------------------
 
 
-def test_run_example_writes_outputs_and_says_it_is_reduced(tmp_path):
-    import xarray as xr
+@pytest.fixture(scope="module")
+def small_runs():
+    """Two runs of the example with the same public seed (a second each)."""
+    options = dict(records=10, proposals=30, noise_repetitions=2, rng=3, progressbar=False)
+    return tb.run(**options), tb.run(**options)
 
-    text = tb.run_example(
-        tmp_path, seed=3, progressbar=False, n_records=(10,), n_proposals=30, noise_repetitions=2
+
+def test_run_reports_private_non_private_and_truth_and_says_it_is_reduced(small_runs):
+    result, _ = small_runs
+    report = result.report
+    assert "REDUCED" in report.setting[1] and "n = 10 confidential records" in report.setting[1]
+    assert "San Francisco statistics (Small et al. 1994): 473, 326, 30" in report.setting[2]
+    assert {r.role for r in report.rows} == {"private", "non-private", "truth"}
+    assert {r.parameter: r.mean for r in report.rows if r.role == "truth"} == tb.TRUTH
+    assert any("simulation study, not one release" in note for note in report.notes)
+    table = result.extra["errors"]
+    assert table["abs_error"].shape == (1, 3, 1, 2, 4)
+    assert 0 < int(table["n_accepted"].min()) and int(table["n_accepted"].max()) <= tb.C
+    # the private rows and posterior.nc are the first noise repetition of the error table
+    private = {r.parameter: r.mean for r in report.rows if r.role == "private"}
+    first = table["posterior_mean"].sel(
+        setting="without resampling", n_records=10, public=0, noise=0
     )
-    assert "REDUCED" in text and "San Francisco statistics: 473, 326, 30" in text
-    assert "without resampling" in text and "non-private" in text
-    assert (tmp_path / "tuberculosis.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    with xr.open_dataset(tmp_path / "tuberculosis_errors.nc") as table:
-        assert table["abs_error"].shape == (1, 3, 1, 2, 4)
-        assert int(table["n_accepted"].max()) <= tb.C
+    for name in tb.PARAMETERS:
+        draws = np.asarray(result.posterior.posterior[name]).ravel()
+        assert private[name] == pytest.approx(draws.mean(), rel=1e-12)
+        assert float(first.sel(parameter=name)) == pytest.approx(draws.mean(), rel=1e-12)
+    assert result.posterior.posterior.attrs["epsilon"] == tb.EPSILON_TOTAL
+    assert result.extra["non_private_n10"].posterior.attrs["epsilon_total"] == math.inf
+
+
+def test_run_takes_its_privacy_noise_from_os_entropy_not_from_the_seed(small_runs):
+    first, again = small_runs
+    assert first.posterior.posterior.attrs["privacy_noise"] == "os-entropy"
+    # the public part (records, proposals, the noiseless run) is reproducible from the seed
+    rows = [[r for r in run.report.rows if r.role == "non-private"] for run in small_runs]
+    assert rows[0] == rows[1]
+    np.testing.assert_array_equal(
+        first.extra["errors"]["posterior_mean"].sel(setting="non-private"),
+        again.extra["errors"]["posterior_mean"].sel(setting="non-private"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "n_values", "proposals", "scope"),
+    [
+        ({}, (100,), tb.REDUCED_PROPOSALS, "a REDUCED setting"),
+        ({"full": True}, (100, 1000), 1000, "the paper's setting"),
+        ({"full": True, "records": 1000}, (1000,), 1000, "the paper's setting"),
+        ({"full": True, "records": 50}, (50,), 1000, "not the paper's setting"),
+        ({"proposals": 500}, (100,), 500, "a REDUCED setting"),
+    ],
+)
+def test_run_resolves_the_reduced_and_the_paper_setting(options, n_values, proposals, scope):
+    from dpinfer.models.tuberculosis import _setting, _setting_lines
+
+    resolved = _setting(
+        options.get("records"), options.get("proposals"), options.get("full", False)
+    )
+    assert resolved == (n_values, proposals)
+    lines = _setting_lines(*resolved, tb.C, tb.EPSILON_ABC, tb.EPSILON_TOTAL)
+    assert lines[1].startswith(scope)
+    assert _setting_lines(*resolved, tb.C, 10.0, tb.EPSILON_TOTAL)[1].startswith(
+        "a REDUCED" if proposals < 1000 else "not the paper's"
+    )
