@@ -80,7 +80,9 @@ RUNS = {
 
 @pytest.mark.parametrize("name", list(RUNS))
 def test_summary_has_finite_rhat_and_no_warning(name):
-    idata = RUNS[name](rng=3) if name == "sample_reference" else RUNS[name](rng=3, progressbar=False)
+    idata = (
+        RUNS[name](rng=3) if name == "sample_reference" else RUNS[name](rng=3, progressbar=False)
+    )
     summary = check_clean_summary(idata)
     assert idata.posterior.sizes["chain"] >= 2
     # the attrs carry the same diagnostics, and the library's ESS is the conservative one

@@ -94,8 +94,8 @@ def test_draws_of_the_wrong_type(which, draws):
 
 
 def test_integral_float_draws_are_accepted(which):
-    idata = _call(which, draws=12.0)
-    assert idata.posterior["theta"].shape == (4, 3)
+    idata = _call(which, draws=16.0)
+    assert idata.posterior["theta"].shape == (4, 4)
 
 
 @pytest.mark.parametrize("batch_size", [0, -1, 0.5])
