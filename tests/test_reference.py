@@ -8,6 +8,7 @@ import numpy as np
 import pymc as pm
 import pytest
 import scipy.stats as st
+from samplers.test_diagnostics import check_clean_summary  # tests/ is on the path
 from scipy.integrate import quad
 from scipy.special import logsumexp
 
@@ -144,6 +145,7 @@ def test_same_seed_same_draws_and_metadata():
     assert not np.array_equal(a.posterior["mu"], c.posterior["mu"])
     attrs = a.posterior.attrs
     assert a.posterior["mu"].shape == (2, 100)
+    check_clean_summary(a)  # finite R-hat and ESS, no warning from az.summary
     assert attrs["seed"] == "9" and attrs["epsilon"] == 0.5
     assert isinstance(attrs["divergences"], int) and attrs["divergences"] >= 0
     assert math.isfinite(attrs["rhat_max"]) and math.isfinite(attrs["ess"])

@@ -3,7 +3,8 @@
 ``az.summary`` warns (through Python warnings or ArviZ's logger) when a result has one
 chain or fewer than four draws per chain, and then reports ``r_hat = NaN``. Each sampler
 runs small here with its default number of chains; a one-chain result is the planted
-companion that the same check must reject.
+companion that the same check must reject. The NUTS reference gets the same check in
+``tests/test_reference.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import math
 import warnings
 
 import numpy as np
-import pymc as pm
 import pytest
 import scipy.stats as st
 
@@ -54,13 +54,6 @@ def check_clean_summary(idata):
     return summary
 
 
-def _pymc_model():
-    with pm.Model() as pymc_model:
-        mu = pm.Normal("mu", 0.0, 1.0)
-        pm.Normal("s", mu, 1.0)
-    return dp.Model.from_pymc(pymc_model, statistic="s")
-
-
 RUNS = {
     "rejection_abc": lambda **kw: dp.rejection_abc(
         normal_model(), MECH, RELEASE, draws=400, batch_size=2000, **kw
@@ -72,17 +65,12 @@ RUNS = {
     "tolerance_smc_abc": lambda **kw: dp.tolerance_smc_abc(
         normal_model(), MECH, RELEASE, particles=400, final_tolerance=0.5, **kw
     ),
-    "sample_reference": lambda **kw: dp.sample_reference(
-        _pymc_model(), MECH, RELEASE, draws=100, tune=100, **kw
-    ),
 }
 
 
 @pytest.mark.parametrize("name", list(RUNS))
 def test_summary_has_finite_rhat_and_no_warning(name):
-    idata = (
-        RUNS[name](rng=3) if name == "sample_reference" else RUNS[name](rng=3, progressbar=False)
-    )
+    idata = RUNS[name](rng=3, progressbar=False)
     summary = check_clean_summary(idata)
     assert idata.posterior.sizes["chain"] >= 2
     # the attrs carry the same diagnostics, and the library's ESS is the conservative one
