@@ -7,7 +7,9 @@ import warnings
 
 import numpy as np
 
+from .._progress import progress_bar
 from .._rng import child_sequence, chunk_generator
+from ._chains import combine, run_chains
 from ._simulate import BatchSimulator
 from ._transforms import ParameterSpace
 
@@ -56,6 +58,20 @@ COMBINE_RULES = {
     "n_stages": "max",
     "n_distinct": "sum",
 }
+
+
+def run_smc_chains(sampler, run_one, root, chains, n, *, executor, progressbar, label, units=1.0,
+                   rules=COMBINE_RULES, check_acceptance=True):  # fmt: skip
+    """Run the chains of an SMC sampler, combine them and warn about degenerate ones.
+
+    Returns ``(posterior, sample_stats, attrs)`` for :func:`abc_result`; the
+    progress bar counts ``units`` per chain (temperature, or stages).
+    """
+    with progress_bar(label, total=float(chains * units), enabled=progressbar) as bar:
+        runs = run_chains(run_one, root, chains, executor=executor, bar=bar, units=units)
+    posterior, sample_stats, attrs = combine(runs, rules=rules)
+    warn_if_degenerate(sampler, attrs, n, check_acceptance=check_acceptance)
+    return posterior, sample_stats, attrs
 
 
 def start_chain(model, mechanism, released, seed, *, particles, batch_size, executor, score=None):

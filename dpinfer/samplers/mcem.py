@@ -236,11 +236,11 @@ def mcem(
         Seed; the same seed gives the same result under any executor.
     schedule : {"auto", "staged"} or schedule object, default "auto"
         ``"auto"``: ascent-based sample sizes (:class:`AscentSchedule`), which
-        grow only when the Monte Carlo error hides EM's progress (6.5 times
-        fewer simulations than the staged schedule for the same estimate on
-        Gong's Poisson example); ``"staged"``: Gong's Appendix E stages
-        (:class:`StagedSchedule`: ``10^3``, ``10^5`` then ``10^7``
-        simulations per E-step).
+        grow only when the Monte Carlo error hides EM's progress: on Gong's
+        Poisson example, several to tens of times fewer simulations than the
+        staged schedule for the same estimate (``benchmarks/mcem_poisson.py``);
+        ``"staged"``: Gong's Appendix E stages (:class:`StagedSchedule`:
+        ``10^3``, ``10^5`` then ``10^7`` simulations per E-step).
     mstep : {"auto", "exponential", "general"}, default "auto"
         ``"exponential"``: closed form from the weighted mean of the
         sufficient statistic (4.3), needs ``likelihood.exponential_family``;

@@ -13,10 +13,9 @@ import scipy.optimize as so
 from scipy.special import logsumexp
 
 from .. import _validate
-from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence
 from . import _weights
-from ._chains import ChainRun, combine, per_chain, run_chains
+from ._chains import ChainRun, per_chain
 from ._common import abc_result, check_count, check_inputs
 from ._smc_kernels import COMBINE_RULES as SMC_RULES
 from ._smc_kernels import (
@@ -25,9 +24,9 @@ from ._smc_kernels import (
     moves_needed,
     n_distinct,
     proposal_factor,
+    run_smc_chains,
     start_chain,
     take,
-    warn_if_degenerate,
 )
 
 __all__ = ["smc_abc"]
@@ -212,12 +211,17 @@ def smc_abc(
     if not model.prior.has_logpdf:
         raise ValueError("smc_abc needs a prior with a logpdf (pass logpdf= to a callable Prior)")
     root = as_seed_sequence(rng)
-    run_one = partial(_run_chain, model, mechanism, released, settings)
-    label = f"SMC-ABC ({chains} chains, lambda)"
-    with progress_bar(label, total=float(chains), enabled=progressbar) as bar:
-        runs = run_chains(run_one, root, chains, executor=executor, bar=bar)
-    posterior, sample_stats, attrs = combine(runs, rules=COMBINE_RULES)
-    warn_if_degenerate("smc_abc", attrs, n)
+    posterior, sample_stats, attrs = run_smc_chains(
+        "smc_abc",
+        partial(_run_chain, model, mechanism, released, settings),
+        root,
+        chains,
+        n,
+        executor=executor,
+        progressbar=progressbar,
+        label=f"SMC-ABC ({chains} chains, lambda)",
+        rules=COMBINE_RULES,
+    )
     return abc_result(
         posterior,
         sample_stats=sample_stats,

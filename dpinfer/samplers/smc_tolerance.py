@@ -11,10 +11,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _validate
-from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence
 from . import _weights
-from ._chains import ChainRun, combine, per_chain, run_chains
+from ._chains import ChainRun, per_chain
 from ._common import abc_result, check_count, check_inputs
 from ._smc_kernels import COMBINE_RULES as SMC_RULES
 from ._smc_kernels import (
@@ -23,9 +22,9 @@ from ._smc_kernels import (
     moves_needed,
     n_distinct,
     proposal_factor,
+    run_smc_chains,
     start_chain,
     take,
-    warn_if_degenerate,
 )
 
 __all__ = ["tolerance_smc_abc"]
@@ -144,14 +143,19 @@ def tolerance_smc_abc(
     if not model.prior.has_logpdf:
         raise ValueError("tolerance_smc_abc needs a prior with a logpdf")
     root = as_seed_sequence(rng)
-    run_one = partial(_run_chain, model, mechanism, released, settings)
-    total = float(chains * settings.max_stages)
-    with progress_bar("tolerance SMC-ABC (stages)", total=total, enabled=progressbar) as bar:
-        runs = run_chains(
-            run_one, root, chains, executor=executor, bar=bar, units=settings.max_stages
-        )
-    posterior, sample_stats, attrs = combine(runs, rules=COMBINE_RULES)
-    warn_if_degenerate("tolerance_smc_abc", attrs, n, check_acceptance=False)
+    posterior, sample_stats, attrs = run_smc_chains(
+        "tolerance_smc_abc",
+        partial(_run_chain, model, mechanism, released, settings),
+        root,
+        chains,
+        n,
+        executor=executor,
+        progressbar=progressbar,
+        label="tolerance SMC-ABC (stages)",
+        units=settings.max_stages,
+        rules=COMBINE_RULES,
+        check_acceptance=False,  # it stops by design once the moves stop accepting
+    )
     return abc_result(
         posterior,
         sample_stats=sample_stats,

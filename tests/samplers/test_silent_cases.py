@@ -127,14 +127,18 @@ def test_nan_from_the_simulator_names_it_and_the_parameters(name):
     assert 1 <= len(shown) <= 3 and all(x > 1.0 for x in shown)
 
 
-def test_nan_from_the_simulator_in_mcem():
-    lik = dp.Likelihood.from_callables(
+def _normal_likelihood():
+    """log N(s; theta, 1) with its score and Hessian."""
+    return dp.Likelihood.from_callables(
         lambda s, p: st.norm.logpdf(s, p["theta"], 1.0),
         params={"theta": ()},
         score=lambda s, p: (s - p["theta"])[:, None],
         hessian=lambda s, p: -np.ones((len(s), 1, 1)),
     )
-    model = dp.Model(simulate=nan_above_one, likelihood=lik)
+
+
+def test_nan_from_the_simulator_in_mcem():
+    model = dp.Model(simulate=nan_above_one, likelihood=_normal_likelihood())
     with pytest.raises(ValueError, match="the simulator nan_above_one returned non-finite"):
         dp.mcem(model, NOISE, 3.0, start={"theta": 1.5}, rng=1, progressbar=False)
 
@@ -149,13 +153,9 @@ def test_mcem_default_schedule_is_the_ascent_based_one():
 
 
 def test_mcem_runs_without_a_prior_and_abc_refuses_one():
-    lik = dp.Likelihood.from_callables(
-        lambda s, p: st.norm.logpdf(s, p["theta"], 1.0),
-        params={"theta": ()},
-        score=lambda s, p: (s - p["theta"])[:, None],
-        hessian=lambda s, p: -np.ones((len(s), 1, 1)),
+    model = dp.Model(
+        simulate=lambda p, rng: rng.normal(p["theta"], 1.0), likelihood=_normal_likelihood()
     )
-    model = dp.Model(simulate=lambda p, rng: rng.normal(p["theta"], 1.0), likelihood=lik)
     assert model.prior is None
     schedule = dp.StagedSchedule(stages=((2000, 1e-2),))
     fit = dp.mcem(model, NOISE, 1.2, start={"theta": 0.0}, schedule=schedule, rng=2,
