@@ -143,6 +143,8 @@ def warn_if_degenerate(sampler: str, attrs: dict, n: int, *, check_acceptance=Tr
     collapses onto a few particles; the ESS of the weights does not show it.
     ``attrs`` are the combined chain records (``chain_n_distinct``,
     ``chain_last_acceptance_rate``, ``stage_n_distinct``, ``stage_chain``).
+    Called through :func:`run_smc_chains` from a sampler: ``stacklevel=4``
+    points the warning at the user's call.
     """
     floor = MIN_DISTINCT_FRACTION * n
     final = attrs["chain_n_distinct"]
@@ -159,7 +161,7 @@ def warn_if_degenerate(sampler: str, attrs: dict, n: int, *, check_acceptance=Tr
             "is much larger than the ESS suggests. Use more particles or max_moves, or a "
             "PyMC reference when the mechanism noise is small.",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
         return
     few = np.flatnonzero(attrs["stage_n_distinct"] < floor)
@@ -175,5 +177,5 @@ def warn_if_degenerate(sampler: str, attrs: dict, n: int, *, check_acceptance=Tr
             f"of their particles distinct ({shown}{', ...' if few.size > 3 else ''}); the "
             "ESS that chose the next stage counted copies. Use more particles or max_moves.",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
