@@ -15,6 +15,7 @@ from .mechanisms import (
     SVTResult,
 )
 from .model import Model, Prior
+from .reference import sample_reference
 from .samplers import (
     AscentSchedule,
     MCEMResult,
@@ -56,6 +57,7 @@ __all__ = [
     "mcem",
     "rejection_abc",
     "rejection_abcdp_gaussian",
+    "sample_reference",
     "smc_abc",
     "soft_abcdp",
     "theory",

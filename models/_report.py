@@ -343,17 +343,22 @@ def nuts_note(label: str, idata, key: str) -> tuple[str, dict]:
 
 
 def smc_note(label: str, idata, key: str) -> tuple[str, dict]:
-    """Return a note and diagnostics on an SMC run: stages, simulations, last move acceptance."""
+    """Return a note and diagnostics on an SMC run: stages, simulations, last move acceptance.
+
+    The SMC samplers run several chains: the stages are the most any chain took, the
+    final move acceptance the lowest of the chains' last stages.
+    """
     attrs = idata.posterior.attrs
-    acceptance = np.ravel(attrs.get("stage_acceptance_rate", [math.nan]))
+    acceptance = np.ravel(attrs.get("chain_last_acceptance_rate", [math.nan]))
     numbers = {
-        f"{key}_stages": int(np.size(attrs.get("stage_acceptance_rate", []))),
+        f"{key}_stages": int(attrs.get("n_stages", 0)),
         f"{key}_simulations": int(attrs["n_simulations"]),
-        f"{key}_final_acceptance": float(acceptance[-1]) if acceptance.size else math.nan,
+        f"{key}_final_acceptance": float(np.min(acceptance)) if acceptance.size else math.nan,
     }
     note = (
         f"{label}: {numbers[f'{key}_stages']} stages, {numbers[f'{key}_simulations']:,} "
         f"simulations, final move acceptance {numbers[f'{key}_final_acceptance']:.3f}"
+        f" (lowest of {int(attrs.get('chains', 1))} chains)"
     )
     return note, numbers
 

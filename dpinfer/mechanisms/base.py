@@ -229,7 +229,8 @@ class Mechanism(abc.ABC):
         return arr
 
     def _check_value(self, value) -> np.ndarray:
-        arr = np.asarray(value, dtype=np.int64 if self._integer_value(value) else float)
+        arr = _validate.numeric_array("value", value)
+        arr = arr.astype(np.int64 if arr.dtype.kind in "iu" else float, copy=False)
         k = len(self.event_shape)
         if arr.ndim < k or arr.shape[arr.ndim - k :] != self.event_shape:
             raise ValueError(
@@ -242,10 +243,6 @@ class Mechanism(abc.ABC):
         if self.discrete and arr.dtype.kind == "f":
             arr = _validate.integer_array("value", arr)
         return arr
-
-    @staticmethod
-    def _integer_value(value) -> bool:
-        return np.asarray(value).dtype.kind in "iub"
 
     def _sum_event(self, terms: np.ndarray) -> np.ndarray:
         k = len(self.event_shape)

@@ -99,8 +99,14 @@ class DiscreteLaplace(_IntegerNoise):
         )
 
     @classmethod
-    def from_privacy(cls, *, epsilon, sensitivity=1, event_shape=()) -> DiscreteLaplace:
-        """Calibrate ``scale = sensitivity / epsilon``."""
+    def from_privacy(cls, *, epsilon, sensitivity, event_shape=()) -> DiscreteLaplace:
+        """Calibrate ``scale = sensitivity / epsilon``.
+
+        ``sensitivity`` (the l1 sensitivity, an integer) is required, as in every
+        ``from_privacy``: the guarantee is only as true as the declared
+        sensitivity, so it is never assumed (a sum of bounded values is not a
+        count).
+        """
         eps = _validate.positive_finite("epsilon", epsilon)
         sens = _integer_sensitivity(sensitivity)
         return cls(sens / eps, sensitivity=sens, event_shape=event_shape)
@@ -172,8 +178,12 @@ class DiscreteGaussian(_IntegerNoise):
         self._calibrated_epsilon = None
 
     @classmethod
-    def from_privacy(cls, *, epsilon, delta, sensitivity=1, event_shape=()) -> DiscreteGaussian:
-        """Smallest sigma whose exact delta(epsilon) is at most ``delta`` (scalar releases)."""
+    def from_privacy(cls, *, epsilon, delta, sensitivity, event_shape=()) -> DiscreteGaussian:
+        """Smallest sigma whose exact delta(epsilon) is at most ``delta`` (scalar releases).
+
+        ``sensitivity`` (the l2 sensitivity, an integer) is required, as in every
+        ``from_privacy``.
+        """
         eps = _validate.positive_finite("epsilon", epsilon)
         dlt = _validate.probability_open("delta", delta)
         sens = _integer_sensitivity(sensitivity)

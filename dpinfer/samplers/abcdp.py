@@ -116,6 +116,11 @@ def abcdp(
     another session, or settings a custom distance does not list; see
     :mod:`dpinfer.distances.provenance`.
 
+    The posterior is one chain, unlike the analyst's samplers: the accepted
+    draws are the data owner's release, at most ``c`` of them in query order,
+    and splitting them into chains of equal length would drop some. Independent
+    runs for R-hat would each spend ``epsilon_total`` on the same data.
+
     Examples
     --------
     >>> import numpy as np, dpinfer as dp
