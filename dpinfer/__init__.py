@@ -15,12 +15,14 @@ from .mechanisms import (
     SVTResult,
 )
 from .model import Model, Prior
+from .record_model import RecordModel
 from .samplers import (
     AscentSchedule,
     MCEMResult,
     SimulationBudgetExceeded,
     StagedSchedule,
     abcdp,
+    da_mcmc,
     importance_abc,
     mcem,
     rejection_abc,
@@ -44,6 +46,7 @@ __all__ = [
     "Model",
     "Prior",
     "Privacy",
+    "RecordModel",
     "SVTResult",
     "SimulationBudgetExceeded",
     "SparseVector",
@@ -51,6 +54,7 @@ __all__ = [
     "__version__",
     "abcdp",
     "accounting",
+    "da_mcmc",
     "distances",
     "importance_abc",
     "mcem",
