@@ -105,6 +105,7 @@ __all__ = [
     "naive_posterior",
     "pymc_model",
     "pymc_reference",
+    "record_model",
     "release",
     "sensitivity",
     "simulate_statistics",
@@ -326,6 +327,46 @@ def model(*, n: int = N) -> dp.Model:
     return dp.Model(
         prior={"beta": st.multivariate_normal(np.zeros(P + 1), np.eye(P + 1))}, simulate=simulate
     )
+
+
+def record_model(*, n: int = N) -> dp.RecordModel:
+    r"""Return the regression as a :class:`dpinfer.RecordModel` of ``n`` subjects.
+
+    Parameters
+    ----------
+    n : int, default 100
+        Number of subjects; the per-record statistic is divided by it, so
+        pass the same ``n`` to :func:`dpinfer.da_mcmc`.
+
+    Returns
+    -------
+    dpinfer.RecordModel
+        Prior ``beta ~ N(0, I_3)``; records of shape ``(batch, n, 3)``
+        holding ``(x_1, x_2, y)``; the per-record statistic, shape
+        ``(batch, n, 9)``, in the order of :data:`STATISTIC_NAMES`; the
+        conjugate ``update`` and the complete-data ``loglik``.
+
+    Notes
+    -----
+    Given the unclamped records the posterior of ``beta`` is the conjugate
+    Gaussian of :func:`confidential_posterior`: precision
+    :math:`I + X^\top X / \sigma^2`, mean :math:`(I + X^\top X/\sigma^2)^{-1}
+    X^\top y / \sigma^2` with :math:`X = (1, x)`. The clamp acts on the
+    statistics only, never on the model of the records.
+
+    Examples
+    --------
+    >>> m, rng = record_model(), np.random.default_rng(0)
+    >>> records = m.simulate_records({"beta": np.zeros((2, 3))}, 100, rng)
+    >>> t = m.statistics(records)
+    >>> records.shape, t.shape
+    ((2, 100, 3), (2, 100, 9))
+    >>> bool(np.allclose(t.sum(axis=1), statistics(records[..., :2], records[..., 2])))
+    True
+    """
+    from ._regression_records import build
+
+    return build(_validate.positive_int("n", n))
 
 
 def mechanism(*, epsilon: float = EPSILON, n: int = N) -> dp.Laplace:
