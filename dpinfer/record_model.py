@@ -36,7 +36,9 @@ class RecordModel:
         trailing shape and dtype (a float vector per record, integer codes).
     statistic : callable
         ``statistic(records) -> t`` with leading axes ``(batch, n)``: the
-        per-record statistic ``t(x_i)``, *not* summed over records.
+        per-record statistic ``t(x_i)``, *not* summed over records. It must act
+        record by record (samplers pass it blocks of any number of records), so
+        a division by the number of records belongs in it as a constant.
     summary : callable, optional
         ``summary(total) -> s``: maps the sums ``sum_i t(x_i)``, shape
         ``(batch, *t_shape)``, to the released statistic, shape

@@ -210,6 +210,45 @@ def test_speculative_blocks_reproduce_the_compiled_kernel():
     )
 
 
+@pytest.mark.parametrize(
+    "mechanism", [dp.Laplace([0.5, 1.0, 2.0]), dp.Gaussian(0.8, event_shape=(3,))]
+)
+def test_speculative_sweep_makes_the_kernel_decisions(mechanism):
+    # Random sweeps over three-coordinate integer statistics (a third of the offers equal the
+    # record they replace, so the sum does not move): same accepted records, same sum.
+    from dpinfer.samplers._da_records import speculative_sweep
+
+    rng = np.random.default_rng(6)
+    released = np.array([30.5, 12.0, 61.2])
+    form = mechanism._coordinate_form(released)
+    for _ in range(20):
+        stats = rng.integers(0, 3, size=(300, 3)).astype(float)
+        proposals = np.where(rng.random((300, 1)) < 1 / 3, stats, rng.integers(0, 3, (300, 3)))
+        total = stats.sum(axis=0) + rng.normal(0, 2, size=3)
+        log_u = -rng.standard_exponential(300)
+        a_stats, a_total = stats.copy(), total.copy()
+        kernel = _da_kernels.record_sweep(
+            a_stats,
+            a_total,
+            proposals,
+            log_u,
+            form.kind,
+            form.released,
+            form.coefficients,
+            form.lower,
+            form.upper,
+        )
+        b_stats, b_total = stats.copy(), total.copy()
+        blocks = speculative_sweep(
+            lambda t: mechanism.logpdf(released, t), b_stats, b_total, proposals, log_u
+        )
+        np.testing.assert_array_equal(kernel[0], blocks[0])
+        np.testing.assert_array_equal(a_stats, b_stats)
+        np.testing.assert_allclose(a_total, b_total, rtol=1e-15)
+        assert kernel[1] == pytest.approx(blocks[1], rel=1e-12)
+        assert 0.05 < kernel[0].mean() < 0.95
+
+
 def test_a_summary_maps_the_sum_to_the_release():
     # Releasing the proportion s / n with noise b / n is the same experiment as releasing s
     # with noise b: the density ratios agree, so the summary route (scored through
@@ -333,11 +372,34 @@ def test_record_model_from_pymc_matches_the_exact_posterior():
         mech,
         released,
         n=POISSON_N,
-        draws=1000,
-        tune=300,
+        draws=600,
+        tune=200,
         chains=2,
         rng=8,
         progressbar=False,
     )
     z = check_draws(idata.posterior["theta"].values, exact)
     assert max_abs_z(z) < Z_LIMIT, z
+
+
+def test_record_model_from_pymc_with_a_covariate():
+    # A record (x, y): x ~ N(0, 1) depends on no parameter, y | x ~ N(theta x, 1). Every
+    # record of every dataset draws its own x, and y uses that x.
+    import pymc as pm
+
+    with pm.Model() as one_record:
+        theta = pm.Normal("theta", 0.0, 1.0)
+        x = pm.Normal("x", 0.0, 1.0)
+        pm.Normal("y", theta * x, 1.0)
+    model = dp.RecordModel.from_pymc(one_record, record=["x", "y"], statistic=lambda r: r)
+    params = {"theta": np.array([2.0, -1.0])}
+    records = model.simulate_records(params, 5000, np.random.default_rng(0))
+    assert records.shape == (2, 5000, 2)
+    x, y = records[..., 0], records[..., 1]
+    assert len(np.unique(x)) == x.size  # no draw shared across records or datasets
+    slope = (x * y).sum(axis=1) / (x * x).sum(axis=1)
+    np.testing.assert_allclose(slope, params["theta"], atol=4 / np.sqrt(5000))  # 4 se
+    expected = st.norm.logpdf(x).sum(axis=1) + st.norm.logpdf(
+        y, loc=params["theta"][:, None] * x
+    ).sum(axis=1)
+    np.testing.assert_allclose(model.loglik(records, params), expected, rtol=1e-10)
