@@ -21,6 +21,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+import scipy.stats
 
 from ._transforms import ParameterSpace
 
@@ -51,6 +52,7 @@ class ThetaKernel:
         """Return the random-walk state at ``params``, scaled by a pool of prior draws."""
         if self.exact:
             return None
+        _refuse_simplex(self.model.prior)
         self.space = ParameterSpace(self.model.prior, params, support=self.model.support)
         z = self.space.flatten(params)[0]
         pool = self.space.flatten(prior_draws)
@@ -99,6 +101,17 @@ class ThetaKernel:
 
     def _loglik(self, batch, params) -> float:
         return float(self.model.complete_loglik(batch, params)[0])
+
+
+def _refuse_simplex(prior) -> None:
+    """A random walk cannot stay on the simplex: Dirichlet parameters need ``update=``."""
+    for name, dist in (getattr(prior, "_spec", None) or {}).items():
+        if isinstance(getattr(dist, "_dist", None), type(scipy.stats.dirichlet)):
+            raise ValueError(
+                f"parameter {name!r} has a Dirichlet prior: a random-walk Metropolis step "
+                "cannot move on the simplex; give the RecordModel an update= (the conjugate "
+                "Dirichlet draw given the records)"
+            )
 
 
 def _new_window(d: int, length: int) -> tuple:

@@ -27,6 +27,7 @@ REFERENCE = (
 )
 
 _BLOCK = 65_536  # records proposed at once: bounded memory for any n
+_IMPUTED = "s_confidential"  # posterior variable of the imputed statistic
 
 
 class DAState(NamedTuple):
@@ -186,6 +187,7 @@ def da_mcmc(
         record_model, mechanism, released, n, draws, tune, chains, theta_steps, init_datasets
     )
     root = as_seed_sequence(rng)
+    chains = settings["chains"]
     total_iterations = settings["tune"] + settings["draws"]
 
     def run(_index, chain_rng, on_iteration=None):
@@ -218,6 +220,8 @@ def _check_arguments(record_model, mechanism, released, n, draws, tune, chains, 
         raise TypeError(
             f"mechanism must be a dpinfer Mechanism, got {type(mechanism).__name__}: {mechanism!r}"
         )
+    if _IMPUTED in (record_model.prior.names or ()):
+        raise ValueError(f"a parameter may not be called {_IMPUTED!r} (the imputed statistic)")
     released = mechanism._check_released(released)
     n = _validate.positive_int("n", n)
     if isinstance(tune, bool) or not (isinstance(tune, int | np.integer) and tune >= 0):
@@ -293,9 +297,9 @@ def _result(results, record_model, mechanism, released, settings, root, chains):
     posterior = {
         name: np.concatenate([r["params"][name] for r in results]) for name in results[0]["params"]
     }
-    if "s_confidential" in posterior:
-        raise ValueError("a parameter may not be called 's_confidential' (the imputed statistic)")
-    posterior["s_confidential"] = np.concatenate([r["s"] for r in results])
+    if _IMPUTED in posterior:
+        raise ValueError(f"a parameter may not be called {_IMPUTED!r} (the imputed statistic)")
+    posterior[_IMPUTED] = np.concatenate([r["s"] for r in results])
     stats = {f: np.concatenate([r["info"][f] for r in results]) for f in DAInfo._fields}
     ess, rhat_max = _diagnostics(results, chains, settings["draws"])
     return abc_result(

@@ -28,13 +28,18 @@ def _oracle(case, mech, released, values):
     return terms.reshape(len(values), -1).sum(axis=1)
 
 
-@pytest.mark.parametrize(("case", "event_shape"), case_shapes(), ids=case_shape_ids())
-def test_coordinate_form_matches_the_oracle(case, event_shape):
+def _setup(case, event_shape):
+    """A mechanism of the row, 40 confidential values, a release and its form."""
     mech = case.make(event_shape)
     rng = np.random.default_rng(3)
     values = case.draw_values(rng, (40, *event_shape))
     released = mech.release(values[0], rng=rng)
-    form = mech._coordinate_form(released)
+    return mech, values, released, mech._coordinate_form(released)
+
+
+@pytest.mark.parametrize(("case", "event_shape"), case_shapes(), ids=case_shape_ids())
+def test_coordinate_form_matches_the_oracle(case, event_shape):
+    mech, values, released, form = _setup(case, event_shape)
     assert form is not None, f"{case.name} has no coordinate form"
     got = _form_logpdf(form, values)
     np.testing.assert_allclose(
@@ -46,11 +51,7 @@ def test_coordinate_form_matches_the_oracle(case, event_shape):
 @pytest.mark.parametrize(("case", "event_shape"), case_shapes(), ids=case_shape_ids())
 def test_planted_wrong_form_fails_the_check(case, event_shape):
     # A form with a 2%-off first coefficient (scale, variance or pseudo-count).
-    mech = case.make(event_shape)
-    rng = np.random.default_rng(3)
-    values = case.draw_values(rng, (40, *event_shape))
-    released = mech.release(values[0], rng=rng)
-    form = mech._coordinate_form(released)
+    mech, values, released, form = _setup(case, event_shape)
     coef = form.coefficients.copy()
     coef[:, 0] *= 1.02
     wrong = dataclasses.replace(form, coefficients=coef)

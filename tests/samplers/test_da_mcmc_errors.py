@@ -168,3 +168,18 @@ def test_a_subclass_with_its_own_density_is_not_scored_by_the_parent_formula():
     assert idata.attrs["record_kernel"] == "speculative blocks"
     s = idata.posterior["s_confidential"].values
     assert np.all(np.abs(s - 5.2) <= 1.0)
+
+
+def test_a_random_walk_on_the_simplex_is_refused():
+    def simulate(params, n, rng):
+        w = params["w"]
+        return (rng.random((len(w), n)) < w[:, :1]).astype(np.int64)
+
+    model = dp.RecordModel(
+        {"w": st.dirichlet([1.0, 1.0, 1.0])},
+        simulate,
+        lambda x: x,
+        loglik=lambda x, p: x.sum(1) * np.log(p["w"][:, 0]),
+    )
+    with pytest.raises(ValueError, match="'w' has a Dirichlet prior"):
+        _run(model)
