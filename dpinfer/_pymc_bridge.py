@@ -207,7 +207,7 @@ def _compile_model(graphs: _Graphs, space: ParameterSpace) -> dict:
 
 
 def _batched_statistic(model, stat_rvs, replace, batch):
-    """The statistic's random variables drawn once per parameter set of the batch.
+    """Return the statistic's random variables, drawn once per parameter set of the batch.
 
     Each is vectorised over the batched parameters, in the model's order so that one may
     depend on another; one that depends on no parameter (a covariate) is resized to the

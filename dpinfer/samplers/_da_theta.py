@@ -104,7 +104,7 @@ class ThetaKernel:
 
 
 def _refuse_simplex(prior) -> None:
-    """A random walk cannot stay on the simplex: Dirichlet parameters need ``update=``."""
+    """Refuse Dirichlet parameters without ``update=``: a random walk leaves the simplex."""
     for name, dist in (getattr(prior, "_spec", None) or {}).items():
         if isinstance(getattr(dist, "_dist", None), type(scipy.stats.dirichlet)):
             raise ValueError(

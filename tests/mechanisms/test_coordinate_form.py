@@ -42,9 +42,7 @@ def test_coordinate_form_matches_the_oracle(case, event_shape):
     mech, values, released, form = _setup(case, event_shape)
     assert form is not None, f"{case.name} has no coordinate form"
     got = _form_logpdf(form, values)
-    np.testing.assert_allclose(
-        got, _oracle(case, mech, released, values), rtol=1e-12, atol=1e-12
-    )
+    np.testing.assert_allclose(got, _oracle(case, mech, released, values), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(got, mech.logpdf(released, values), rtol=1e-13, atol=1e-13)
 
 

@@ -7,8 +7,8 @@ rank uniform on ``0..L``; the 20 ranks are pooled into 5 bins of 4 and tested wi
 chi-square test (4 degrees of freedom). It fails below p = 1e-3, its false-failure rate
 for independent draws (thinning by 5 leaves the draws close to independent here: on a
 long chain of this model the autocorrelation of ``p`` is 0.26 at lag 1 and -0.01 at lag
-4). The seed is fixed, so the outcome is deterministic. The planted bug (the old record left out of the acceptance ratio) must
-fail the same test.
+4). The seed is fixed, so the outcome is deterministic. The planted bug (the old record
+left out of the acceptance ratio) must fail the same test.
 
 The chains run through ``_run_chain`` of ``dpinfer.samplers.da_mcmc``, the code every chain
 of ``da_mcmc`` runs, to skip building an InferenceData per replication.
