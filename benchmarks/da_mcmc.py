@@ -134,17 +134,7 @@ def throughput(quick: bool) -> None:
 
     def kernel():
         s, t = stats.copy(), stats.sum(axis=0)
-        return _da_kernels.record_sweep(
-            s,
-            t,
-            proposals,
-            log_u,
-            form.kind,
-            form.released,
-            form.coefficients,
-            form.lower,
-            form.upper,
-        )
+        return _da_kernels.sweep_with(form, s, t, proposals, log_u)
 
     kernel()
     _, cpu_k, _ = cpu_timed(lambda: [kernel() for _ in range(20)])

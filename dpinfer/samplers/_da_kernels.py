@@ -94,3 +94,23 @@ def record_sweep(
             current = new
             accepted[i] = True
     return accepted, current
+
+
+def sweep_with(form, stats, total, proposals, log_u):
+    """Run :func:`record_sweep` with a :class:`CoordinateForm` unpacked."""
+    return record_sweep(
+        stats,
+        total,
+        proposals,
+        log_u,
+        form.kind,
+        form.released,
+        form.coefficients,
+        form.lower,
+        form.upper,
+    )
+
+
+def density_with(form, values):
+    """Run :func:`log_density` with a :class:`CoordinateForm` unpacked."""
+    return log_density(form.kind, form.released, form.coefficients, form.lower, form.upper, values)

@@ -42,10 +42,7 @@ class RecordUpdater:
         """``log eta(s_dp | summary(T))`` for sums ``totals`` of shape ``(batch, k)``."""
         totals = np.ascontiguousarray(totals, dtype=float)
         if self.compiled:
-            f = self.form
-            return _da_kernels.log_density(
-                f.kind, f.released, f.coefficients, f.lower, f.upper, totals
-            )
+            return _da_kernels.density_with(self.form, totals)
         return self.mechanism.logpdf(self.released, self.summary(totals))
 
     def summary(self, totals: np.ndarray) -> np.ndarray:
@@ -59,18 +56,7 @@ class RecordUpdater:
         Returns the accepted mask and ``log eta`` at the final sum.
         """
         if self.compiled:
-            f = self.form
-            return _da_kernels.record_sweep(
-                stats,
-                total,
-                proposals,
-                log_u,
-                f.kind,
-                f.released,
-                f.coefficients,
-                f.lower,
-                f.upper,
-            )
+            return _da_kernels.sweep_with(self.form, stats, total, proposals, log_u)
         return speculative_sweep(self.log_density, stats, total, proposals, log_u)
 
 

@@ -15,12 +15,12 @@ import pytest
 from _mechanism_registry import CASES, case_shape_ids, case_shapes
 
 from dpinfer.mechanisms._coordinate import BINOMIAL
-from dpinfer.samplers._da_kernels import log_density
+from dpinfer.samplers._da_kernels import density_with
 
 
 def _form_logpdf(form, values):
     flat = np.ascontiguousarray(np.reshape(values, (len(values), -1)), dtype=float)
-    return log_density(form.kind, form.released, form.coefficients, form.lower, form.upper, flat)
+    return density_with(form, flat)
 
 
 def _oracle(case, mech, released, values):

@@ -227,17 +227,7 @@ def test_speculative_sweep_makes_the_kernel_decisions(mechanism):
         total = stats.sum(axis=0) + rng.normal(0, 2, size=3)
         log_u = -rng.standard_exponential(300)
         a_stats, a_total = stats.copy(), total.copy()
-        kernel = _da_kernels.record_sweep(
-            a_stats,
-            a_total,
-            proposals,
-            log_u,
-            form.kind,
-            form.released,
-            form.coefficients,
-            form.lower,
-            form.upper,
-        )
+        kernel = _da_kernels.sweep_with(form, a_stats, a_total, proposals, log_u)
         b_stats, b_total = stats.copy(), total.copy()
         blocks = speculative_sweep(
             lambda t: mechanism.logpdf(released, t), b_stats, b_total, proposals, log_u
