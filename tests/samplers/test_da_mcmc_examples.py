@@ -4,8 +4,9 @@
   the exact posterior by finite sums (``naive_bayes.exact_posterior``, itself checked
   against brute-force enumeration in ``tests/models/test_naive_bayes_records.py``).
 * Linear regression at epsilon = 100 against NUTS on the data-augmentation model,
-  read from ``data/regression_nuts_reference.npz`` (about 25 minutes of NUTS at
-  epsilon = 100; ``data/make_regression_reference.py`` writes it).
+  read from ``data/regression_nuts_reference.npz`` (2 x 2000 NUTS iterations at
+  epsilon = 100 took 53 minutes on a busy machine; ``data/make_regression_reference.py``
+  writes it).
 
 Each statistical check compares means, standard deviations and 5/50/95% quantiles as
 z-scores with ESS-based standard errors at |z| < 4 (6.3e-5 per z-score under the normal

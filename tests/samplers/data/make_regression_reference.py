@@ -2,11 +2,12 @@
 
 NUTS on the data-augmentation model of ``linear_regression.pymc_reference`` (all 100
 latent records, the clamp, the Laplace release) is an independent route to the exact
-posterior, but at small noise it is slow: about 9 minutes per 1000 draws at epsilon = 100
-(tree depth 10). The tests therefore read its draws from ``regression_nuts_reference.npz``,
-written by this script (about an hour on one core):
+posterior, but at small noise it is slow: trees of depth 10 at epsilon = 100, where
+2 x 2000 iterations took 53 minutes on a busy machine (epsilon = 1, 10, 30: 2, 4 and 15
+minutes). The tests therefore read its draws from ``regression_nuts_reference.npz``,
+written by this script:
 
-    python tests/models/data/make_regression_reference.py
+    python tests/samplers/data/make_regression_reference.py
 
 The confidential dataset is ``confidential_data(rng=2023)``, released at each epsilon with
 the seed in ``RELEASE_SEEDS`` (those of ``tutorials/07_linear_regression.ipynb``). The file
