@@ -20,6 +20,14 @@ def positive_finite(name: str, value) -> float:
     return x
 
 
+def finite(name: str, value) -> float:
+    """Return ``value`` as a float, or raise unless it is a finite real number."""
+    x = _real(name, value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return x
+
+
 def positive_or_inf(name: str, value) -> float:
     """Return ``value`` as a float, or raise unless it is > 0 (inf allowed)."""
     x = _real(name, value)

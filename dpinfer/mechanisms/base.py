@@ -129,8 +129,11 @@ class Mechanism(abc.ABC):
         value : array_like
             Confidential value(s) of shape ``(*batch, *event_shape)``.
         rng : None, int, SeedSequence or Generator, optional
-            Source of the privacy noise; None (the default) draws fresh OS
-            entropy, which is what a real release must use.
+            Source of the privacy noise. None (the default) is what a real
+            release must use: the discrete mechanisms then draw every bit
+            from the operating system's cryptographic generator; the float
+            mechanisms seed a fresh PCG64 from OS entropy for each call (see
+            their Notes). A seed or Generator is for tests and research.
 
         Returns
         -------
@@ -138,7 +141,11 @@ class Mechanism(abc.ABC):
             The release(s), same shape as ``value``.
         """
         value = self._check_value(value)
-        return self._sample(value, as_generator(rng))
+        return self._sample(value, self._noise_source(rng))
+
+    def _noise_source(self, rng: RNGLike):
+        """Return what :meth:`_sample` draws from; families with their own bits override it."""
+        return as_generator(rng)
 
     def logpdf(self, released, value) -> np.ndarray:
         """Log density of a release given confidential values (the analyst's side).

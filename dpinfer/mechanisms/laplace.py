@@ -38,7 +38,10 @@ class Laplace(Mechanism):
 
     Releases are computed in floating point; Mironov (2012) showed that the
     low-order bits of such releases can leak the confidential value. For a
-    hardened curator-side release use :class:`DiscreteLaplace`.
+    hardened curator-side release use :class:`DiscreteLaplace`. With ``rng=None``
+    the noise comes from a PCG64 seeded afresh from OS entropy for each
+    release, a fast statistical generator, not a cryptographic one; the
+    discrete mechanisms draw every bit from the OS cryptographic generator.
 
     References
     ----------
