@@ -9,18 +9,22 @@ TORCH_VERSION ?= 2.13.0
 
 .PHONY: demo test lint fast bench clean
 
+# pip -qq prints errors only: setuptools' note that an editable install of a package-dir
+# mapping (models/ -> dpinfer.models) goes through an import finder is not a problem.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "torch==$(TORCH_VERSION)"
-	$(BIN)/python -m pip install --quiet -e ".[test,distributed,neural]"
+	$(BIN)/python -m pip install --quiet --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --quiet "torch==$(TORCH_VERSION)"
+	$(BIN)/python -m pip install --quiet --quiet -e ".[test,distributed,neural]"
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/dpinfer run poisson-count --out out/poisson-count
 
+# The suite runs on every core (pytest-xdist; see tests/conftest.py) and ends with its
+# 15 slowest tests.
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadscope --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -3,10 +3,10 @@
 s ~ Poisson(theta), released with Laplace noise (epsilon = 0.2, scale 5); release 37.4;
 start theta = 1. Two sample-size schedules of ``dpinfer.mcem``:
 
-* ``staged`` (default): Gong's Appendix E, N = 1e3, 1e5, 1e7 with tolerances 1e-3,
+* ``staged``: Gong's Appendix E, N = 1e3, 1e5, 1e7 with tolerances 1e-3,
   1e-4, 1e-5 on successive values, plus the information pass at N = 1e7;
-* ``auto``: ascent-based sample sizes (Caffo, Jank and Jones 2005), plus the
-  information pass at N = 1e6.
+* ``auto`` (the default of ``dpinfer.mcem``): ascent-based sample sizes (Caffo, Jank and
+  Jones 2005), plus the information pass at N = 1e6.
 
 The likelihood is PyMC's Poisson (derivatives by PyTensor autodiff); it is compiled
 before timing. The exact MLE and observed information come from summation over the

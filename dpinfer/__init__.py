@@ -17,12 +17,15 @@ from .mechanisms import (
     SVTResult,
 )
 from .model import Model, Prior
+from .record_model import RecordModel
+from .reference import sample_reference
 from .samplers import (
     AscentSchedule,
     MCEMResult,
     SimulationBudgetExceeded,
     StagedSchedule,
     abcdp,
+    da_mcmc,
     importance_abc,
     mcem,
     rejection_abc,
@@ -46,6 +49,7 @@ __all__ = [
     "Model",
     "Prior",
     "Privacy",
+    "RecordModel",
     "SVTResult",
     "SimulationBudgetExceeded",
     "SparseVector",
@@ -53,11 +57,13 @@ __all__ = [
     "__version__",
     "abcdp",
     "accounting",
+    "da_mcmc",
     "distances",
     "importance_abc",
     "mcem",
     "rejection_abc",
     "rejection_abcdp_gaussian",
+    "sample_reference",
     "smc_abc",
     "soft_abcdp",
     "theory",

@@ -1,9 +1,14 @@
-"""Progress bars for long runs (rich), silenced by ``progressbar=False``."""
+"""Progress bars for long runs (rich), silenced by ``progressbar=False``.
+
+Bars go to standard error, so that standard output holds results only (``dpinfer run
+--format json | ...``).
+"""
 
 from __future__ import annotations
 
 import contextlib
 
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 
@@ -38,5 +43,5 @@ def progress_bar(description: str, *, total: float | None, enabled: bool):
         MofNCompleteColumn(),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, transient=True) as progress:
+    with Progress(*columns, transient=True, console=Console(stderr=True)) as progress:
         yield _Bar(progress, progress.add_task(description, total=total))

@@ -20,6 +20,14 @@ def positive_finite(name: str, value) -> float:
     return x
 
 
+def finite(name: str, value) -> float:
+    """Return ``value`` as a float, or raise unless it is a finite real number."""
+    x = _real(name, value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return x
+
+
 def positive_or_inf(name: str, value) -> float:
     """Return ``value`` as a float, or raise unless it is > 0 (inf allowed)."""
     x = _real(name, value)
@@ -61,9 +69,33 @@ def integer_sensitivity(value) -> int:
     return int(sens)
 
 
+def numeric_array(name: str, value) -> np.ndarray:
+    """Return ``value`` as an integer or float array, refusing strings, bools and the like.
+
+    The one type rule of the public API: numbers, 0-d arrays and arrays of numbers
+    are accepted; strings (``"2"``), bools (``True`` is not the number 1 here),
+    complex numbers and other objects raise :class:`TypeError` naming ``name``.
+
+    Examples
+    --------
+    >>> numeric_array("scale", np.array(2.0)).dtype
+    dtype('float64')
+    >>> numeric_array("scale", "2")
+    Traceback (most recent call last):
+    ...
+    TypeError: scale must be a number or an array of numbers, got '2'
+    """
+    arr = np.asarray(value)
+    if arr.dtype.kind in "iuf":
+        return arr
+    if arr.dtype.kind == "O" and all(_is_number(x) for x in arr.ravel()):
+        return arr.astype(float)
+    raise TypeError(f"{name} must be a number or an array of numbers, got {_short_repr(value)}")
+
+
 def finite_array(name: str, value, *, shape: tuple[int, ...] | None = None) -> np.ndarray:
-    """Return ``value`` as a float array, or raise if it is non-finite or misshapen."""
-    arr = np.asarray(value, dtype=float)
+    """Return ``value`` as a float array; raise if it is non-numeric, non-finite or misshapen."""
+    arr = numeric_array(name, value).astype(float, copy=False)
     if shape is not None and arr.shape != shape:
         raise ValueError(f"{name} must have shape {shape}, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -73,7 +105,7 @@ def finite_array(name: str, value, *, shape: tuple[int, ...] | None = None) -> n
 
 def integer_array(name: str, value) -> np.ndarray:
     """Return ``value`` as an int64 array, or raise unless every entry is an integer."""
-    arr = np.asarray(value)
+    arr = numeric_array(name, value)
     if arr.dtype.kind in "iu":
         return arr.astype(np.int64)
     as_float = np.asarray(arr, dtype=float)
@@ -88,6 +120,15 @@ def _real(name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {value!r}")
     return float(value)
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool | np.bool_)
+
+
+def _short_repr(value) -> str:
+    text = repr(value)
+    return text if len(text) < 120 else text[:117] + "..."
 
 
 def _short(arr: np.ndarray) -> str:

@@ -10,13 +10,13 @@ Examples
 .. code-block:: console
 
     $ dpinfer mechanisms --value 40 --seed 1
+    $ dpinfer run --list
     $ dpinfer run poisson-count --draws 10000 --seed 1 --out out/poisson-count
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,6 +27,7 @@ from rich.table import Table
 
 from . import __version__, accounting
 from ._rng import as_seed_sequence
+from ._run_command import add_run_command, seed_type
 from .mechanisms import (
     BinomialRelease,
     DiscreteGaussian,
@@ -215,77 +216,32 @@ def _add_mechanisms_command(subparsers) -> None:
         ),
     )
     parser.add_argument(
-        "--value", type=int, default=40, help="the confidential count (default: 40)"
+        "--value", type=_count, default=40, help="the confidential count (default: 40)"
     )
     parser.add_argument(
         "--seed",
-        type=_seed,
+        type=seed_type,
         default=None,
         help="seed of the privacy noise, for a reproducible demo (default: OS entropy)",
     )
     parser.set_defaults(func=_cmd_mechanisms)
 
 
-def _seed(text: str) -> int:
+def _count(text: str) -> int:
+    """Parse a confidential count for the demo: an integer from 0 to 2**53 (exact as a float)."""
     try:
-        seed = int(text)
+        value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
-    if seed < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return seed
-
-
-#: The papers' examples for ``dpinfer run``: name -> (module, description).
-EXAMPLES = {
-    "poisson-count": (
-        "dpinfer.models.poisson_count",
-        "Gong (2022) 5.1: a Poisson count released with Laplace noise (eps = 0.2)",
-    ),
-    "lalonde": (
-        "dpinfer.models.lalonde",
-        "Gong (2022) 5.2: NSW job-training sufficient statistics with Laplace noise",
-    ),
-}
-
-
-def _cmd_run(args: argparse.Namespace, console: Console) -> int:
-    module = importlib.import_module(EXAMPLES[args.example][0])
-    options = {"seed": args.seed, "progressbar": not args.no_progress}
-    if args.draws is not None:
-        options["draws"] = args.draws
-    out = args.out if args.out is not None else f"out/{args.example}"
-    console.print(module.run_example(out, **options), markup=False, highlight=False)
-    return 0
-
-
-def _add_run_command(subparsers) -> None:
-    listing = "; ".join(f"{name}: {text}" for name, (_, text) in EXAMPLES.items())
-    parser = subparsers.add_parser(
-        "run",
-        help=f"run a paper's example end to end ({', '.join(EXAMPLES)})",
-        description=(
-            "Run an example: print the exact and naive analyses side by side and write "
-            f"posterior.nc and a figure to --out. Examples: {listing}."
-        ),
-    )
-    parser.add_argument("example", choices=sorted(EXAMPLES), help="which example")
-    parser.add_argument("--draws", type=_positive, default=None, help="posterior draws")
-    parser.add_argument("--seed", type=_seed, default=None, help="sampler seed")
-    parser.add_argument("--out", default=None, help="output folder (default: out/<example>)")
-    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    parser.set_defaults(func=_cmd_run)
-
-
-def _positive(text: str) -> int:
-    value = _seed(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    if not 0 <= value <= 2**53:
+        raise argparse.ArgumentTypeError(
+            f"must be a non-negative integer (a count) up to 2**53, got {text!r}"
+        )
     return value
 
 
 #: Functions that add one subcommand each to the sub-parsers object.
-_SUBCOMMANDS: tuple[Callable[..., None], ...] = (_add_mechanisms_command, _add_run_command)
+_SUBCOMMANDS: tuple[Callable[..., None], ...] = (_add_mechanisms_command, add_run_command)
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -293,8 +249,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dpinfer",
         description="Statistical inference from differentially private data.",
-        epilog="examples for 'dpinfer run': "
-        + "; ".join(f"{name} ({text})" for name, (_, text) in EXAMPLES.items()),
+        epilog="'dpinfer run --list' lists the papers' examples with their expected run times.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(
@@ -324,7 +279,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         Exit status (0 on success).
     """
     args = _build_parser().parse_args(argv)
-    return args.func(args, _console())
+    try:
+        return args.func(args, _console())
+    except KeyboardInterrupt:
+        print("dpinfer: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -74,8 +74,8 @@ def compare_posteriors(
     ----------
     a, b : InferenceData or dict
         Posterior samples: an object with a ``posterior`` group (chain and draw
-        dimensions; ESS estimated by ArviZ, capped by a Kish ESS in
-        ``posterior.attrs['ess']`` for resampled draws) or a dict of arrays whose first
+        dimensions; ESS estimated by ArviZ per component, capped by the result's
+        conservative ``posterior.attrs['ess']``) or a dict of arrays whose first
         axis indexes independent draws (ESS = number of draws).
     var_names : list of str, optional
         Parameters to compare; default, those common to both.
@@ -161,7 +161,7 @@ def _quantile_se(x, q, xq, ess) -> float:
 def _as_draws(sample) -> tuple[dict[str, np.ndarray], dict[str, float]]:
     posterior = getattr(sample, "posterior", None)
     if posterior is not None:
-        # Resampled (importance, SMC) draws carry their weights' Kish ESS in attrs: a cap.
+        # dpinfer results carry their conservative ESS in attrs (see dpinfer.results): a cap.
         cap = float(posterior.attrs.get("ess", np.inf))
         cap = cap if np.isfinite(cap) and cap > 0 else np.inf
         draws, ess = {}, {}

@@ -106,8 +106,10 @@ class Model:
 
     Parameters
     ----------
-    prior : Prior or dict
-        The prior (a dict is passed to :class:`Prior`).
+    prior : Prior or dict or None
+        The prior (a dict is passed to :class:`Prior`). Only likelihood
+        inference (:func:`dpinfer.mcem`) runs without one; the ABC samplers
+        refuse a model whose prior is None.
     simulate : callable
         ``simulate(params, rng) -> array`` of shape ``(n, *event_shape)``:
         one confidential statistic per parameter set in the batch ``params``
@@ -132,9 +134,14 @@ class Model:
     """
 
     def __init__(
-        self, prior, simulate: Callable, *, loglik: Callable | None = None, likelihood=None
+        self,
+        prior=None,
+        simulate: Callable | None = None,
+        *,
+        loglik: Callable | None = None,
+        likelihood=None,
     ):
-        self.prior = prior if isinstance(prior, Prior) else Prior(prior)
+        self.prior = prior if prior is None or isinstance(prior, Prior) else Prior(prior)
         if not callable(simulate):
             raise TypeError(f"simulate must be callable, got {type(simulate).__name__}")
         if loglik is not None and not callable(loglik):
@@ -210,7 +217,13 @@ class Model:
         return model
 
     def simulate_checked(self, params, rng, *, event_shape) -> np.ndarray:
-        """Simulate and check the output shape against the mechanism's ``event_shape``."""
+        """Simulate, then check the output's shape and that every value is finite.
+
+        Every sampler simulates through this method, so a simulator returning
+        NaN or inf is reported once, here: with the simulator's name, how many
+        of the batch's outputs were not finite, and the first few parameter
+        sets that produced them.
+        """
         n = len(next(iter(params.values())))
         s = np.asarray(self.simulate(params, rng))
         expected = (n, *event_shape)
@@ -219,10 +232,46 @@ class Model:
                 f"simulate returned an array of shape {s.shape} for a batch of {n} parameter "
                 f"sets; the mechanism expects (batch, *event_shape) = {expected}"
             )
+        if s.dtype.kind in "fc":
+            bad = ~np.isfinite(s).reshape(n, -1).all(axis=1)
+            if bad.any():
+                raise ValueError(self._non_finite_message(params, bad))
         return s
+
+    def _non_finite_message(self, params, bad: np.ndarray, shown: int = 3) -> str:
+        rows = np.flatnonzero(bad)[:shown]
+        examples = "; ".join(
+            ", ".join(f"{k}={_compact(v[i])}" for k, v in params.items()) for i in rows
+        )
+        return (
+            f"the simulator {_callable_name(self.simulate)} returned non-finite values (NaN or "
+            f"inf) for {int(bad.sum())} of {len(bad)} parameter sets in one batch; the first "
+            f"{len(rows)}: {examples}. Make the simulator finite over the prior's support "
+            "(or restrict the prior)."
+        )
 
     def __repr__(self) -> str:
         return f"Model(prior={self.prior!r}, simulate={getattr(self.simulate, '__name__', '?')})"
+
+    def require_prior(self, user: str) -> Prior:
+        """Return the prior, or explain that ``user`` (a sampler) needs one."""
+        if self.prior is None:
+            raise ValueError(
+                f"{user} needs a model with a prior; this model was built with prior=None, "
+                "which only likelihood inference (mcem) accepts"
+            )
+        return self.prior
+
+
+def _callable_name(fn) -> str:
+    return getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+def _compact(value) -> str:
+    arr = np.asarray(value)
+    if arr.ndim == 0:
+        return f"{arr.item():.6g}" if arr.dtype.kind == "f" else str(arr.item())
+    return np.array2string(arr, precision=4, threshold=6, edgeitems=2, separator=", ")
 
 
 def _check_likelihood(likelihood):

@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ._rng import RNGLike, as_seed_sequence, seed_entropy
-from .results import effective_sample_size, rhat, to_inference_data
+from .model import Model
+from .results import to_inference_data
 from .samplers._common import check_count, mechanism_constants, privacy_attrs
 
 __all__ = ["reference_model", "sample_nuts", "sample_reference"]
@@ -29,7 +30,7 @@ REFERENCE = (
 
 
 def sample_reference(
-    build: Callable,
+    model: Model | Callable,
     mechanism,
     released,
     *,
@@ -47,9 +48,14 @@ def sample_reference(
 
     Parameters
     ----------
-    build : callable
-        Called with no arguments inside a fresh ``pm.Model()`` context. It
-        defines the prior and the confidential statistic, and returns, by path:
+    model : Model or callable
+        Either a :class:`dpinfer.Model` built by :meth:`Model.from_pymc`, the
+        same object that :func:`dpinfer.smc_abc` and :func:`dpinfer.mcem` take:
+        its PyMC model is copied and the release attached to its statistic
+        (a continuous statistic stays a latent variable; a discrete one is
+        summed out over ``support``). Or a ``build`` callable, called with no
+        arguments inside a fresh ``pm.Model()`` context, that defines the prior
+        and the confidential statistic and returns, by path:
 
         * default: the confidential statistic ``s`` (a PyTensor variable of
           shape ``mechanism.event_shape``); the release is attached as
@@ -72,7 +78,8 @@ def sample_reference(
     loglik : callable, optional
         ``loglik(built, released) -> scalar TensorVariable``, a custom
         marginal log-likelihood of the release (added as a ``pm.Potential``),
-        for models that marginalise ``s`` in their own way.
+        for models that marginalise ``s`` in their own way (build callables
+        only).
     draws, tune, chains : int
         NUTS draws and tuning steps per chain, and the number of chains.
     rng : None, int, SeedSequence or Generator, optional
@@ -117,17 +124,27 @@ def sample_reference(
 
     Examples
     --------
+    One PyMC model for ABC, MCEM and this reference:
+
     >>> import pymc as pm, dpinfer as dp
-    >>> from dpinfer.reference import sample_reference
+    >>> with pm.Model() as pm_model:
+    ...     mu = pm.Normal("mu", 0.0, 10.0)
+    ...     s = pm.Normal("s", mu, 1.0)
+    >>> model = dp.Model.from_pymc(pm_model, statistic="s")
     >>> mech = dp.Laplace(3.0, sensitivity=1.0)
+    >>> idata = dp.sample_reference(model, mech, 4.2, draws=200, tune=200, rng=1)
+    >>> idata.posterior["mu"].shape
+    (2, 200)
+
+    Or a ``build`` callable:
+
     >>> def build():
     ...     mu = pm.Normal("mu", 0.0, 10.0)
     ...     return pm.Normal("s", mu, 1.0)
-    >>> idata = sample_reference(build, mech, 4.2, draws=200, tune=200, rng=1)
-    >>> idata.posterior["mu"].shape
-    (2, 200)
+    >>> dp.sample_reference(build, mech, 4.2, draws=200, tune=200, rng=1).attrs["chains"]
+    2
     """
-    pymc_model = reference_model(build, mechanism, released, support=support, loglik=loglik)
+    pymc_model = reference_model(model, mechanism, released, support=support, loglik=loglik)
     return sample_nuts(
         pymc_model,
         draws=draws,
@@ -147,12 +164,12 @@ def sample_reference(
     )
 
 
-def reference_model(build: Callable, mechanism, released, *, support=None, loglik=None):
+def reference_model(model, mechanism, released, *, support=None, loglik=None):
     """Build the PyMC model that :func:`sample_reference` samples, without sampling it.
 
     Parameters
     ----------
-    build, mechanism, released, support, loglik
+    model, mechanism, released, support, loglik
         As in :func:`sample_reference`.
 
     Returns
@@ -184,6 +201,19 @@ def reference_model(build: Callable, mechanism, released, *, support=None, logli
             raise ValueError(
                 f"support must have shape (k, *event_shape) with k >= 1, got shape {support.shape}"
             )
+    if isinstance(model, Model):
+        if loglik is not None:
+            raise ValueError(
+                "loglik= is for build callables; a Model from PyMC brings the statistic's own "
+                "distribution (pass support= to sum a discrete statistic out)"
+            )
+        return _from_model(model, mechanism, released, support)
+    if not callable(model):
+        raise TypeError(
+            "model must be a dpinfer.Model built by Model.from_pymc or a build callable, "
+            f"got {type(model).__name__}: {model!r}"
+        )
+    build = model
     with pm.Model() as pymc_model:
         built = build()
         if support is not None:
@@ -271,7 +301,6 @@ def sample_nuts(
                 [np.asarray(trace.get_sampler_stats(source, chains=c)) for c in trace.chains]
             )
     divergences = int(np.sum(stats.get("diverging", 0)))
-    rhat_max, ess_min = _diagnostics(per_chain)
     return to_inference_data(
         posterior,
         sample_stats=stats,
@@ -288,8 +317,6 @@ def sample_nuts(
             "acceptance_rate": math.nan,
             "log_evidence": math.nan,
             **(attrs or {}),
-            "ess": ess_min,
-            "rhat_max": rhat_max,
             "divergences": divergences,
             "draws": draws,
             "tune": int(tune),
@@ -299,15 +326,97 @@ def sample_nuts(
     )
 
 
+def _from_model(model: Model, mechanism, released, support):
+    """Copy the model's PyMC model and attach the release to its statistic."""
+    import pymc as pm
+    import pytensor.tensor as pt
+    from pymc.model.fgraph import clone_model
+    from pytensor.graph.replace import graph_replace
+
+    source = model.pymc_model
+    if source is None:
+        raise ValueError(
+            "sample_reference needs a Model built by Model.from_pymc (which keeps its PyMC "
+            "model) or a build callable; this Model was built from Python callables"
+        )
+    names = [model.statistic] if isinstance(model.statistic, str) else list(model.statistic)
+    stats = [source[name] for name in names]
+    discrete = [rv.type.dtype.startswith(("int", "uint", "bool")) for rv in stats]
+    if any(discrete) and not all(discrete):
+        raise ValueError(
+            f"the statistic's variables {names} mix discrete and continuous ones; build the "
+            "reference with a build callable (and loglik=) instead"
+        )
+    if not any(discrete):
+        if support is not None:
+            raise ValueError(
+                f"support= sums a discrete statistic out, but {names} is continuous: it stays "
+                "a latent variable of the reference, so leave support out"
+            )
+        pymc_model = clone_model(source)
+        with pymc_model:
+            mechanism.to_pymc("s_dp", _joined([pymc_model[n] for n in names]), observed=released)
+        return pymc_model
+    if support is None:
+        raise ValueError(
+            f"the statistic {names} is discrete, which NUTS cannot sample: pass support=... "
+            "(the values it is summed over, shape (k, *event_shape))"
+        )
+    # the statistic becomes a constant of the copy; its distribution enters summed out
+    pymc_model = pm.do(
+        source, {rv.name: np.zeros(tuple(rv.shape.eval()), dtype=rv.type.dtype) for rv in stats}
+    )
+    parameters = [rv for rv in source.free_RVs if rv.name not in names]
+    swap = {rv: pymc_model[rv.name] for rv in parameters}
+    values = pt.as_tensor_variable(support)
+    log_s = sum(_event_sum(pm.logp(rv, part)) for rv, part in _parts(stats, values))
+    with pymc_model:
+        pm.Potential("s_dp", _logsumexp(graph_replace(log_s, swap), mechanism, released, support))
+    return pymc_model
+
+
+def _joined(stats):
+    """Return the statistic as one tensor (several variables concatenated on the last axis)."""
+    import pytensor.tensor as pt
+
+    if len(stats) == 1:
+        return stats[0]
+    return pt.concatenate([pt.atleast_1d(rv).reshape((-1,)) for rv in stats])
+
+
+def _parts(stats, values):
+    """Pair each statistic with its slice of the support values ``(k, *event_shape)``."""
+    if len(stats) == 1:
+        yield stats[0], values
+        return
+    start = 0
+    for rv in stats:
+        shape = tuple(int(d) for d in rv.shape.eval())
+        width = int(np.prod(shape)) if shape else 1
+        part = values[:, start : start + width]
+        yield rv, (part.reshape((-1, *shape)) if shape else part[:, 0])
+        start += width
+
+
+def _event_sum(log_s):
+    while log_s.ndim > 1:
+        log_s = log_s.sum(axis=-1)
+    return log_s
+
+
 def _summed_out(dist, mechanism, released, support):
     """``logsumexp_s [log pi(s | theta) + log eta(s_dp | s)]`` over the support."""
     import pymc as pm
     import pytensor.tensor as pt
 
+    log_s = _event_sum(pm.logp(dist, pt.as_tensor_variable(support)))
+    return _logsumexp(log_s, mechanism, released, support)
+
+
+def _logsumexp(log_s, mechanism, released, support):
+    import pytensor.tensor as pt
+
     log_eta = mechanism.logpdf(released, support)  # constants: (k,)
-    log_s = pm.logp(dist, pt.as_tensor_variable(support))
-    while log_s.ndim > 1:
-        log_s = log_s.sum(axis=-1)
     terms = log_s + pt.as_tensor_variable(log_eta)
     top = pt.max(terms)
     return top + pt.log(pt.sum(pt.exp(terms - top)))
@@ -323,21 +432,3 @@ def _path(support, loglik) -> str:
 
 def _default_names(pymc_model) -> list[str]:
     return [v.name for v in pymc_model.free_RVs] + [v.name for v in pymc_model.deterministics]
-
-
-def _diagnostics(per_chain: dict) -> tuple[float, float]:
-    """Largest split R-hat and smallest bulk ESS over scalar components."""
-    rhats, esss = [], []
-    for chains in per_chain.values():
-        arr = np.stack(chains)  # (chain, draw, *shape)
-        flat = arr.reshape(arr.shape[0], arr.shape[1], -1)
-        for j in range(flat.shape[-1]):
-            comp = flat[..., j]
-            if np.ptp(comp) == 0:
-                continue
-            esss.append(effective_sample_size(comp))
-            if comp.shape[0] > 1 or comp.shape[1] >= 4:
-                rhats.append(rhat(comp))
-    rhat_max = max(rhats) if rhats else math.nan
-    ess_min = min(esss) if esss else math.nan
-    return float(rhat_max), float(ess_min)

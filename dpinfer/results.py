@@ -4,7 +4,28 @@ Every sampler returns an :class:`arviz.InferenceData` built here: the
 ``posterior`` group holds equally weighted draws (so every ArviZ diagnostic
 applies), per-draw diagnostics go to ``sample_stats``, the release to
 ``observed_data`` and mechanism parameters to ``constant_data``. ``attrs``
-always carry the keys of :data:`ATTR_KEYS`.
+always carry the keys of :data:`ATTR_KEYS`, on ``idata.attrs`` and on every group.
+
+Effective sample size: one story
+--------------------------------
+Two figures estimate how many independent draws the posterior is worth, and
+they measure different things:
+
+* ``ess_sampler``: the sampler's own figure, from its construction. Rejection
+  ABC: the number of draws (they are i.i.d.). Importance and SMC-ABC: the Kish
+  ESS ``(sum w)^2 / sum w^2`` of the weights the draws were resampled from,
+  summed over the chains. It sees weight degeneracy but not duplicates left by
+  earlier resampling stages nor the correlation of too few MCMC moves.
+* ``ess_bulk`` (and ``ess_tail``): ArviZ's rank-normalised bulk (tail) ESS of
+  the draws as they are stored (Vehtari et al. 2021), the smallest over the
+  scalar components of the parameters. It sees autocorrelation along each
+  chain and disagreement between chains, but not the weights; and it can
+  exceed the number of draws for i.i.d. or antithetic samples.
+
+``ess`` is the smaller of ``ess_sampler`` and ``ess_bulk``: the conservative
+figure, the one to divide Monte Carlo variances by. ``rhat_max`` is the
+largest rank-normalised split R-hat over the scalar components (NaN with one
+chain).
 """
 
 from __future__ import annotations
@@ -35,6 +56,11 @@ ATTR_KEYS = (
     "n_simulations",
     "acceptance_rate",
     "ess",
+    "ess_sampler",
+    "ess_bulk",
+    "ess_tail",
+    "rhat_max",
+    "chains",
     "log_evidence",
     "seed",
     "dpinfer_version",
@@ -71,9 +97,22 @@ def to_inference_data(
     Returns
     -------
     arviz.InferenceData
+        ``attrs['ess']`` is made conservative: ``attrs['ess']`` as given is
+        kept as ``ess_sampler`` and ``ess`` becomes the smaller of it and
+        ArviZ's bulk ESS (see the module docstring); ``ess_bulk``,
+        ``ess_tail``, ``rhat_max`` and ``chains`` are filled from the draws.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> idata = to_inference_data({"x": rng.normal(size=400)}, chains=4,
+    ...                           attrs={"method": "demo", "ess": 120.0})
+    >>> idata.posterior["x"].shape, idata.attrs["ess"], idata.attrs["ess_sampler"]
+    ((4, 100), 120.0, 120.0)
     """
     az = _arviz()
-    groups = {"posterior": _by_chain(posterior, chains)}
+    by_chain = _by_chain(posterior, chains)
+    groups = {"posterior": by_chain}
     if sample_stats:
         groups["sample_stats"] = _by_chain(sample_stats, chains)
     if prior:
@@ -83,7 +122,7 @@ def to_inference_data(
     if constant_data:
         groups["constant_data"] = {k: np.asarray(v) for k, v in constant_data.items()}
     idata = az.from_dict(**groups)
-    meta = _netcdf_attrs(attrs)
+    meta = _netcdf_attrs({**attrs, **_draw_diagnostics(by_chain, attrs.get("ess", math.nan))})
     idata.attrs.update(meta)
     for name in idata.groups():
         idata[name].attrs.update(meta)
@@ -103,6 +142,34 @@ def effective_sample_size(draws: np.ndarray) -> float:
 def rhat(draws: np.ndarray) -> float:
     """Rank-normalised split R-hat of draws shaped ``(chains, draws)`` (Vehtari et al. 2021)."""
     return float(_arviz().rhat(np.asarray(draws, dtype=float)))
+
+
+def _draw_diagnostics(by_chain: Mapping[str, np.ndarray], ess_sampler) -> dict:
+    """Bulk and tail ESS, R-hat over the draws' scalar components; the conservative ESS."""
+    bulk, tail, rhats = [], [], []
+    for arr in by_chain.values():
+        chains, draws = arr.shape[:2]
+        if draws < 4 or arr.dtype.kind not in "iuf":
+            continue
+        flat = arr.reshape(chains, draws, -1).astype(float)
+        for j in range(flat.shape[-1]):
+            comp = flat[..., j]
+            if not np.all(np.isfinite(comp)) or np.ptp(comp) == 0:
+                continue
+            bulk.append(effective_sample_size(comp))
+            tail.append(float(_arviz().ess(comp, method="tail")))
+            if chains > 1:
+                rhats.append(rhat(comp))
+    ess_bulk = min(bulk, default=math.nan)
+    given = float(ess_sampler)
+    return {
+        "ess": min((v for v in (given, ess_bulk) if not math.isnan(v)), default=math.nan),
+        "ess_sampler": given,
+        "ess_bulk": ess_bulk,
+        "ess_tail": min(tail, default=math.nan),
+        "rhat_max": max(rhats, default=math.nan),
+        "chains": next(iter(by_chain.values())).shape[0] if by_chain else 0,
+    }
 
 
 def _arviz():

@@ -49,13 +49,16 @@ import io
 import math
 import warnings
 from importlib import resources
-from pathlib import Path
 
 import numpy as np
 import scipy.stats as st
 
 import dpinfer as dp
+from dpinfer import _validate
 from dpinfer._rng import as_seed_sequence
+
+from ._example import Example, Option, integer, vector
+from ._report import Report, Result, draw_rows, idata_draws, mle_rows, nuts_note, save_run
 
 __all__ = [
     "MLE_SCHEDULE",
@@ -79,6 +82,7 @@ __all__ = [
     "prior",
     "pymc_reference",
     "release",
+    "run",
     "run_example",
     "simulate_statistics",
     "statistics_posterior",
@@ -101,6 +105,38 @@ REFERENCE = (
     "Section 5.2 and Appendix F."
 )
 _DATA_FILE = "nsw_mixtape.csv"
+
+EXAMPLE = Example(
+    name="lalonde",
+    title="NSW job-training earnings from Laplace-noised group means and variances",
+    paper="Gong (2022), Section 5.2",
+    seconds=60,
+    module=__name__,
+    options=(
+        Option(
+            "released",
+            None,
+            "the release ybar_t ybar_c s2_t s2_c (default: a new release of the data)",
+            vector(4),
+            flag="--release",
+        ),
+        Option(
+            "draws",
+            4000,
+            "rejection ABC draws (about 2 million simulations per 1000)",
+            integer(100),
+        ),
+        Option(
+            "nuts_draws", 1000, "draws and tuning steps per chain of each NUTS fit", integer(100)
+        ),
+        Option(
+            "mle_simulations",
+            10**6,
+            "largest MCEM sample (Gong's stages 10^3, 10^5, 10^6 up to this size)",
+            integer(1000),
+        ),
+    ),
+)
 
 
 def load_data() -> tuple[np.ndarray, np.ndarray]:
@@ -423,123 +459,145 @@ def naive_statistics(released, *, min_variance: float = 0.01) -> tuple[np.ndarra
     return stats, int(np.count_nonzero(low))
 
 
-def run_example(
-    out_dir,
+def run(
     *,
-    draws: int = 4000,
-    seed=None,
-    progressbar: bool = True,
     released=None,
-    mle_schedule=None,
-) -> str:
-    """Reproduce one column of Gong's Figure 2: original, naive and exact posteriors.
+    draws: int = 4000,
+    nuts_draws: int = 1000,
+    mle_simulations: int = 10**6,
+    rng=None,
+    progressbar: bool = True,
+    verbose: bool = False,
+) -> Result:
+    """Reproduce one column of Gong's Figure 2: original, naive and exact posteriors, and MLEs.
 
     Draws one release of the confidential statistics (unless ``released`` is
     given), then fits the original analysis (confidential statistics), the
     naive analysis (release as statistics), exact rejection ABC and the PyMC
-    reference, writes ``posterior.nc`` (the ABC result) and ``lalonde.png``
-    (quantile boxplots) to ``out_dir`` and returns a summary table.
+    reference, and the maximum likelihood estimate by Monte Carlo EM with the
+    Louis information next to the exact (numerical integration) and naive ones.
 
     Parameters
     ----------
-    out_dir : str or path
-        Output folder (created if missing).
+    released : array_like, optional
+        The release ``(ybar_t, ybar_c, s2_t, s2_c)``; default a new release of
+        the confidential statistics drawn from ``rng`` (a demonstration: a
+        real curator draws its noise from OS entropy, see :func:`release`).
     draws : int, default 4000
         Rejection ABC draws (about 2 million simulations per 1000 draws).
-    seed : None, int, SeedSequence or Generator
-        Root seed of the release, the sampler and the NUTS runs.
+    nuts_draws : int, default 1000
+        Draws and tuning steps per chain (2 chains) of the three NUTS fits.
+    mle_simulations : int, default 10**6
+        Largest sample of the MCEM fit: :data:`MLE_SCHEDULE` with its stages
+        up to this size (a smaller one gives a quicker, rougher fit).
+    rng : None, int, SeedSequence or Generator
+        Root seed of the release, the sampler, the NUTS runs and MCEM.
     progressbar : bool, default True
-        Show progress bars.
-    released : array_like, optional
-        Use this release instead of drawing one.
-    mle_schedule : schedule, optional
-        Sample sizes of the maximum likelihood fit (:func:`mle`); default
-        :data:`MLE_SCHEDULE`. The summary ends with the MLE and its standard
-        error (Louis information), next to the naive ones.
+        Show dpinfer's progress bars.
+    verbose : bool, default False
+        Show PyMC's progress bars too.
 
     Returns
     -------
-    str
-        The summary text.
+    Result
+        ``posterior`` is the rejection ABC result; ``extra["reference"]`` the
+        PyMC reference.
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    seeds = as_seed_sequence(seed).spawn(5)
+    seeds = as_seed_sequence(rng).spawn(6)
     truth = confidential_statistics()
-    if released is None:
-        released = release(rng=seeds[0])
-    released = np.asarray(released, dtype=float)
-    nuts = {"draws": 1000, "tune": 1000, "chains": 2, "progressbar": progressbar}
+    demo = released is None
+    released = (
+        release(rng=seeds[0]) if demo else _validate.finite_array("released", released, shape=(4,))
+    )
+    nuts = {
+        "draws": nuts_draws,
+        "tune": nuts_draws,
+        "chains": 2,
+        "progressbar": progressbar and verbose,
+    }
     abc = dp.rejection_abc(
         model(), mechanism(), released, draws=draws, rng=seeds[1], progressbar=progressbar
     )
-    fits = {
-        "original": statistics_posterior(truth, rng=seeds[2], **nuts),
-        "naive": naive_posterior(released, rng=seeds[3], **nuts),
-        "rejection ABC": abc,
-        "PyMC reference": pymc_reference(released, rng=seeds[4], **nuts),
-    }
-    abc.to_netcdf(str(out / "posterior.nc"))
-    draws_by_fit = {
-        k: {p: np.asarray(v.posterior[p]).ravel() for p in PARAMETERS} for k, v in fits.items()
-    }
-    figure = out / "lalonde.png"
-    _figure(figure, draws_by_fit)
-
-    levels = (0.05, 0.5, 0.95)
-    head = f"{'parameter':<10}{'analysis':<16}{'mean':>9}" + "".join(
-        f"{f'{q:.0%}':>9}" for q in levels
+    reference = pymc_reference(released, rng=seeds[4], **nuts)
+    fit = mle(
+        released,
+        schedule=_schedule_up_to(mle_simulations),
+        rng=seeds[5],
+        progressbar=progressbar,
     )
-    lines = [
-        "Lalonde NSW earnings from a DP release of group means and variances "
-        "(Gong 2022, Section 5.2)",
-        f"{'':<10}{'':<16}" + "".join(f"{n:>10}" for n in STATISTICS),
-        f"{'confidential statistics':<26}" + "".join(f"{v:10.3f}" for v in truth),
-        f"{'release (Laplace 3,3,6,6)':<26}" + "".join(f"{v:10.3f}" for v in released),
-        "",
-        head,
+    rows = [
+        *draw_rows(
+            "original (confidential)",
+            "confidential",
+            _draws(statistics_posterior(truth, rng=seeds[2], **nuts)),
+        ),
+        *draw_rows("naive", "naive", _draws(naive_posterior(released, rng=seeds[3], **nuts))),
+        *draw_rows("rejection ABC", "exact", _draws(abc)),
+        *draw_rows("PyMC reference", "reference", _draws(reference)),
+        *mle_rows("MLE: Monte Carlo EM + Louis", "exact", fit.estimate, fit.standard_error),
+        *_mle_rows("MLE: exact (integration)", "reference", exact_mle(released)),
+        *_mle_rows("MLE: naive (release as data)", "naive", naive_mle(released)),
     ]
-    for p in PARAMETERS:
-        for label, d in draws_by_fit.items():
-            x = d[p]
-            lines.append(
-                f"{p:<10}{label:<16}{x.mean():9.3f}"
-                + "".join(f"{v:9.3f}" for v in np.quantile(x, levels))
-            )
-    ref = fits["PyMC reference"].posterior.attrs
-    lines += [
-        "",
+    nuts_text, nuts_numbers = nuts_note("PyMC reference", reference, "reference")
+    notes = [
         f"rejection ABC: {draws} draws, acceptance rate "
         f"{float(abc.posterior.attrs['acceptance_rate']):.3e} "
         f"({int(abc.posterior.attrs['n_simulations'])} simulations)",
-        f"PyMC reference: min bulk ESS {float(ref['ess']):.0f}, max R-hat "
-        f"{float(ref['rhat_max']):.3f}, {int(ref['divergences'])} divergences",
-        f"wrote {out / 'posterior.nc'} and {figure}",
-    ]
-    schedule = MLE_SCHEDULE if mle_schedule is None else mle_schedule
-    lines[-1:-1] = _mle_lines(released, schedule, seeds[0].spawn(1)[0], progressbar)
-    return "\n".join(lines)
-
-
-def _mle_lines(released, schedule, seed, progressbar) -> list[str]:
-    """Maximum likelihood rows of :func:`run_example`: correct (MCEM) and naive."""
-    fit = mle(released, schedule=schedule, rng=seed, progressbar=progressbar)
-    naive = naive_mle(released)
-    lines = [
-        "",
-        "maximum likelihood (Monte Carlo EM with Louis information; naive: release as data)",
-        f"{'parameter':<10}{'MLE':>9}{'s.e.':>9}{'naive':>9}{'naive s.e.':>12}",
-    ]
-    for p in PARAMETERS:
-        lines.append(
-            f"{p:<10}{fit.estimate[p]:9.3f}{fit.standard_error[p]:9.3f}"
-            f"{naive['estimate'][p]:9.3f}{naive['standard_error'][p]:12.3f}"
-        )
-    lines.append(
+        nuts_text,
         f"MCEM: {fit.iterations} iterations, {fit.n_simulations:,} simulations, "
-        f"converged: {fit.converged}"
+        f"converged: {fit.converged}",
+    ]
+    diagnostics = {
+        "acceptance_rate": float(abc.posterior.attrs["acceptance_rate"]),
+        "n_simulations": int(abc.posterior.attrs["n_simulations"]),
+        **nuts_numbers,
+        "mcem_iterations": fit.iterations,
+        "mcem_simulations": fit.n_simulations,
+        "mcem_converged": bool(fit.converged),
+        "released": released,
+    }
+    setting = [
+        f"{'':<26}" + "".join(f"{n:>10}" for n in STATISTICS),
+        f"{'confidential statistics':<26}" + "".join(f"{v:10.3f}" for v in truth),
+        f"{'release (Laplace 3,3,6,6)':<26}"
+        + "".join(f"{v:10.3f}" for v in released)
+        + ("  (drawn from the seed: a demonstration)" if demo else ""),
+    ]
+    report = Report(
+        "Lalonde NSW earnings from a DP release of group means and variances "
+        "(Gong 2022, Section 5.2)",
+        setting,
+        rows,
+        notes,
+        diagnostics,
     )
-    return lines
+    return Result(report, abc, extra={"reference": reference})
+
+
+def run_example(out_dir, *, seed=None, progressbar: bool = True, **options) -> str:
+    """Run :func:`run` (keyword ``options``) into ``out_dir`` and return the console summary.
+
+    Writes ``posterior.nc`` (the ABC result), ``reference.nc`` (NUTS),
+    ``summary.csv``, ``summary.json``, ``lalonde.png`` and ``manifest.json``
+    (last). This is ``dpinfer run lalonde``.
+    """
+    result, manifest = save_run(
+        EXAMPLE, out_dir, {**EXAMPLE.defaults(), **options}, seed=seed, progressbar=progressbar
+    )
+    return result.report.table() + f"\nwrote {', '.join(manifest['files'])} to {out_dir}"
+
+
+def _schedule_up_to(size: int) -> dp.StagedSchedule:
+    stages = [stage for stage in MLE_SCHEDULE.stages if stage[0] < size]
+    return dp.StagedSchedule(stages=(*stages, (size, MLE_SCHEDULE.stages[-1][1])))
+
+
+def _draws(idata) -> dict:
+    return idata_draws(idata, PARAMETERS)
+
+
+def _mle_rows(label: str, role: str, fit: dict) -> list:
+    return mle_rows(label, role, fit["estimate"], fit["standard_error"])
 
 
 # --- maximum likelihood (Gong 2022, Section 4) -----------------------------------------
@@ -790,36 +848,6 @@ def _latent_statistics(tau, mu, sig_t, sig_c):
         ]
     )
     return pm.Deterministic("s", s)
-
-
-def _figure(path, draws_by_fit):
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as err:  # pragma: no cover - matplotlib is a test/extra dependency
-        raise ImportError("run_example needs matplotlib to draw its figure") from err
-
-    labels = {
-        "tau": r"$\tau$",
-        "mu": r"$\mu$",
-        "sigma_t": r"$\sigma_t^2$",
-        "sigma_c": r"$\sigma_c^2$",
-    }
-    fig = Figure(figsize=(9.0, 3.2), dpi=100)
-    axes = fig.subplots(1, 4)
-    for ax, p in zip(axes, PARAMETERS, strict=True):
-        boxes = []
-        for label, d in draws_by_fit.items():
-            x = d[p] ** 2 if p.startswith("sigma") else d[p]
-            q01, q25, q50, q75, q99 = np.quantile(x, [0.01, 0.25, 0.5, 0.75, 0.99])
-            boxes.append(
-                {"label": label, "whislo": q01, "q1": q25, "med": q50, "q3": q75, "whishi": q99}
-            )
-        ax.bxp(boxes, showfliers=False)
-        ax.set_title(labels[p])
-        ax.tick_params(axis="x", labelrotation=60, labelsize=7)
-    fig.suptitle("posterior quantiles (1, 25, 50, 75, 99%)", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path)
 
 
 @functools.cache

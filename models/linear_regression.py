@@ -45,7 +45,7 @@ Contents: the statistics (:func:`statistics`), a batched simulator
 confidential statistics (:func:`confidential_posterior`) and the naive
 posterior that treats the release as confidential (:func:`naive_posterior`),
 and a PyMC data-augmentation reference (:func:`pymc_model`,
-:func:`pymc_reference`).
+:func:`pymc_reference`, in ``_linear_regression_pymc`` and imported on first use).
 
 **Which sampler.** Exact SMC-ABC (``dp.smc_abc(model(), mechanism(), RELEASED)``)
 uses the Laplace density as its kernel, with one simulated dataset per
@@ -53,8 +53,11 @@ particle. Up to ε = 10 it agrees with the PyMC reference (the tests check it)
 at a fraction of the cost. When the noise is much smaller than the sampling
 variability of the statistics its moves stop being accepted: final-stage
 acceptance is about 1% at ε = 30 and 0.1% at ε = 100, and the population
-degenerates. There the data-augmentation reference, which simulates
-nothing, is the tool (slower steps, but it mixes).
+degenerates. There record-level data augmentation is the tool:
+``dp.da_mcmc(record_model(), mechanism(epsilon=100), released, n=N)`` imputes
+the 100 records and mixes best exactly when the noise is small (the tests
+check it against the PyMC data-augmentation reference at ε = 100, which also
+mixes, with much slower steps).
 
 References
 ----------
@@ -83,7 +86,19 @@ import scipy.stats as st
 
 import dpinfer as dp
 from dpinfer import _validate
-from dpinfer._rng import RNGLike, as_generator
+from dpinfer._rng import RNGLike, as_generator, as_seed_sequence
+
+from ._example import Example, Option, integer, positive, vector
+from ._report import (
+    Report,
+    Result,
+    distribution_rows,
+    draw_rows,
+    idata_draws,
+    nuts_note,
+    smc_note,
+    value_rows,
+)
 
 __all__ = [
     "CLAMP",
@@ -103,9 +118,11 @@ __all__ = [
     "mechanism",
     "model",
     "naive_posterior",
-    "pymc_model",
-    "pymc_reference",
+    "pymc_model",  # noqa: F822 (module __getattr__)
+    "pymc_reference",  # noqa: F822 (module __getattr__)
+    "record_model",
     "release",
+    "run",
     "sensitivity",
     "simulate_statistics",
     "statistics",
@@ -147,6 +164,25 @@ RELEASED = RELEASED_CODE / N
 REFERENCE = (
     "Xiong, Y., Ju, N. and Zhang, S. (2023). Simulation-based inference for "
     "privacy-protected data. Section 4.2 and Supplement S3.2; after Ju et al. (2022)."
+)
+
+EXAMPLE = Example(
+    name="linear-regression",
+    title="Linear regression from Laplace-noised sufficient statistics: SMC-ABC and DA-NUTS",
+    paper="Xiong, Ju & Zhang (2023), Section 4.2",
+    seconds=60,
+    module=__name__,
+    options=(
+        Option("released", RELEASED, "the nine released statistics", vector(9), flag="--release"),
+        Option("epsilon", EPSILON, "privacy budget of the release", positive),
+        Option("particles", 2000, "SMC-ABC particles", integer(100)),
+        Option(
+            "nuts_draws",
+            1000,
+            "draws and tuning steps per chain of the NUTS reference",
+            integer(100),
+        ),
+    ),
 )
 
 _CHUNK = 2048  # parameter sets simulated at once: (2048, 100, 2) predictors, 3.3 MB
@@ -326,6 +362,46 @@ def model(*, n: int = N) -> dp.Model:
     return dp.Model(
         prior={"beta": st.multivariate_normal(np.zeros(P + 1), np.eye(P + 1))}, simulate=simulate
     )
+
+
+def record_model(*, n: int = N) -> dp.RecordModel:
+    r"""Return the regression as a :class:`dpinfer.RecordModel` of ``n`` subjects.
+
+    Parameters
+    ----------
+    n : int, default 100
+        Number of subjects; the per-record statistic is divided by it, so
+        pass the same ``n`` to :func:`dpinfer.da_mcmc`.
+
+    Returns
+    -------
+    dpinfer.RecordModel
+        Prior ``beta ~ N(0, I_3)``; records of shape ``(batch, n, 3)``
+        holding ``(x_1, x_2, y)``; the per-record statistic, shape
+        ``(batch, n, 9)``, in the order of :data:`STATISTIC_NAMES`; the
+        conjugate ``update`` and the complete-data ``loglik``.
+
+    Notes
+    -----
+    Given the unclamped records the posterior of ``beta`` is the conjugate
+    Gaussian of :func:`confidential_posterior`: precision
+    :math:`I + X^\top X / \sigma^2`, mean :math:`(I + X^\top X/\sigma^2)^{-1}
+    X^\top y / \sigma^2` with :math:`X = (1, x)`. The clamp acts on the
+    statistics only, never on the model of the records.
+
+    Examples
+    --------
+    >>> m, rng = record_model(), np.random.default_rng(0)
+    >>> records = m.simulate_records({"beta": np.zeros((2, 3))}, 100, rng)
+    >>> t = m.statistics(records)
+    >>> records.shape, t.shape
+    ((2, 100, 3), (2, 100, 9))
+    >>> bool(np.allclose(t.sum(axis=1), statistics(records[..., :2], records[..., 2])))
+    True
+    """
+    from ._regression_records import build
+
+    return build(_validate.positive_int("n", n))
 
 
 def mechanism(*, epsilon: float = EPSILON, n: int = N) -> dp.Laplace:
@@ -550,138 +626,97 @@ def naive_posterior(released, *, n: int = N) -> GaussianPosterior:
     return GaussianPosterior(post.mean, post.cov, projected, eig)
 
 
-def pymc_model(released=RELEASED, *, epsilon: float = EPSILON, n: int = N):
-    r"""Build the PyMC data-augmentation model: latent records, clamp, statistics, release.
-
-    Parameters
-    ----------
-    released : array_like, default RELEASED
-        The nine released statistics.
-    epsilon : float, default 10
-        Privacy-loss budget of the release.
-    n : int, default 100
-        Number of subjects.
-
-    Returns
-    -------
-    pymc.Model
-        Free variables ``y_mean`` (scalar), ``slope`` (2), ``x`` (``n`` x 2)
-        and ``z`` (``n``); deterministics ``beta`` (3) and ``n_clamped``; the
-        release enters as ``mechanism.to_pymc("s_dp", s, observed=released)``.
-
-    Notes
-    -----
-    The joint target is :math:`\pi(\beta) \prod_i \pi(x_i)\, \pi(y_i \mid x_i,
-    \beta)\, \eta(s_{dp} \mid s(x, y))`, whose :math:`\beta` margin is the
-    exact posterior given the release. Two reparametrisations, neither of
-    which changes the target:
-
-    * the intercept is replaced by the population mean of the outcome,
-      :math:`\mu = \beta_0 + m^\top \beta_{1:2}`, with
-      :math:`\mu \mid \beta_{1:2} \sim N(m^\top \beta_{1:2}, 1)` (the map
-      has unit Jacobian, so :math:`\beta \sim N(0, I_3)` exactly). The release
-      pins the mean outcome :math:`\tilde x^\top \tilde y / n` to about
-      ``0.013 * 10`` on the outcome's scale: a narrow direction that is nearly
-      :math:`\mu` itself, so NUTS's diagonal mass matrix can adapt to it
-      (with :math:`\beta_0` it is a diagonal ridge, and the step size falls
-      six-fold);
-    * outcomes are non-centred, :math:`y_i = \beta_0 + x_i^\top \beta_{1:2} +
-      \sqrt 2 z_i`, :math:`z_i \sim N(0, 1)`.
-
-    The clamp is ``pytensor.tensor.clip``: exact, with zero gradient beyond
-    the bound. ``n_clamped`` counts the subjects with an outcome or a
-    predictor beyond ``±10``.
-    """
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    n = _validate.positive_int("n", n)
-    mech = mechanism(epsilon=epsilon, n=n)
-    released = mech._check_released(released)
-    m = np.asarray(X_MEAN)
-    with pm.Model() as pymc_m:
-        slope = pm.Normal("slope", 0.0, 1.0, shape=P)
-        y_mean = pm.Normal("y_mean", pt.dot(m, slope), 1.0)
-        beta = pm.Deterministic("beta", pt.concatenate([(y_mean - pt.dot(m, slope))[None], slope]))
-        x = pm.Normal("x", mu=m, sigma=1.0, shape=(n, P))
-        z = pm.Normal("z", 0.0, 1.0, shape=n)
-        y = beta[0] + pt.dot(x, slope) + math.sqrt(NOISE_VARIANCE) * z
-        xt = pt.clip(x, -CLAMP, CLAMP) / CLAMP
-        yt = pt.clip(y, -CLAMP, CLAMP) / CLAMP
-        design = pt.concatenate([pt.ones((n, 1)), xt], axis=1)
-        gram = pt.dot(design.T, design) / n
-        rows, cols = np.triu_indices(P + 1)
-        s = pt.concatenate(
-            [pt.dot(design.T, yt) / n, (pt.sum(yt**2) / n)[None], gram[rows[1:], cols[1:]]]
-        )
-        outside = pt.or_(pt.gt(pt.abs(y), CLAMP), pt.any(pt.gt(pt.abs(x), CLAMP), axis=1))
-        pm.Deterministic("n_clamped", pt.sum(outside))
-        mech.to_pymc("s_dp", s, observed=released)
-    return pymc_m
-
-
-def pymc_reference(
-    released=RELEASED,
+def run(
     *,
+    released=RELEASED,
     epsilon: float = EPSILON,
-    n: int = N,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 2,
+    particles: int = 2000,
+    nuts_draws: int = 1000,
     rng: RNGLike = None,
-    progressbar: bool = False,
-    **nuts_kwargs,
-):
-    """Sample the data-augmentation model of :func:`pymc_model` with NUTS.
+    progressbar: bool = True,
+    verbose: bool = False,
+) -> Result:
+    """Fit exact SMC-ABC, the PyMC data-augmentation reference and the naive posterior of ``beta``.
 
     Parameters
     ----------
-    released, epsilon, n
-        As in :func:`pymc_model`.
-    draws, tune, chains, rng, progressbar, **nuts_kwargs
-        As in :func:`dpinfer.reference.sample_nuts`.
+    released : array_like
+        The nine released statistics (default :data:`RELEASED`, Xiong et al.'s ε = 10 release).
+    epsilon : float
+        Privacy budget of the release.
+    particles : int
+        SMC-ABC particles.
+    nuts_draws : int
+        Draws and tuning steps per chain (2 chains) of the NUTS reference.
+    rng : seed, optional
+        Root seed of both samplers.
+    progressbar : bool
+        Show dpinfer's progress bars.
+    verbose : bool
+        Show PyMC's progress bars too.
 
     Returns
     -------
-    arviz.InferenceData
-        ``posterior`` holds ``beta`` and ``n_clamped``; ``attrs`` carry
-        ``divergences``, ``rhat_max`` and ``ess`` (over both).
-
-    Notes
-    -----
-    How NUTS copes with the published ε = 10 release (2 chains of 2000
-    draws after 1000 tuning steps): no divergences, largest R-hat 1.002,
-    smallest bulk ESS about 2400, step size 0.06-0.08 and tree depth 6. The
-    clamp is active for about 3.5 of the 100 subjects per draw (outcomes below
-    -10; predictors never), so ``clip``'s zero gradient beyond the bound is
-    harmless: such an outcome is moved by its Gaussian prior alone. Removing
-    the clamp from the model does not enlarge the adapted step size. What
-    limits it is the Laplace density's kink at :math:`s = s_{dp}` in nine
-    directions: with a Gaussian mechanism of the same variance the step is
-    three to five times larger and trees are depth 4. The exact Laplace
-    density is kept. Smaller noise costs more: at ε = 30 the step falls to
-    0.02 (depth 7-8) and at ε = 100 to 0.004 (depth 10, the default limit),
-    still without divergences and with R-hat below 1.01.
+    Result
+        ``posterior`` is the SMC-ABC result; ``extra["reference"]`` the NUTS one.
     """
-    from dpinfer.reference import sample_nuts
-    from dpinfer.samplers._common import mechanism_constants, privacy_attrs
-
-    mech = mechanism(epsilon=epsilon, n=n)
+    seeds = as_seed_sequence(rng).spawn(2)
+    mech = mechanism(epsilon=epsilon)
     released = mech._check_released(released)
-    pymc_m = pymc_model(released, epsilon=epsilon, n=n)
-    return sample_nuts(
-        pymc_m,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        rng=rng,
-        progressbar=progressbar,
-        var_names=["beta", "n_clamped"],
-        observed=released,
-        constant_data=mechanism_constants(mech),
-        attrs={"mechanism": repr(mech), **privacy_attrs(mech), "model": REFERENCE},
-        **nuts_kwargs,
+    smc = dp.smc_abc(
+        model(), mech, released, particles=particles, rng=seeds[0], progressbar=progressbar
     )
+    from ._linear_regression_pymc import pymc_reference
+
+    reference = pymc_reference(
+        released,
+        epsilon=epsilon,
+        draws=nuts_draws,
+        tune=nuts_draws,
+        chains=2,
+        rng=seeds[1],
+        progressbar=progressbar and verbose,
+    )
+    naive = naive_posterior(released)
+    naive_dists = {
+        f"beta[{j}]": st.norm(naive.mean[j], naive.std[j]) for j in range(len(naive.mean))
+    }
+    rows = [
+        *draw_rows("exact (smc_abc)", "exact", idata_draws(smc, ["beta"])),
+        *draw_rows("PyMC data augmentation", "reference", idata_draws(reference, ["beta"])),
+        *distribution_rows("naive (release as data)", "naive", naive_dists),
+        *value_rows("truth", "truth", {"beta": TRUE_BETA}),
+    ]
+    smc_text, diagnostics = smc_note("smc_abc", smc, "smc")
+    nuts_text, nuts_numbers = nuts_note("NUTS reference", reference, "reference")
+    notes = [
+        smc_text,
+        nuts_text,
+        f"naive: released Gram matrix projected to PSD: {naive.projected}",
+        f"privacy: {mech.privacy} (sensitivity {SENSITIVITY:g} of the normalised statistics)",
+    ]
+    diagnostics.update(nuts_numbers)
+    report = Report(
+        "Bayesian linear regression from Laplace-noised sufficient statistics "
+        "(Xiong et al. 2023, Section 4.2)",
+        [
+            f"n = {N}, x ~ N({X_MEAN}, I), y | x ~ N(x beta, {NOISE_VARIANCE:g}), beta ~ N(0, I); "
+            f"clamped to +-{CLAMP:g}; epsilon = {epsilon:g}",
+        ],
+        rows,
+        notes,
+        diagnostics,
+    )
+    return Result(report, smc, extra={"reference": reference})
+
+
+def __getattr__(name: str):
+    # The PyMC data-augmentation model lives in its own module (imported on first use).
+    if name in ("pymc_model", "pymc_reference"):
+        from . import _linear_regression_pymc
+
+        return getattr(_linear_regression_pymc, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- internals ---------------------------------------------------------------------

@@ -44,7 +44,11 @@ import scipy.stats as st
 
 import dpinfer as dp
 from dpinfer._rng import RNGLike, as_generator, as_seed_sequence, chunk_generator
-from dpinfer.distances.base import Distance, fingerprint_rows
+from dpinfer.distances import PrecomputedDistances
+from dpinfer.distances.base import Distance
+
+from ._example import Example, Option, integer, positive, yes_no
+from ._report import Report, Result, draw_rows, idata_draws, value_rows
 
 __all__ = [
     "BANDWIDTH",
@@ -63,6 +67,7 @@ __all__ = [
     "model",
     "prior",
     "public_draws",
+    "run",
     "run_experiment",
     "sample_mixture",
 ]
@@ -81,6 +86,22 @@ BANDWIDTH = 0.6
 C_VALUES = (10, 100, 1000)
 EPSILON_ABC_VALUES = (0.05, 0.1, 0.2, 0.5)
 EPSILON_TOTAL_VALUES = (0.5, 1.0, 10.0, math.inf)
+
+EXAMPLE = Example(
+    name="mixture-uniform",
+    title="ABCDP on a mixture of five uniforms: private posterior draws of the weights",
+    paper="Park, Vinaroz & Jitkrittum (2021), Section 6.1",
+    seconds=120,
+    module=__name__,
+    options=(
+        Option("epsilon_total", 1.0, "privacy budget of the ABCDP run", positive),
+        Option("epsilon_abc", 0.1, "ABC threshold on the MMD", positive),
+        Option("c", 100, "accepted draws, after which the run halts", integer(1, 10**6)),
+        Option("resample", False, "redraw the threshold noise after each acceptance", yes_no),
+        Option("proposals", N_PROPOSALS, "public prior draws T", integer(100)),
+        Option("observations", N_OBSERVATIONS, "observations N per dataset", integer(10)),
+    ),
+)
 
 _K = TRUE_WEIGHTS.size
 #: Mean of the flat Dirichlet prior: the estimate when a run accepts nothing.
@@ -178,48 +199,6 @@ def public_draws(
         weights.append(params["weights"])
         dists.append(dist(observed, sim.simulate(params, gen)))
     return {"weights": np.concatenate(weights)}, np.concatenate(dists)
-
-
-class PrecomputedDistances(Distance):
-    """Distances from one confidential dataset to indexed public pseudo-datasets.
-
-    Lets several ABCDP runs share one expensive set of distances: the
-    pseudo-data passed to :func:`dpinfer.abcdp` are the integer indices
-    ``0..T-1`` of the pseudo-datasets. The sensitivity and settings are those
-    of the distance that computed the values, and the observed data must be
-    the data they were computed from.
-
-    Parameters
-    ----------
-    base : Distance
-        The distance that computed ``values``.
-    observed : array_like
-        The confidential data the values were computed from.
-    values : array_like
-        ``(T,)`` distances.
-    """
-
-    def __init__(self, base: Distance, observed, values):
-        self.base = base
-        self.values = np.asarray(values, dtype=float)
-        self._rows = fingerprint_rows(observed)
-
-    def sensitivity(self, n_observations: int) -> float:
-        """Return the sensitivity of the base distance."""
-        return self.base.sensitivity(n_observations)
-
-    def settings(self) -> dict[str, float]:
-        """Return the settings of the base distance."""
-        return self.base.settings()
-
-    def __call__(self, observed, pseudo) -> np.ndarray:
-        """Look up the distances of the pseudo-datasets with indices ``pseudo``."""
-        if fingerprint_rows(observed) != self._rows:
-            raise ValueError("these distances were computed from other observations")
-        return self.values[np.asarray(pseudo, dtype=np.int64).ravel()]
-
-    def __repr__(self) -> str:
-        return f"PrecomputedDistances({self.base!r}, T={self.values.size})"
 
 
 @dataclass(frozen=True)
@@ -408,4 +387,92 @@ def figure3(
             "epsilon_abc": list(epsilon_abc_values),
         },
         name="mse",
+    )
+
+
+def run(
+    *,
+    epsilon_total: float = 1.0,
+    epsilon_abc: float = 0.1,
+    c: int = 100,
+    resample: bool = False,
+    proposals: int = N_PROPOSALS,
+    observations: int = N_OBSERVATIONS,
+    rng: RNGLike = None,
+    progressbar: bool = True,
+    verbose: bool = False,
+) -> Result:
+    """Run ABCDP once on the toy data, next to the same ABC without privacy noise.
+
+    Draws the confidential data, the random features and the public
+    proposals from ``rng``; the privacy noise comes from OS entropy, as a
+    data owner's release must, so it is not reproducible from ``rng``.
+
+    Parameters
+    ----------
+    epsilon_total, epsilon_abc, c, resample
+        The ABCDP setting (one point of Figure 3).
+    proposals, observations : int
+        ``T`` and ``N`` (paper: 10000 and 5000).
+    rng : seed, optional
+        Public randomness.
+    progressbar, verbose : bool
+        Unused (the run is a few vectorised passes); part of every example's ``run``.
+
+    Returns
+    -------
+    Result
+        ``posterior`` is the ABCDP output; ``extra["non_private"]`` the
+        noiseless run on the same proposals.
+    """
+    gen = chunk_generator(as_seed_sequence(rng), 0)
+    observed, dist, params = _repetition(gen, observations, proposals, N_FEATURES, BANDWIDTH)
+    settings = {"epsilon_abc": epsilon_abc, "c": c, "resample": bool(resample)}
+    private = _abcdp(observed, dist, params, epsilon_total=epsilon_total, **settings)
+    exact = _abcdp(observed, dist, params, epsilon_total=math.inf, **settings)
+    label = f"ABCDP, eps_total = {epsilon_total:g}"
+    rows = [
+        *draw_rows(label, "private", idata_draws(private)),
+        *draw_rows("rejection ABC, no noise", "non-private", idata_draws(exact)),
+        *value_rows("truth", "truth", {"weights": TRUE_WEIGHTS}),
+    ]
+    notes, diagnostics = [], {}
+    for name, out in ((label, private), ("rejection ABC, no noise", exact)):
+        draws = idata_draws(out)["weights"]
+        mean = draws.mean(axis=0) if len(draws) else PRIOR_MEAN
+        mse = float(np.mean((mean - TRUE_WEIGHTS) ** 2))
+        queries = int(out.posterior.attrs["n_queries"])
+        notes.append(
+            f"{name}: {len(draws)} draws accepted after {queries:,} of {proposals:,} "
+            f"distances; MSE of the posterior mean {mse:.2e}"
+            + ("" if len(draws) else " (nothing accepted: the prior mean stands in)")
+        )
+        diagnostics[f"{'private' if out is private else 'non_private'}_mse"] = mse
+    notes.append(
+        f"privacy: {private.posterior.attrs['epsilon']}-DP for the data owner "
+        "(privacy noise from OS entropy)"
+    )
+    report = Report(
+        "A mixture of five uniforms released by ABCDP (Park et al. 2021, Section 6.1)",
+        [
+            f"weights ~ Dirichlet(1, ..., 1); N = {observations} observations at the true "
+            f"weights; random-feature MMD ({N_FEATURES} frequencies, bandwidth {BANDWIDTH})",
+            f"T = {proposals} public proposals; c = {c}, epsilon_abc = {epsilon_abc:g}, "
+            f"epsilon_total = {epsilon_total:g}, resample = {bool(resample)}",
+        ],
+        rows,
+        notes,
+        diagnostics,
+    )
+    return Result(report, private, extra={"non_private": exact})
+
+
+def _abcdp(observed, dist, params, **settings):
+    return dp.abcdp(
+        observed,
+        dist,
+        params=params,
+        pseudo_data=np.arange(dist.values.size),
+        progressbar=False,
+        **settings,
     )

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import functools
 import math
-from pathlib import Path
 
 import numpy as np
 import scipy.special as sc
@@ -46,6 +45,20 @@ from scipy.interpolate import CubicHermiteSpline
 from scipy.optimize import brentq
 
 import dpinfer as dp
+from dpinfer import _validate
+from dpinfer._rng import as_seed_sequence
+
+from ._example import Example, Option, choice, finite, integer, positive
+from ._report import (
+    Report,
+    Result,
+    density_figure,
+    distribution_rows,
+    draw_rows,
+    idata_draws,
+    mle_rows,
+    save_run,
+)
 
 __all__ = [
     "ALPHAS",
@@ -68,6 +81,7 @@ __all__ = [
     "naive_mle",
     "naive_posterior",
     "pymc_reference",
+    "run",
     "run_example",
 ]
 
@@ -82,6 +96,27 @@ REFERENCE = (
     "Gong, R. (2022). Exact inference with approximate computation for differentially "
     "private data via perturbations. Journal of Privacy and Confidentiality 12(2), "
     "Section 5.1 and Appendix E."
+)
+
+EXAMPLE = Example(
+    name="poisson-count",
+    title="A Poisson count released with Laplace noise: exact posterior and MLE",
+    paper="Gong (2022), Section 5.1",
+    seconds=10,
+    module=__name__,
+    options=(
+        Option("released", RELEASED, "the Laplace release s_dp", finite, flag="--release"),
+        Option("epsilon", EPSILON, "privacy-loss budget (Laplace scale 1/epsilon)", positive),
+        Option("alpha", 25.0, "shape of the Gamma prior on theta", positive),
+        Option("beta", 1.0, "rate of the Gamma prior on theta", positive),
+        Option("draws", 10_000, "rejection ABC draws", integer(100)),
+        Option(
+            "mle_schedule",
+            "auto",
+            "MCEM schedule: ascent-based, or Gong's stages up to 10^7 simulations",
+            choice("auto", "staged"),
+        ),
+    ),
 )
 
 # Relative truncation error allowed in the sums over the count.
@@ -176,8 +211,8 @@ def log_likelihood(
     True
     """
     theta = _check_theta(theta)
-    x = _finite("released", released)
-    eps = _positive("epsilon", epsilon)
+    x = _validate.finite("released", released)
+    eps = _validate.positive_finite("epsilon", epsilon)
     if method == "incomplete_gamma":
         return _loglik_closed_form(theta, x, eps)
     if method == "sum":
@@ -210,8 +245,8 @@ def log_evidence(
     rate of rejection ABC, ``pi(s_dp) / (epsilon / 2)`` (Gong 2022, Appendix B).
     """
     alpha, beta = _check_prior(alpha, beta)
-    x = _finite("released", released)
-    eps = _positive("epsilon", epsilon)
+    x = _validate.finite("released", released)
+    eps = _validate.positive_finite("epsilon", epsilon)
     return _log_evidence(alpha, beta, eps, x)
 
 
@@ -327,8 +362,8 @@ class ExactPosterior:
         released: float = RELEASED,
     ):
         self.alpha, self.beta = _check_prior(alpha, beta)
-        self.epsilon = _positive("epsilon", epsilon)
-        self.released = _finite("released", released)
+        self.epsilon = _validate.positive_finite("epsilon", epsilon)
+        self.released = _validate.finite("released", released)
         self.log_evidence = _log_evidence(self.alpha, self.beta, self.epsilon, self.released)
         grid = _quadrature(self.alpha, self.beta, self.epsilon, self.released)
         self._u, self._g, self._cdf, self._spline, self.quadrature_total, self._mom = grid
@@ -415,7 +450,7 @@ def naive_posterior(*, alpha: float = 25.0, beta: float = 1.0, released: float =
     31.2
     """
     alpha, beta = _check_prior(alpha, beta)
-    x = _finite("released", released)
+    x = _validate.finite("released", released)
     if not alpha + x > 0:
         raise ValueError(
             f"the naive posterior Gamma(alpha + released, beta + 1) is undefined for "
@@ -456,9 +491,9 @@ def count_support(
     (0, True)
     """
     alpha, beta = _check_prior(alpha, beta)
-    eps = _positive("epsilon", epsilon)
-    x = _finite("released", released)
-    tol = _positive("tol", tol)
+    eps = _validate.positive_finite("epsilon", epsilon)
+    x = _validate.finite("released", released)
+    tol = _validate.positive_finite("tol", tol)
     log_z = _log_evidence(alpha, beta, eps, x)
     nb = st.nbinom(alpha, beta / (1.0 + beta))
     start = max(math.ceil(x) - 1, 0)
@@ -528,125 +563,159 @@ def pymc_reference(
     )
 
 
-def run_example(
-    out_dir,
+def run(
     *,
+    released: float = RELEASED,
+    epsilon: float = EPSILON,
     alpha: float = 25.0,
     beta: float = 1.0,
-    epsilon: float = EPSILON,
-    released: float = RELEASED,
     draws: int = 10_000,
-    seed=None,
+    mle_schedule: str = "auto",
+    rng=None,
     progressbar: bool = True,
-    mle_schedule="auto",
-) -> str:
-    """Reproduce Gong's Figure 1 (and Table 1's acceptance rate for one prior).
+    verbose: bool = False,
+) -> Result:
+    """Reproduce Gong's Figure 1 (and Table 1's acceptance rate) for one prior.
 
-    Runs exact rejection ABC, compares it with the exact and the naive
-    posteriors and its acceptance rate with the evidence, and writes
-    ``posterior.nc`` (the ABC result) and ``poisson_count.png`` to ``out_dir``.
+    Runs exact rejection ABC and compares it with the exact posterior (closed
+    form), the naive one and the prior; its acceptance rate with the evidence
+    computed by summation; and the maximum likelihood estimate by Monte Carlo
+    EM with the Louis information with the exact and naive MLEs.
 
     Parameters
     ----------
-    out_dir : str or path
-        Output folder (created if missing).
-    alpha, beta, epsilon, released : float
-        Prior, privacy budget and release (Gong: 25, 1, 0.2, 37.4).
+    released, epsilon : float
+        The release and its privacy-loss budget (Gong: 37.4 and 0.2).
+    alpha, beta : float
+        Shape and rate of the Gamma prior (Gong: 25 and 1).
     draws : int, default 10_000
         Rejection ABC draws.
-    seed : None, int, SeedSequence or Generator
-        Seed of the sampler.
+    mle_schedule : {"auto", "staged"}, default "auto"
+        Sample sizes of the MCEM fit (:func:`mle`): ascent-based, or Gong's
+        Appendix E stages (up to ``10^7`` simulations).
+    rng : None, int, SeedSequence or Generator
+        Root seed of the sampler and of the MCEM fit.
     progressbar : bool, default True
-        Show the sampler's progress bar.
-    mle_schedule : {"auto", "staged"} or schedule, default "auto"
-        Sample-size schedule of the maximum likelihood fit (:func:`mle`):
-        ascent-based (fast) or Gong's Appendix E stages (up to ``10^7``).
+        Show progress bars.
+    verbose : bool, default False
+        Unused (nothing here runs PyMC's sampler); part of every example's ``run``.
 
     Returns
     -------
-    str
-        The text summary (also the basis of ``dpinfer run poisson-count``),
-        with the maximum likelihood estimate and its standard error, by Monte
-        Carlo EM with the Louis information, next to the exact and naive ones.
+    Result
+        ``posterior`` is the rejection ABC result; the figure is Gong's Figure 1.
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    seeds = as_seed_sequence(rng).spawn(2)
     mech = mechanism(epsilon=epsilon)
     idata = dp.rejection_abc(
         model(alpha=alpha, beta=beta),
         mech,
         released,
         draws=draws,
-        rng=seed,
+        rng=seeds[0],
         progressbar=progressbar,
     )
     exact = ExactPosterior(alpha=alpha, beta=beta, epsilon=epsilon, released=released)
-    naive = naive_posterior(alpha=alpha, beta=beta, released=released)
     prior = st.gamma(alpha, scale=1.0 / beta)
-    abc = np.asarray(idata.posterior["theta"]).ravel()
+    abc = idata_draws(idata)["theta"]
+    fit = mle(
+        epsilon=epsilon,
+        released=released,
+        schedule=mle_schedule,
+        rng=seeds[1],
+        progressbar=progressbar,
+    )
+    rows = [
+        *distribution_rows("exact (closed form)", "exact", {"theta": exact}),
+        *draw_rows("rejection ABC", "exact", {"theta": abc}),
+        *distribution_rows("prior", "prior", {"theta": prior}),
+        *mle_rows("MLE: Monte Carlo EM + Louis", "exact", fit.estimate, fit.standard_error),
+        *_mle_row(
+            "MLE: exact (summation)", "reference", exact_mle(epsilon=epsilon, released=released)
+        ),
+        *_mle_row("MLE: naive (s_dp as the count)", "naive", naive_mle(released=released)),
+    ]
+    notes, diagnostics = _abc_checks(idata, abc, exact, mech)
+    notes.append(
+        f"MCEM: {fit.attrs['schedule']} schedule, {fit.iterations} iterations, "
+        f"{fit.n_simulations:,} simulations, Monte Carlo s.e. of theta "
+        f"{fit.monte_carlo_se['theta']:.2g}; converged: {fit.converged}"
+    )
+    diagnostics.update(mcem_iterations=fit.iterations, mcem_simulations=fit.n_simulations)
+    curves = [("exact posterior", exact.pdf, {"color": "tab:green", "lw": 2})]
+    try:
+        naive = naive_posterior(alpha=alpha, beta=beta, released=released)
+    except ValueError as err:
+        notes.append(f"no naive posterior: {err}")
+    else:
+        rows[2:2] = distribution_rows("naive (s_dp as the count)", "naive", {"theta": naive})
+        curves.append(("naive posterior", naive.pdf, {"color": "tab:red", "ls": ":", "lw": 2}))
+    curves.append(("prior", prior.pdf, {"color": "tab:blue", "ls": "--", "lw": 1.5}))
+    report = Report(
+        "Poisson count with a Laplace release (Gong 2022, Section 5.1)",
+        [
+            f"prior theta ~ Gamma({alpha:g}, rate {beta:g}); s ~ Poisson(theta); "
+            f"s_dp = s + Lap(1/epsilon), epsilon = {epsilon:g}; s_dp = {released:g}"
+        ],
+        rows,
+        notes,
+        diagnostics,
+    )
+    title = (
+        rf"Gamma({alpha:g}, {beta:g}) prior, $\epsilon$ = {epsilon:g}, $s_{{dp}}$ = {released:g}"
+    )
+    figure = functools.partial(
+        density_figure,
+        draws=("rejection ABC draws", abc),
+        curves=curves,
+        xlabel=r"$\theta$",
+        title=title,
+        marks=[("$s_{dp}$", released)],
+    )
+    return Result(report, idata, figure)
 
+
+def run_example(out_dir, *, seed=None, progressbar: bool = True, **options) -> str:
+    """Run :func:`run` (keyword ``options``) into ``out_dir`` and return the console summary.
+
+    Writes ``posterior.nc`` (the ABC result), ``summary.csv``, ``summary.json``,
+    ``poisson_count.png`` and ``manifest.json`` (last); see
+    :func:`dpinfer.models._report.save_run`. This is ``dpinfer run poisson-count``.
+    """
+    result, manifest = save_run(
+        EXAMPLE, out_dir, {**EXAMPLE.defaults(), **options}, seed=seed, progressbar=progressbar
+    )
+    return result.report.table() + f"\nwrote {', '.join(manifest['files'])} to {out_dir}"
+
+
+def _mle_row(label: str, role: str, fit: dict) -> list:
+    return mle_rows(label, role, {"theta": fit["estimate"]}, {"theta": fit["standard_error"]})
+
+
+def _abc_checks(idata, abc, exact, mech) -> tuple[list[str], dict]:
+    """Rejection ABC against the closed forms: KS test, acceptance rate, evidence."""
     attrs = idata.posterior.attrs
     rate, n_sim = float(attrs["acceptance_rate"]), int(attrs["n_simulations"])
     expected = math.exp(exact.log_evidence - mech.log_max_density)
     se = math.sqrt(expected * (1 - expected) / n_sim)
     ks = st.kstest(abc, exact.cdf)
-
-    idata.to_netcdf(str(out / "posterior.nc"))
-    figure = out / "poisson_count.png"
-    _figure(figure, abc, exact, naive, prior, released)
-
-    def row(label, mean, sd, qs):
-        return f"{label:<16}{mean:9.3f}{sd:9.3f}" + "".join(f"{v:9.3f}" for v in qs)
-
-    levels = (0.05, 0.5, 0.95)
-    lines = [
-        "Poisson count with a Laplace release (Gong 2022, Section 5.1)",
-        f"prior theta ~ Gamma({alpha:g}, rate {beta:g}); s ~ Poisson(theta); "
-        f"s_dp = s + Lap(1/epsilon), epsilon = {epsilon:g}; s_dp = {released:g}",
-        "",
-        f"{'posterior':<16}{'mean':>9}{'sd':>9}" + "".join(f"{f'{q:.0%}':>9}" for q in levels),
-        row("exact", exact.mean(), exact.std(), exact.ppf(levels)),
-        row("rejection ABC", abc.mean(), abc.std(ddof=1), np.quantile(abc, levels)),
-        row("naive", naive.mean(), naive.std(), naive.ppf(levels)),
-        row("prior", prior.mean(), prior.std(), prior.ppf(levels)),
-        "",
+    notes = [
         f"rejection ABC: {abc.size} draws from {n_sim} simulations; "
         f"KS test against the exact CDF: D = {ks.statistic:.4f}, p = {ks.pvalue:.3f}",
         f"acceptance rate {rate:.4%} (s.e. {se:.4%}); "
         f"evidence / max eta by summation {expected:.4%} (z = {(rate - expected) / se:+.2f})",
         f"log evidence: ABC {float(attrs['log_evidence']):.5f}, exact {exact.log_evidence:.5f}",
-        f"wrote {out / 'posterior.nc'} and {figure}",
     ]
-    lines[-1:-1] = _mle_lines(epsilon, released, mle_schedule, seed, progressbar)
-    return "\n".join(lines)
-
-
-def _mle_lines(epsilon, released, schedule, seed, progressbar) -> list[str]:
-    """Maximum likelihood rows of :func:`run_example`: correct (MCEM) and naive."""
-    fit = mle(
-        epsilon=epsilon, released=released, schedule=schedule, rng=seed, progressbar=progressbar
-    )
-    naive, ref = naive_mle(released=released), exact_mle(epsilon=epsilon, released=released)
-    info = float(fit.observed_information[0, 0])
-
-    def row(label, est, se, information):
-        return f"{label:<28}{est:9.3f}{se:9.3f}{information:12.4e}"
-
-    return [
-        "",
-        f"{'maximum likelihood':<28}{'theta':>9}{'s.e.':>9}{'information':>12}",
-        row("Monte Carlo EM + Louis", fit.estimate["theta"], fit.standard_error["theta"], info),
-        row("exact (summation)", ref["estimate"], ref["standard_error"], ref["information"]),
-        row(
-            "naive (s_dp as the count)",
-            naive["estimate"],
-            naive["standard_error"],
-            naive["information"],
-        ),
-        f"MCEM: {fit.attrs['schedule']} schedule, {fit.iterations} iterations, "
-        f"{fit.n_simulations:,} simulations, Monte Carlo s.e. of theta "
-        f"{fit.monte_carlo_se['theta']:.2g}; converged: {fit.converged}",
-    ]
+    diagnostics = {
+        "n_simulations": n_sim,
+        "acceptance_rate": rate,
+        "acceptance_rate_exact": expected,
+        "ks_statistic": float(ks.statistic),
+        "ks_pvalue": float(ks.pvalue),
+        "log_evidence_abc": float(attrs["log_evidence"]),
+        "log_evidence_exact": exact.log_evidence,
+    }
+    return notes, diagnostics
 
 
 # --- maximum likelihood (Gong 2022, Section 4 and Appendix E) -----------------------
@@ -875,58 +944,8 @@ def _quadrature(alpha, beta, eps, x, n=8001, tol=1e-13):
     return u, g, cdf, spline, total, (mean, math.sqrt(max(second - mean**2, 0.0)))
 
 
-def _figure(path, abc, exact, naive, prior, released):
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as err:  # pragma: no cover - matplotlib is a test/extra dependency
-        raise ImportError("run_example needs matplotlib to draw its figure") from err
-
-    lo = min(np.quantile(abc, 0.0005), naive.ppf(0.0005), prior.ppf(0.01))
-    hi = max(np.quantile(abc, 0.9995), naive.ppf(0.9995), prior.ppf(0.99), released)
-    grid = np.linspace(max(lo, 1e-6), hi, 600)
-    fig = Figure(figsize=(6.4, 4.0), dpi=100)
-    ax = fig.add_subplot()
-    ax.hist(abc, bins=60, density=True, color="0.2", alpha=0.55, label="rejection ABC draws")
-    ax.plot(grid, exact.pdf(grid), color="tab:green", lw=2, label="exact posterior")
-    ax.plot(grid, naive.pdf(grid), color="tab:red", ls=":", lw=2, label="naive posterior")
-    ax.plot(grid, prior.pdf(grid), color="tab:blue", ls="--", lw=1.5, label="prior")
-    ax.plot([released], [0], marker="D", color="k", ls="none", clip_on=False, label="$s_{dp}$")
-    ax.set_xlabel(r"$\theta$")
-    ax.set_ylabel("density")
-    ax.set_title(
-        rf"Gamma({exact.alpha:g}, {exact.beta:g}) prior, $\epsilon$ = {exact.epsilon:g}, "
-        rf"$s_{{dp}}$ = {released:g}"
-    )
-    ax.legend(frameon=False, fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-
-
 def _check_prior(alpha, beta) -> tuple[float, float]:
-    return _positive("alpha", alpha), _positive("beta", beta)
-
-
-def _positive(name, value) -> float:
-    x = _real(name, value)
-    if not (x > 0 and math.isfinite(x)):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return x
-
-
-def _finite(name, value) -> float:
-    x = _real(name, value)
-    if not math.isfinite(x):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    return x
-
-
-def _real(name, value) -> float:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    try:
-        return float(value)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{name} must be a real number, got {value!r}") from err
+    return _validate.positive_finite("alpha", alpha), _validate.positive_finite("beta", beta)
 
 
 def _check_theta(theta) -> np.ndarray:

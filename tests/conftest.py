@@ -1,8 +1,16 @@
-"""Shared test fixtures.
+"""Shared test fixtures, and what the suite needs to run in parallel (pytest-xdist).
 
 ``audit_table`` records the numbers of every empirical privacy audit (the lower
 bound next to the claim); they are printed as a table at the end of the run and,
-when ``DPINFER_AUDIT_TABLE`` names a file, written there as JSON lines.
+when ``DPINFER_AUDIT_TABLE`` names a file, written there as JSON lines. Each row
+travels as a ``user_properties`` entry of the test's report, so the table is
+complete whether tests run in this process or in xdist workers.
+
+``make test`` runs ``pytest -n auto --dist loadscope``: each module (or class) runs
+in one worker, so a module-scoped fixture (a NUTS reference, a process pool) is computed
+once. (``--dist loadgroup`` with ``xdist_group`` marks would spread the other tests
+of a module too, but pytest-xdist 3.8 cannot rename pytest 9's node ids, so its groups
+are silently ignored.)
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import os
 import pytest
 
 _AUDIT_ROWS: list[dict] = []
+_IN_WORKER = False
 
 
 @pytest.fixture
@@ -34,15 +43,29 @@ def audit_table(record_property):
             "n_test": int(result.n_test),
             **extra,
         }
-        _AUDIT_ROWS.append(row)
         record_property("audit", row)
+        return row
+
+    return record
+
+
+def pytest_configure(config):
+    global _IN_WORKER
+    _IN_WORKER = hasattr(config, "workerinput")
+
+
+def pytest_runtest_logreport(report):
+    # An xdist worker passes its reports on to the controller, which records them.
+    if _IN_WORKER or report.when != "call":
+        return
+    for name, row in report.user_properties:
+        if name != "audit":
+            continue
+        _AUDIT_ROWS.append(row)
         path = os.environ.get("DPINFER_AUDIT_TABLE")
         if path:
             with open(path, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(row) + "\n")
-        return row
-
-    return record
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -27,13 +27,13 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 
-def _run(cmd, **kwargs):
+def _run(cmd, *, with_stderr=False, **kwargs):
     proc = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
     if proc.returncode != 0:
         pytest.fail(
             f"{' '.join(map(str, cmd))} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
         )
-    return proc.stdout
+    return proc.stdout + proc.stderr if with_stderr else proc.stdout
 
 
 def _clean_env():
@@ -43,7 +43,7 @@ def _clean_env():
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
+def wheel(tmp_path_factory) -> tuple[Path, str]:
     src = tmp_path_factory.mktemp("src")
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
     for name in ("dpinfer", "models"):
@@ -52,13 +52,25 @@ def wheel(tmp_path_factory) -> Path:
         if (ROOT / name).exists():
             shutil.copy2(ROOT / name, src / name)
     dist = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(src)], cwd=src)
+    log = _run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(src)],
+        cwd=src,
+        with_stderr=True,
+    )
     (built,) = dist.glob("dpinfer-*.whl")
-    return built
+    return built, log
+
+
+def test_the_build_is_quiet(wheel):
+    # every folder that ships files is declared as a package: no setuptools warning about
+    # data folders "absent from the packages configuration"
+    _, log = wheel
+    assert "absent from the `packages` configuration" not in log
+    assert "Warning" not in log, log[-3000:]
 
 
 def test_wheel_holds_every_module_under_dpinfer(wheel):
-    names = set(zipfile.ZipFile(wheel).namelist())
+    names = set(zipfile.ZipFile(wheel[0]).namelist())
     expected = {
         f"dpinfer/{p.relative_to(ROOT / 'dpinfer').as_posix()}"
         for p in (ROOT / "dpinfer").rglob("*.py")
@@ -85,7 +97,7 @@ def test_wheel_installs_and_imports_without_the_source_tree(wheel, tmp_path):
     py = venv / "bin" / "python"
     _run(
         [sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--no-index"]
-        + ["--quiet", str(wheel)],
+        + ["--quiet", str(wheel[0])],
         env=_clean_env(),
     )
     new_site = _run(

@@ -151,3 +151,36 @@ def test_task_errors_propagate():
         parallel.map_chunks(task, ROOT, 4)
     with ThreadPoolExecutor(2) as pool, pytest.raises(ZeroDivisionError, match="chunk 2"):
         parallel.map_chunks(task, ROOT, 4, executor=pool)
+
+
+class _Counting:
+    """A stateful task: how many chunks this copy of the task has run."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, i, rng):
+        self.calls += 1
+        return self.calls
+
+
+def test_a_worker_process_unpickles_the_task_once_per_run():
+    with ProcessPoolExecutor(1) as pool:
+        first = parallel.map_chunks(_Counting(), ROOT, 5, executor=pool)
+        second = parallel.map_chunks(_Counting(), ROOT, 3, executor=pool)
+    assert first == [1, 2, 3, 4, 5]  # one copy kept for the run's chunks
+    assert second == [1, 2, 3]  # a new run is a new task
+
+
+def test_threads_get_a_fresh_copy_of_the_task_per_chunk():
+    with ThreadPoolExecutor(2) as pool:
+        assert parallel.map_chunks(_Counting(), ROOT, 4, executor=pool) == [1, 1, 1, 1]
+
+
+def test_twice_the_workers_are_kept_in_flight_by_default():
+    executor = RecordingExecutor()
+    executor._max_workers = 3
+    it = parallel.iter_chunks(_draw, ROOT, executor=executor)
+    next(it)
+    assert executor.submitted == list(range(7))  # six up front, one more after a result
+    it.close()

@@ -8,6 +8,7 @@ import numpy as np
 import pymc as pm
 import pytest
 import scipy.stats as st
+from samplers.test_diagnostics import check_clean_summary  # tests/ is on the path
 from scipy.integrate import quad
 from scipy.special import logsumexp
 
@@ -144,7 +145,82 @@ def test_same_seed_same_draws_and_metadata():
     assert not np.array_equal(a.posterior["mu"], c.posterior["mu"])
     attrs = a.posterior.attrs
     assert a.posterior["mu"].shape == (2, 100)
+    check_clean_summary(a)  # finite R-hat and ESS, no warning from az.summary
     assert attrs["seed"] == "9" and attrs["epsilon"] == 0.5
     assert isinstance(attrs["divergences"], int) and attrs["divergences"] >= 0
     assert math.isfinite(attrs["rhat_max"]) and math.isfinite(attrs["ess"])
     assert "diverging" in a.sample_stats
+
+
+# --- one PyMC model for ABC, MCEM and the reference ---------------------------------------------
+
+
+def _normal_from_pymc():
+    with pm.Model() as pymc_model:
+        mu = pm.Normal("mu", 0.0, PRIOR_SD)
+        pm.Normal("s", mu, 1.0)
+    return dp.Model.from_pymc(pymc_model, statistic="s")
+
+
+def _poisson_from_pymc():
+    with pm.Model() as pymc_model:
+        theta = pm.Gamma("theta", 25.0, 1.0)
+        pm.Poisson("s", theta)
+    return dp.Model.from_pymc(pymc_model, statistic="s")
+
+
+def check_same_log_density(a, b, points):
+    """The two PyMC models have the same joint log density at every point."""
+    fa, fb = a.compile_logp(), b.compile_logp()
+    for point in points:
+        assert float(fa(point)) == pytest.approx(float(fb(point)), rel=1e-12), point
+
+
+LATENT_POINTS = [{"mu": m, "s": s} for m, s in ((0.3, 2.5), (-1.0, 4.1), (5.0, -2.0))]
+
+
+def test_model_from_pymc_gives_the_latent_reference_of_the_build_path():
+    mech = dp.Laplace(B, sensitivity=1.0)
+    from_model = reference_model(_normal_from_pymc(), mech, RELEASE)
+    from_build = reference_model(_build_normal, mech, RELEASE)
+    assert [v.name for v in from_model.free_RVs] == ["mu", "s"]
+    check_same_log_density(from_model, from_build, LATENT_POINTS)
+
+
+def test_planted_wrong_scale_fails_the_same_density_check():
+    from_model = reference_model(_normal_from_pymc(), dp.Laplace(2 * B), RELEASE)
+    from_build = reference_model(_build_normal, dp.Laplace(B), RELEASE)
+    with pytest.raises(AssertionError):
+        check_same_log_density(from_model, from_build, LATENT_POINTS)
+
+
+def test_model_from_pymc_sums_a_discrete_statistic_out():
+    mech = dp.Laplace(5.0, sensitivity=1.0)
+    support = np.arange(0, 160)
+    model = _poisson_from_pymc()
+    from_model = reference_model(model, mech, 37.4, support=support)
+    from_build = reference_model(
+        lambda: pm.Poisson.dist(pm.Gamma("theta", 25.0, 1.0)), mech, 37.4, support=support
+    )
+    assert [v.name for v in from_model.free_RVs] == ["theta"]  # the count is summed out
+    points = [{"theta_log__": np.log(t)} for t in (20.0, 31.7, 45.0)]
+    check_same_log_density(from_model, from_build, points)
+    # and the source model is left as it was, for ABC and MCEM
+    assert [v.name for v in model.pymc_model.free_RVs] == ["theta", "s"]
+    assert not model.pymc_model.potentials
+
+
+def test_model_from_pymc_argument_errors():
+    mech = dp.Laplace(B, sensitivity=1.0)
+    with pytest.raises(ValueError, match="is discrete, which NUTS cannot sample: pass support"):
+        reference_model(_poisson_from_pymc(), mech, 37.4)
+    with pytest.raises(ValueError, match="is continuous.*leave support out"):
+        reference_model(_normal_from_pymc(), mech, RELEASE, support=[0.0, 1.0])
+    with pytest.raises(ValueError, match="loglik= is for build callables"):
+        reference_model(_normal_from_pymc(), mech, RELEASE, loglik=lambda *a: 0.0)
+    plain = dp.Model(prior={"mu": st.norm()}, simulate=lambda p, rng: p["mu"])
+    with pytest.raises(ValueError, match="needs a Model built by Model.from_pymc"):
+        reference_model(plain, mech, RELEASE)
+    with pytest.raises(TypeError, match="model must be a dpinfer.Model .* or a build callable"):
+        reference_model("mu ~ N(0, 3)", mech, RELEASE)
+    assert dp.sample_reference is sample_reference

@@ -4,6 +4,8 @@ from .base import DataDerived, Distance
 from .clipped import ClippedL2
 from .kernels import GaussianKernel, median_heuristic
 from .mmd import MMD, RandomFeatureMMD
+from .paired import PairedClippedL2
+from .precomputed import PrecomputedDistances
 
 __all__ = [
     "MMD",
@@ -11,6 +13,8 @@ __all__ = [
     "DataDerived",
     "Distance",
     "GaussianKernel",
+    "PairedClippedL2",
+    "PrecomputedDistances",
     "RandomFeatureMMD",
     "median_heuristic",
 ]

@@ -50,21 +50,34 @@ def median_heuristic(data, *, max_points: int = 1000, rng: RNGLike = 0) -> DataD
     Use simulated data only. The returned value remembers the points it was
     computed from, and :func:`dpinfer.abcdp` refuses it if any of them is a
     confidential observation (a bandwidth from confidential data leaks; charge
-    it to the budget if you must use one).
+    it to the budget if you must use one), and refuses its plain-number copies
+    too (see :mod:`dpinfer.distances.provenance` for what is recognised and
+    what cannot be).
     """
+    pts = heuristic_points(data, max_points=max_points, rng=rng)
+    # The bandwidth is a function of the points used, and of nothing else: remember them
+    # (points, not first-axis slices, so that a stack of datasets is covered too).
+    return DataDerived(median_distance(pts), data=pts)
+
+
+def heuristic_points(data, *, max_points: int = 1000, rng: RNGLike = 0) -> np.ndarray:
+    """Return the points :func:`median_heuristic` uses: rows of ``data``, subsampled."""
     arr = np.asarray(data, dtype=float)
     pts = arr.reshape(-1, arr.shape[-1]) if arr.ndim > 1 else arr.reshape(-1, 1)
     gen = as_generator(rng)
     if len(pts) > max_points:
         pts = pts[gen.choice(len(pts), size=max_points, replace=False)]
+    return pts
+
+
+def median_distance(pts: np.ndarray) -> float:
+    """Median of the positive pairwise distances between the rows of ``pts``."""
     diff = np.sqrt(np.maximum(_sq(pts), 0.0))
     positive = diff[np.triu_indices(len(pts), k=1)]
     positive = positive[positive > 0]
     if positive.size == 0:
         raise ValueError("median_heuristic needs at least two distinct points")
-    # The bandwidth is a function of the points used, and of nothing else: remember them
-    # (points, not first-axis slices, so that a stack of datasets is covered too).
-    return DataDerived(float(np.median(positive)), data=pts)
+    return float(np.median(positive))
 
 
 def _sq(p):

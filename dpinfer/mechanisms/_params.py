@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _validate
+
 
 def noise_array(name: str, value, event_shape) -> tuple[np.ndarray, tuple[int, ...]]:
     """Validate a positive finite noise parameter and broadcast it to ``event_shape``.
@@ -11,7 +13,7 @@ def noise_array(name: str, value, event_shape) -> tuple[np.ndarray, tuple[int, .
     Returns the parameter array and the event shape (taken from the parameter
     when ``event_shape`` is None).
     """
-    arr = np.asarray(value, dtype=float)
+    arr = _validate.numeric_array(name, value).astype(float)
     if not np.all((arr > 0) & np.isfinite(arr)):
         raise ValueError(
             f"{name} must be positive and finite (0 is not 'no noise'), got {value!r}"
@@ -29,7 +31,9 @@ def noise_array(name: str, value, event_shape) -> tuple[np.ndarray, tuple[int, .
 def as_shape(event_shape) -> tuple[int, ...]:
     """Return ``event_shape`` as a tuple of non-negative ints (an int means ``(int,)``)."""
     dims = (event_shape,) if np.ndim(event_shape) == 0 else tuple(event_shape)
-    if not all(isinstance(d, int | np.integer) and d >= 0 for d in dims):
+    if not all(
+        isinstance(d, int | np.integer) and not isinstance(d, bool) and d >= 0 for d in dims
+    ):
         raise ValueError(f"event_shape must be a tuple of non-negative ints, got {event_shape!r}")
     return tuple(int(d) for d in dims)
 
@@ -38,7 +42,7 @@ def sensitivity_array(value, event_shape) -> np.ndarray | None:
     """Validate a declared sensitivity: None, a positive scalar, or one per coordinate."""
     if value is None:
         return None
-    arr = np.asarray(value, dtype=float)
+    arr = _validate.numeric_array("sensitivity", value).astype(float)
     if not np.all((arr > 0) & np.isfinite(arr)):
         raise ValueError(f"sensitivity must be positive and finite, got {value!r}")
     if arr.ndim and arr.shape != tuple(event_shape):

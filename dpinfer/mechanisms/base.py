@@ -131,8 +131,11 @@ class Mechanism(abc.ABC):
         value : array_like
             Confidential value(s) of shape ``(*batch, *event_shape)``.
         rng : None, int, SeedSequence or Generator, optional
-            Source of the privacy noise; None (the default) draws fresh OS
-            entropy, which is what a real release must use.
+            Source of the privacy noise. None (the default) is what a real
+            release must use: the discrete mechanisms then draw every bit
+            from the operating system's cryptographic generator; the float
+            mechanisms seed a fresh PCG64 from OS entropy for each call (see
+            their Notes). A seed or Generator is for tests and research.
 
         Returns
         -------
@@ -140,7 +143,11 @@ class Mechanism(abc.ABC):
             The release(s), same shape as ``value``.
         """
         value = self._check_value(value)
-        return self._sample(value, as_generator(rng))
+        return self._sample(value, self._noise_source(rng))
+
+    def _noise_source(self, rng: RNGLike):
+        """Return what :meth:`_sample` draws from; families with their own bits override it."""
+        return as_generator(rng)
 
     def release_from_uniform(self, value, u) -> np.ndarray:
         r"""Release ``value`` as a function of uniforms: the inverse CDF, coordinate-wise.
@@ -226,6 +233,16 @@ class Mechanism(abc.ABC):
         self._check_released(released)
         return self.log_max_density
 
+    def _coordinate_form(self, released):
+        """Return the log-density at ``released`` as per-coordinate formulas, or None.
+
+        Families whose density is a sum of the formulas of
+        :mod:`dpinfer.mechanisms._coordinate` return a
+        :class:`~dpinfer.mechanisms._coordinate.CoordinateForm`; compiled
+        kernels then score confidential values without calling :meth:`logpdf`.
+        """
+        return None
+
     def to_pymc(self, name: str, value, *, observed):
         """Add this mechanism's density as a likelihood term to the PyMC model in context.
 
@@ -279,7 +296,8 @@ class Mechanism(abc.ABC):
         return arr
 
     def _check_value(self, value) -> np.ndarray:
-        arr = np.asarray(value, dtype=np.int64 if self._integer_value(value) else float)
+        arr = _validate.numeric_array("value", value)
+        arr = arr.astype(np.int64 if arr.dtype.kind in "iu" else float, copy=False)
         k = len(self.event_shape)
         if arr.ndim < k or arr.shape[arr.ndim - k :] != self.event_shape:
             raise ValueError(
@@ -305,10 +323,6 @@ class Mechanism(abc.ABC):
             bad = arr[~((arr > 0) & (arr < 1))]
             raise ValueError(f"u must lie in the open interval (0, 1), got {bad[:5]}")
         return arr
-
-    @staticmethod
-    def _integer_value(value) -> bool:
-        return np.asarray(value).dtype.kind in "iub"
 
     def _sum_event(self, terms: np.ndarray) -> np.ndarray:
         k = len(self.event_shape)

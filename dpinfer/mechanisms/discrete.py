@@ -13,6 +13,8 @@ from scipy.special import logsumexp
 from .. import _validate, accounting
 from .._validate import integer_sensitivity as _integer_sensitivity
 from . import _exact
+from ._bits import word_source
+from ._coordinate import GAUSSIAN, LAPLACE, CoordinateForm
 from ._discrete_quantiles import discrete_gaussian_quantile, discrete_laplace_quantile
 from ._params import noise_array, require_sensitivity
 from .base import Mechanism, Privacy
@@ -21,14 +23,18 @@ __all__ = ["DiscreteGaussian", "DiscreteLaplace", "discrete_gaussian_sf"]
 
 
 class _IntegerNoise(Mechanism):
-    """Integer-valued additive noise with an exact sampler; one parameter for all coordinates."""
+    """Integer-valued additive noise with an exact sampler; one parameter for all coordinates.
+
+    Releases draw their bits from the operating system's CSPRNG when ``rng`` is
+    None, and from the given seed or Generator otherwise (tests, research).
+    """
 
     discrete = True
 
     @staticmethod
     @abc.abstractmethod
-    def _exact_draw(param: Fraction, bits: _exact.RandomBits) -> int:
-        """One exact draw of the noise given its rational parameter."""
+    def _exact_sampler(param: Fraction, size: int, source) -> np.ndarray:
+        """``size`` exact draws of the noise given its rational parameter and a bit source."""
 
     @property
     @abc.abstractmethod
@@ -38,8 +44,11 @@ class _IntegerNoise(Mechanism):
     def _init_shape(self, event_shape) -> None:
         _, self.event_shape = noise_array("event_shape", 1.0, event_shape)
 
+    def _noise_source(self, rng):
+        return word_source(rng)
+
     def _sample(self, value, rng):
-        noise = _exact.sample_many(type(self)._exact_draw, self._rational, value.size, rng)
+        noise = type(self)._exact_sampler(self._rational, value.size, word_source(rng))
         return value + noise.reshape(value.shape)
 
     @property
@@ -65,8 +74,10 @@ class DiscreteLaplace(_IntegerNoise):
     For neighbours with :math:`\|s - s'\|_1 \le \Delta` the log-ratio of the
     pmfs is at most :math:`\Delta / t`, so the mechanism is
     :math:`\Delta/t`-DP (pure). Releases are drawn by the exact rational
-    algorithm of Canonne, Kamath & Steinke (2020, Algorithm 2), without
-    floating-point arithmetic.
+    algorithm of Canonne, Kamath & Steinke (2020, Algorithm 2) on the float
+    ``scale`` read as the rational it is, without floating-point arithmetic,
+    compiled (millions of releases per second). With ``rng=None`` every
+    random bit comes from the operating system's cryptographic generator.
 
     Examples
     --------
@@ -78,7 +89,7 @@ class DiscreteLaplace(_IntegerNoise):
     -1
     """
 
-    _exact_draw = staticmethod(_exact.discrete_laplace)
+    _exact_sampler = staticmethod(_exact.sample_discrete_laplace)
 
     def __init__(self, scale, *, sensitivity=None, event_shape=()):
         self.scale = _validate.positive_finite("scale", scale)
@@ -90,8 +101,14 @@ class DiscreteLaplace(_IntegerNoise):
         )
 
     @classmethod
-    def from_privacy(cls, *, epsilon, sensitivity=1, event_shape=()) -> DiscreteLaplace:
-        """Calibrate ``scale = sensitivity / epsilon``."""
+    def from_privacy(cls, *, epsilon, sensitivity, event_shape=()) -> DiscreteLaplace:
+        """Calibrate ``scale = sensitivity / epsilon``.
+
+        ``sensitivity`` (the l1 sensitivity, an integer) is required, as in every
+        ``from_privacy``: the guarantee is only as true as the declared
+        sensitivity, so it is never assumed (a sum of bounded values is not a
+        count).
+        """
         eps = _validate.positive_finite("epsilon", epsilon)
         sens = _integer_sensitivity(sensitivity)
         return cls(sens / eps, sensitivity=sens, event_shape=event_shape)
@@ -105,6 +122,9 @@ class DiscreteLaplace(_IntegerNoise):
 
     def _quantile(self, value, u):
         return value + discrete_laplace_quantile(u, self.scale)
+
+    def _coordinate_form(self, released):
+        return CoordinateForm.build(LAPLACE, released, a=self.scale, c=self._log_norm)
 
     @property
     def privacy(self) -> Privacy:
@@ -142,7 +162,10 @@ class DiscreteGaussian(_IntegerNoise):
     :math:`Y \sim N_{\mathbb Z}(0, \sigma^2)` (CKS 2020, Theorem 7). For vector
     releases the reported guarantee is the zCDP one converted to
     :math:`(\varepsilon, \delta)` (Bun & Steinke 2016, Proposition 1.3).
-    Releases use the exact rational sampler (CKS Algorithm 3).
+    Releases use the exact rational sampler (CKS Algorithm 3) with
+    :math:`\sigma^2` the rational value of the float ``sigma**2`` (the one
+    :meth:`logpdf` uses), compiled; with ``rng=None`` every random bit comes
+    from the operating system's cryptographic generator.
 
     Examples
     --------
@@ -152,7 +175,7 @@ class DiscreteGaussian(_IntegerNoise):
     (1.0, 1e-06)
     """
 
-    _exact_draw = staticmethod(_exact.discrete_gaussian)
+    _exact_sampler = staticmethod(_exact.sample_discrete_gaussian)
 
     def __init__(self, sigma, *, sensitivity=None, delta=None, event_shape=()):
         self.sigma = _validate.positive_finite("sigma", sigma)
@@ -163,8 +186,12 @@ class DiscreteGaussian(_IntegerNoise):
         self._calibrated_epsilon = None
 
     @classmethod
-    def from_privacy(cls, *, epsilon, delta, sensitivity=1, event_shape=()) -> DiscreteGaussian:
-        """Smallest sigma whose exact delta(epsilon) is at most ``delta`` (scalar releases)."""
+    def from_privacy(cls, *, epsilon, delta, sensitivity, event_shape=()) -> DiscreteGaussian:
+        """Smallest sigma whose exact delta(epsilon) is at most ``delta`` (scalar releases).
+
+        ``sensitivity`` (the l2 sensitivity, an integer) is required, as in every
+        ``from_privacy``.
+        """
         eps = _validate.positive_finite("epsilon", epsilon)
         dlt = _validate.probability_open("delta", delta)
         sens = _integer_sensitivity(sensitivity)
@@ -186,6 +213,9 @@ class DiscreteGaussian(_IntegerNoise):
 
     def _quantile(self, value, u):
         return value + discrete_gaussian_quantile(u, self.sigma)
+
+    def _coordinate_form(self, released):
+        return CoordinateForm.build(GAUSSIAN, released, a=2 * self.sigma**2, c=self._log_norm)
 
     @property
     def privacy(self) -> Privacy:

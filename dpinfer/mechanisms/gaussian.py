@@ -6,6 +6,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from .. import _validate, accounting
+from ._coordinate import GAUSSIAN, CoordinateForm
 from ._params import noise_array, require_sensitivity
 from .base import Mechanism, Privacy
 
@@ -42,7 +43,10 @@ class Gaussian(Mechanism):
 
     Releases are computed in floating point; Mironov (2012) showed that the
     low-order bits of such releases can leak the confidential value. For a
-    hardened curator-side release use :class:`DiscreteGaussian`.
+    hardened curator-side release use :class:`DiscreteGaussian`. With ``rng=None``
+    the noise comes from a PCG64 seeded afresh from OS entropy for each
+    release, a fast statistical generator, not a cryptographic one; the
+    discrete mechanisms draw every bit from the OS cryptographic generator.
 
     References
     ----------
@@ -101,6 +105,14 @@ class Gaussian(Mechanism):
     def _log_density(self, xp, released, value):
         return -xp.square(released - value) / (2 * self.sigma**2) - 0.5 * np.log(
             2 * np.pi * self.sigma**2
+        )
+
+    def _coordinate_form(self, released):
+        return CoordinateForm.build(
+            GAUSSIAN,
+            released,
+            a=2 * self.sigma**2,
+            c=-0.5 * np.log(2 * np.pi * self.sigma**2),
         )
 
     def _sample(self, value, rng):

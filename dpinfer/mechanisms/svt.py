@@ -138,7 +138,7 @@ class SparseVector:
         -------
         SVTResult
         """
-        q = np.asarray(queries, dtype=float)
+        q = _validate.numeric_array("queries", queries).astype(float)
         if q.ndim != 1:
             raise ValueError(f"queries must be one-dimensional, got shape {q.shape}")
         if not np.all(np.isfinite(q)):

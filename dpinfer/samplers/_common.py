@@ -13,10 +13,16 @@ from ..model import Model
 from ..results import to_inference_data
 
 
-def check_inputs(model, mechanism, released) -> np.ndarray:
-    """Validate the data arguments every sampler takes; return the release as an array."""
+def check_inputs(model, mechanism, released, *, needs_prior: bool = True) -> np.ndarray:
+    """Validate the data arguments every sampler takes; return the release as an array.
+
+    Bayesian samplers need the model's prior; likelihood methods pass
+    ``needs_prior=False``.
+    """
     if not isinstance(model, Model):
         raise TypeError(f"model must be a dpinfer.Model, got {type(model).__name__}: {model!r}")
+    if needs_prior:
+        model.require_prior("this sampler")
     if not isinstance(mechanism, Mechanism):
         raise TypeError(
             f"mechanism must be a dpinfer Mechanism, got {type(mechanism).__name__}: {mechanism!r}"
@@ -70,9 +76,14 @@ def abc_result(
     """Build the InferenceData every sampler of a DP release returns.
 
     ``posterior`` and ``sample_stats`` arrays have a leading axis of
-    ``chains * draws`` (chain-major), split into ``chains`` chains here.
-    ``attrs`` carries the sampler-specific keys (``n_simulations``, ``ess``, ...);
-    the method, reference, mechanism, its privacy and the seed are filled here.
+    ``chains * draws`` (chain-major), split into ``chains`` chains here; samplers
+    that run chains as independent runs merge them with
+    :func:`dpinfer.samplers._chains.combine` first. ``attrs`` carries the
+    sampler-specific keys (``n_simulations``, ``ess``, per-chain ``chain_*``
+    arrays, ...); the method, reference, mechanism, its privacy and the seed are
+    filled here. The ``ess`` given is the sampler's own figure: it is kept as
+    ``ess_sampler`` and ``ess`` becomes the conservative one (see
+    :mod:`dpinfer.results`).
     """
     return to_inference_data(
         posterior,

@@ -9,9 +9,11 @@ import numpy as np
 from .. import _validate
 from .._rng import RNGLike, as_generator
 from ..accounting import compose
+from ..distances.provenance import leaked_settings
 from ..mechanisms.base import Privacy
 from ..mechanisms.svt import SparseVector
 from ..results import to_inference_data
+from ._privacy_seed import check_privacy_rng, privacy_noise_label
 from ._public import public_distances
 
 __all__ = ["abcdp"]
@@ -71,14 +73,18 @@ def abcdp(
         and ``T``; the draws are generated with ``rng`` and recorded as public
         (the ``prior`` group of the result).
     rng : seed, optional
-        Public simulation randomness.
+        Public simulation randomness; its entropy is published in
+        ``attrs["seed"]``.
     privacy_rng : seed, optional
-        The privacy noise; None (default) draws OS entropy. A seed makes a
-        run reproducible for research only, and the result records it.
+        The privacy noise; None (default) draws OS entropy, which is what a
+        real release must use. A seed is for tests only: anyone who learns or
+        guesses it rebuilds the noise, and the run is not private. A seed
+        equal to, or derived from, ``rng`` or the published seed (the same
+        entropy, a spawned child, a Generator made from it) is refused; the
+        privacy seed itself is never written to the results.
     charged : Privacy, optional
-        Budget already spent on settings computed from ``observed`` (such as
-        a bandwidth); required when the distance has any, and composed into
-        the reported guarantee.
+        Budget spent on releasing settings computed from ``observed`` with a
+        DP mechanism (see Notes); composed into the reported guarantee.
     batch_size, executor, progressbar
         Chunking of the simulation when ``model`` is given.
 
@@ -96,7 +102,24 @@ def abcdp(
     Theorem 1 gives :math:`\varepsilon = (c+1)\Delta/b` without resampling and
     :math:`2c\Delta/b` with it, so :math:`b` is set from ``epsilon_total``.
     Distances are never published; neither are the noisy threshold or noisy
-    distances.
+    distances. :func:`dpinfer.audit.svt_privacy_loss` verifies the run's
+    epsilon exactly on a stream of distances.
+
+    *Settings from the data.* Every setting that depends on the confidential
+    observations (a bandwidth, a clip bound, weights, ``epsilon_abc``, ``c``)
+    must be released by a DP mechanism and its budget passed as ``charged``.
+    A setting computed from ``observed`` without that is refused: a
+    :class:`~dpinfer.distances.DataDerived` from any confidential record, a
+    plain-number copy of one (``float(h)``, ``h * 1.0``, float32), or a value
+    equal to the median heuristic of ``observed``. The guard cannot see
+    transformed values, other statistics of the data, values computed in
+    another session, or settings a custom distance does not list; see
+    :mod:`dpinfer.distances.provenance`.
+
+    The posterior is one chain, unlike the analyst's samplers: the accepted
+    draws are the data owner's release, at most ``c`` of them in query order,
+    and splitting them into chains of equal length would drop some. Independent
+    runs for R-hat would each spend ``epsilon_total`` on the same data.
 
     Examples
     --------
@@ -117,7 +140,8 @@ def abcdp(
     if not isinstance(resample, bool | np.bool_):
         raise TypeError(f"resample must be a bool, got {resample!r}")
     observed = np.asarray(observed, dtype=float)
-    _check_settings(distance, observed, charged)
+    _check_settings(distance, observed, charged, epsilon_abc=eps_abc)
+    check_privacy_rng(privacy_rng, rng=rng, published_seed="")
     public = public_distances(
         observed,
         distance,
@@ -130,6 +154,7 @@ def abcdp(
         executor=executor,
         progressbar=progressbar,
     )
+    check_privacy_rng(privacy_rng, rng=rng, published_seed=public.seed)
     sensitivity = distance.sensitivity(len(observed))
     if math.isinf(eps_total):
         indicators, b = _noiseless(public.distances, eps_abc, c), 0.0
@@ -174,7 +199,7 @@ def abcdp(
             "ess": float(accepted.size),
             "log_evidence": math.nan,
             "seed": public.seed,
-            "privacy_noise": "os-entropy" if privacy_rng is None else "seeded",
+            "privacy_noise": privacy_noise_label(privacy_rng),
         },
     )
 
@@ -188,22 +213,23 @@ def _noiseless(distances: np.ndarray, threshold: float, c: int) -> np.ndarray:
     return distances[:stop] <= threshold
 
 
-def _check_settings(distance, observed, charged, *, can_charge: bool = True) -> None:
-    leaked = (
-        distance.confidential_settings(observed)
-        if hasattr(distance, "confidential_settings")
-        else []
-    )
+def _check_settings(
+    distance, observed, charged, *, epsilon_abc: float, can_charge: bool = True
+) -> None:
+    settings = distance.settings() if hasattr(distance, "settings") else {}
+    leaked = leaked_settings({**settings, "epsilon_abc": epsilon_abc}, observed)
     if leaked and charged is None:
         remedy = (
-            " or pass charged=Privacy(...) for the budget spent computing it privately"
+            " or, if it was computed with a DP mechanism, pass charged=Privacy(...) for "
+            "the budget that spent"
             if can_charge
             else ""
         )
         raise ValueError(
-            f"the distance's {', '.join(leaked)} was computed from the confidential "
-            "observations, which leaks them outside the privacy budget; compute it from "
-            f"simulated data (e.g. median_heuristic on a pseudo-dataset){remedy}"
+            f"{', '.join(leaked)} was computed from the confidential observations (or equals, "
+            "to 1e-6, a value computed from them), which leaks them outside the privacy "
+            "budget; compute it from simulated data (e.g. median_heuristic on a "
+            f"pseudo-dataset){remedy}"
         )
     if charged is not None and not isinstance(charged, Privacy):
         raise TypeError(f"charged must be a Privacy, got {type(charged).__name__}")

@@ -10,6 +10,7 @@ from .. import _validate, accounting
 from .._rng import RNGLike, as_generator
 from ..results import to_inference_data
 from . import _weights
+from ._privacy_seed import check_privacy_rng, privacy_noise_label
 from ._public import public_distances
 from .abcdp import _check_settings
 
@@ -46,7 +47,9 @@ def rejection_abcdp_gaussian(
         Distances are clipped to it before the noise, as the paper's
         experiments do, so that the bound holds whatever the data.
     privacy_rng : seed, optional
-        Privacy noise; OS entropy by default.
+        Privacy noise; OS entropy by default. A seed is for tests only, and one
+        equal to or derived from the public seed is refused (as in
+        :func:`dpinfer.abcdp`).
     **public
         ``params``/``pseudo_data`` or ``model``/``n_proposals`` and their
         options, as in :func:`dpinfer.abcdp`.
@@ -60,8 +63,10 @@ def rejection_abcdp_gaussian(
     eps_total = _validate.positive_finite("epsilon_total", epsilon_total)
     bound = _validate.positive_finite("distance_bound", distance_bound)
     observed = np.asarray(observed, dtype=float)
-    _check_settings(distance, observed, None, can_charge=False)
+    _check_settings(distance, observed, None, epsilon_abc=epsilon_abc, can_charge=False)
+    check_privacy_rng(privacy_rng, rng=public.get("rng"), published_seed="")
     draws = public_distances(observed, distance, **public)
+    check_privacy_rng(privacy_rng, rng=public.get("rng"), published_seed=draws.seed)
     steps = draws.distances.size
     sensitivity = distance.sensitivity(len(observed))
     sigma = accounting.abcdp_gaussian_sigma(
@@ -136,8 +141,10 @@ def soft_abcdp(
     delta = _validate.probability_open("delta_total", delta_total)
     eps_abc = _validate.positive_finite("epsilon_abc", epsilon_abc)
     observed = np.asarray(observed, dtype=float)
-    _check_settings(distance, observed, None, can_charge=False)
+    _check_settings(distance, observed, None, epsilon_abc=eps_abc, can_charge=False)
+    check_privacy_rng(privacy_rng, rng=public.get("rng"), published_seed="")
     pub = public_distances(observed, distance, **public)
+    check_privacy_rng(privacy_rng, rng=public.get("rng"), published_seed=pub.seed)
     steps = pub.distances.size
     sensitivity = distance.sensitivity(len(observed))
     sigma = accounting.soft_abcdp_sigma(
@@ -177,6 +184,6 @@ def _attrs(method, epsilon, delta, draws, privacy_rng, **extra) -> dict:
         "n_simulations": int(draws.distances.size),
         "log_evidence": math.nan,
         "seed": draws.seed,
-        "privacy_noise": "os-entropy" if privacy_rng is None else "seeded",
+        "privacy_noise": privacy_noise_label(privacy_rng),
         **extra,
     }

@@ -3,25 +3,32 @@
 from __future__ import annotations
 
 import math
+import warnings
 from concurrent.futures import Executor
 
 import numpy as np
 from scipy.special import logsumexp
 
-from .. import parallel
+from .. import _validate, parallel
 from .._progress import progress_bar
-from .._rng import RNGLike, as_seed_sequence, chunk_generator
+from .._rng import RNGLike, as_seed_sequence, child_sequence, chunk_generator
 from ..model import as_prior
 from . import _weights
-from ._common import abc_result, check_count, check_inputs, stack_draws
+from ._chains import per_chain
+from ._common import abc_result, check_count, check_inputs
+from .rejection import SimulationBudgetExceeded
 
-__all__ = ["importance_abc"]
+__all__ = ["ESS_WARNING_FRACTION", "importance_abc"]
 
 REFERENCE = (
     "Gong, R. (2022). Exact inference with approximate computation for differentially "
     "private data via perturbations. Journal of Privacy and Confidentiality 12(2), Section 3, "
     "eq. (3.3)."
 )
+
+# Below this ESS per particle the weights are degenerate: a few particles carry the
+# posterior, the ESS estimate itself is unreliable, and importance_abc warns.
+ESS_WARNING_FRACTION = 0.05
 
 
 def importance_abc(
@@ -30,7 +37,10 @@ def importance_abc(
     released,
     *,
     draws: int,
+    chains: int = 4,
     proposal=None,
+    target_ess: float | None = None,
+    max_simulations: int = 10**7,
     rng: RNGLike = None,
     batch_size: int = 100_000,
     executor: Executor | None = None,
@@ -38,9 +48,11 @@ def importance_abc(
 ):
     r"""Weighted posterior draws given a DP release, by importance sampling.
 
-    Each of ``draws`` particles draws ``theta`` from the proposal ``g`` (the
-    prior by default) and ``s`` from the model, with weight
-    ``eta(released | s) pi0(theta) / g(theta)``.
+    Each particle draws ``theta`` from the proposal ``g`` (the prior by
+    default) and ``s`` from the model, with weight
+    ``eta(released | s) pi0(theta) / g(theta)``. The particles are split into
+    ``chains`` independent importance samplers, each resampled on its own, so
+    that R-hat compares them: a weight that dominates one chain shows.
 
     Parameters
     ----------
@@ -51,20 +63,44 @@ def importance_abc(
     released : array_like
         The release, of shape ``mechanism.event_shape``.
     draws : int
-        Number of particles (and of resampled posterior draws).
+        Number of particles (and of resampled posterior draws) over all chains
+        together, rounded up to a multiple of ``chains``; with ``target_ess``,
+        the particles of each round.
+    chains : int, default 4
+        Independent importance samplers, of ``ceil(draws / chains)``
+        particles per round each.
     proposal : dict or object, optional
         Frozen distributions per parameter, or an object with ``sample(n, rng)``
         and ``logpdf(params)``; positive wherever the prior is. Default: the prior.
+    target_ess : float, optional
+        Keep simulating rounds of ``draws`` particles until the weights' ESS
+        (the sum of the chains' Kish ESS, ``attrs['ess_sampler']``) reaches
+        ``target_ess``; the posterior then holds as many draws as particles.
+        Default: one round.
+    max_simulations : int, default 10**7
+        With ``target_ess``: stop with :class:`SimulationBudgetExceeded` past
+        this many particles (all of them are kept in memory).
     rng, batch_size, executor, progressbar
         As in :func:`rejection_abc`.
 
     Returns
     -------
     arviz.InferenceData
-        ``posterior``: ``draws`` equally weighted draws by systematic
-        resampling; ``sample_stats``: the raw particles (``particle_<name>``)
-        and their normalised ``log_weight``; ``attrs``: Kish ESS and the log
-        evidence estimate ``log mean w``.
+        ``posterior``: one equally weighted draw per particle, resampled
+        systematically within each chain (in particle order, so that copies
+        are adjacent and ArviZ's ESS counts them as correlated draws);
+        ``sample_stats``: the raw particles
+        (``particle_<name>``) of each chain and their ``log_weight``,
+        normalised over all particles (the pooled estimator);
+        ``attrs``: ``ess`` (see :mod:`dpinfer.results`), per chain
+        ``chain_ess`` and ``chain_log_evidence``, and the log evidence
+        estimate ``log mean w`` over all particles.
+
+    Warns
+    -----
+    RuntimeWarning
+        Without ``target_ess``, when the ESS is below ``ESS_WARNING_FRACTION``
+        (5%) of the particles: the proposal is far from the posterior.
 
     Notes
     -----
@@ -72,7 +108,9 @@ def importance_abc(
     expectations under the exact posterior (Gong 2022, eq. 3.3): the mechanism
     density is the ABC kernel, so no tolerance enters; only Monte Carlo error
     remains, of order ``1/sqrt(ESS)``. ``exp(log_evidence)`` is an unbiased
-    estimate of the evidence ``pi(s_dp)``.
+    estimate of the evidence ``pi(s_dp)``, and so is each chain's. Particles
+    are i.i.d., so consecutive blocks of the one simulated stream are
+    independent chains; splitting costs nothing.
 
     References
     ----------
@@ -85,51 +123,127 @@ def importance_abc(
     ...                  simulate=lambda p, rng: rng.poisson(p["theta"]))
     >>> mech = dp.Laplace.from_privacy(epsilon=0.2, sensitivity=1.0)
     >>> idata = dp.importance_abc(model, mech, 37.4, draws=1000, rng=1, progressbar=False)
-    >>> idata.posterior.attrs["ess"] > 100
-    True
+    >>> idata.posterior["theta"].shape, idata.attrs["ess"] > 100
+    ((4, 250), True)
     """
     released = check_inputs(model, mechanism, released)
-    draws = check_count("draws", draws)
+    chains, per = per_chain("draws", draws, chains)
     batch_size = check_count("batch_size", batch_size)
+    max_simulations = check_count("max_simulations", max_simulations)
+    target = None if target_ess is None else _validate.positive_finite("target_ess", target_ess)
     proposal = None if proposal is None else as_prior(proposal, name="proposal")
     if proposal is not None and not model.prior.has_logpdf:
         raise ValueError("importance_abc with a proposal needs a prior with a logpdf")
     root = as_seed_sequence(rng)
-    sizes = _chunk_sizes(draws, batch_size)
-
-    def task(index, chunk_rng):
-        return _importance_chunk(model, mechanism, released, proposal, sizes[index], chunk_rng)
-
-    with progress_bar("importance ABC", total=draws, enabled=progressbar) as bar:
-        chunks = parallel.map_chunks(
-            task,
-            root,
-            len(sizes),
-            executor=executor,
-            on_result=lambda c: bar.advance(len(c["_log_weight"])),
-        )
-    names = [k for k in chunks[0] if k != "_log_weight"]
-    particles = stack_draws(chunks, names)
-    log_w = np.concatenate([c["_log_weight"] for c in chunks])
-    weights = _weights.normalise(log_w)
-    index = _weights.systematic_resample(weights, draws, chunk_generator(root, len(sizes)))
+    stream = _ParticleStream(model, mechanism, released, proposal, child_sequence(root, 0))
+    rounds, kish = [], _RunningKish(chains)
+    total = chains * per if target is None else target
+    with progress_bar("importance ABC", total=total, enabled=progressbar) as bar:
+        while True:
+            rounds.append(stream.round(chains * per, batch_size, executor).reshape(chains, per))
+            chain_ess = kish.add(rounds[-1].log_weight)
+            if target is None:
+                bar.advance(chains * per)
+                break
+            bar.update(completed=min(float(chain_ess.sum()), target))
+            if chain_ess.sum() >= target:
+                break
+            if stream.n >= max_simulations:
+                raise _budget_error(float(chain_ess.sum()), stream.n, target)
+    log_w = np.concatenate([r.log_weight for r in rounds], axis=1)
+    particles = {k: np.concatenate([r.params[k] for r in rounds], axis=1) for k in stream.names}
+    if target is None:
+        _warn_if_degenerate(float(chain_ess.sum()), stream.n)
+    index = _resample_each_chain(log_w, child_sequence(root, 1))
+    rows = np.arange(chains)[:, None]
+    flat = log_w.reshape(-1)
     return abc_result(
-        {k: v[index] for k, v in particles.items()},
+        {k: v[rows, index].reshape(stream.n, *v.shape[2:]) for k, v in particles.items()},
         sample_stats={
-            "log_weight": log_w - logsumexp(log_w),
-            **{f"particle_{k}": v for k, v in particles.items()},
+            "log_weight": flat - logsumexp(flat),
+            **{f"particle_{k}": v.reshape(-1, *v.shape[2:]) for k, v in particles.items()},
         },
+        chains=chains,
         mechanism=mechanism,
         released=released,
         method="importance_abc",
         reference=REFERENCE,
         root=root,
-        n_simulations=draws,
+        n_simulations=stream.n,
         acceptance_rate=math.nan,
-        ess=_weights.ess(log_w),
-        log_evidence=float(logsumexp(log_w) - math.log(draws)),
+        ess=float(chain_ess.sum()),
+        log_evidence=float(logsumexp(flat) - math.log(flat.size)),
+        chain_ess=chain_ess,
+        chain_log_evidence=logsumexp(log_w, axis=1) - math.log(log_w.shape[1]),
+        n_rounds=len(rounds),
+        target_ess=math.nan if target is None else target,
         proposal="prior" if proposal is None else repr(proposal),
     )
+
+
+class _RunningKish:
+    """Kish ESS per chain, ``(sum w)^2 / sum w^2``, updated round by round in log space."""
+
+    def __init__(self, chains: int):
+        self.log_sum = np.full(chains, -np.inf)
+        self.log_sum_sq = np.full(chains, -np.inf)
+
+    def add(self, log_weight: np.ndarray) -> np.ndarray:
+        """Add a round of log weights ``(chains, per)``; return the chains' ESS."""
+        self.log_sum = np.logaddexp(self.log_sum, logsumexp(log_weight, axis=1))
+        self.log_sum_sq = np.logaddexp(self.log_sum_sq, logsumexp(2 * log_weight, axis=1))
+        with np.errstate(invalid="ignore"):  # a chain without weight yet: ESS 0
+            return np.nan_to_num(np.exp(2 * self.log_sum - self.log_sum_sq), nan=0.0)
+
+
+class _Round:
+    """Particles and log weights of one round, in stream order."""
+
+    def __init__(self, params: dict, log_weight: np.ndarray):
+        self.params, self.log_weight = params, log_weight
+
+    def reshape(self, chains: int, per: int) -> _Round:
+        """Split into ``chains`` consecutive blocks of ``per`` particles."""
+        return _Round(
+            {k: v.reshape(chains, per, *v.shape[1:]) for k, v in self.params.items()},
+            self.log_weight.reshape(chains, per),
+        )
+
+
+class _ParticleStream:
+    """The i.i.d. weighted particles, simulated chunk by chunk; chunk seeds by index."""
+
+    def __init__(self, model, mechanism, released, proposal, root):
+        self.model, self.mechanism, self.released = model, mechanism, released
+        self.proposal, self.root = proposal, root
+        self.next_chunk, self.n, self.names = 0, 0, None
+
+    def round(self, size: int, batch_size: int, executor) -> _Round:
+        sizes = _chunk_sizes(size, batch_size)
+        first = self.next_chunk
+        model, mech, released, proposal = self.model, self.mechanism, self.released, self.proposal
+
+        def task(index, chunk_rng):
+            n = sizes[index - first]
+            return _importance_chunk(model, mech, released, proposal, n, chunk_rng)
+
+        chunks = list(
+            parallel.iter_chunks(
+                task,
+                self.root,
+                executor=executor,
+                start=first,
+                stop=first + len(sizes),
+                in_flight=len(sizes),
+            )
+        )
+        self.next_chunk += len(sizes)
+        self.n += size
+        self.names = [k for k in chunks[0] if k != "_log_weight"]
+        return _Round(
+            {k: np.concatenate([c[k] for c in chunks]) for k in self.names},
+            np.concatenate([c["_log_weight"] for c in chunks]),
+        )
 
 
 def _importance_chunk(model, mechanism, released, proposal, size, rng) -> dict:
@@ -140,6 +254,43 @@ def _importance_chunk(model, mechanism, released, proposal, size, rng) -> dict:
     if proposal is not None:
         log_w = log_w + model.prior.logpdf(params) - proposal.logpdf(params)
     return {**params, "_log_weight": log_w}
+
+
+def _resample_each_chain(log_w: np.ndarray, seed) -> np.ndarray:
+    """Systematic resampling within each chain (row of ``log_w``), one draw per particle."""
+    out = []
+    for c, row in enumerate(log_w):
+        try:
+            weights = _weights.normalise(row)
+        except ValueError as err:
+            raise ValueError(
+                f"chain {c} of importance_abc: {err}. With several chains each needs a particle "
+                "of positive weight: use more draws, fewer chains, or smc_abc"
+            ) from None
+        out.append(_weights.systematic_resample(weights, len(row), chunk_generator(seed, c)))
+    return np.array(out)
+
+
+def _warn_if_degenerate(ess: float, n: int) -> None:
+    if ess < ESS_WARNING_FRACTION * n:
+        warnings.warn(
+            f"importance_abc: the weights are degenerate, ESS {ess:.0f} of {n} particles "
+            f"({ess / n:.2%}, below {ESS_WARNING_FRACTION:.0%}); a few particles carry the "
+            "posterior and the ESS itself is unreliable. The proposal (the prior by default) is "
+            "far from the posterior: use smc_abc, a proposal closer to the posterior "
+            "(proposal=...), or target_ess=... to keep simulating until the ESS is reached.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+def _budget_error(ess: float, n: int, target: float) -> SimulationBudgetExceeded:
+    rate = ess / n
+    return SimulationBudgetExceeded(
+        f"importance_abc reached max_simulations={n} with an ESS of {ess:.0f} of the "
+        f"target_ess={target:g} ({rate:.3g} per particle; the target needs about "
+        f"{target / max(rate, 1e-300):.3g} particles). Raise max_simulations, or use smc_abc."
+    )
 
 
 def _chunk_sizes(total: int, batch_size: int) -> list[int]:

@@ -10,6 +10,7 @@ import numpy as np
 from .. import parallel
 from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence
+from ._chains import per_chain
 from ._common import abc_result, check_count, check_inputs, stack_draws
 
 __all__ = ["SimulationBudgetExceeded", "rejection_abc"]
@@ -30,6 +31,7 @@ def rejection_abc(
     released,
     *,
     draws: int,
+    chains: int = 4,
     rng: RNGLike = None,
     batch_size: int = 100_000,
     max_simulations: int = 10**9,
@@ -51,7 +53,13 @@ def rejection_abc(
     released : array_like
         The release ``s_dp``, of shape ``mechanism.event_shape``.
     draws : int
-        Number of posterior draws to return.
+        Number of posterior draws to return, over all chains together (rounded
+        up to a multiple of ``chains``).
+    chains : int, default 4
+        The i.i.d. draws, in the order they were accepted, are split into this
+        many chains of ``ceil(draws / chains)``, so that ArviZ's R-hat and
+        ESS are defined. Splitting costs nothing: i.i.d. blocks are
+        independent chains.
     rng : None, int, SeedSequence or Generator, optional
         Seed; the same seed gives the same draws under any executor.
     batch_size : int, default 100_000
@@ -93,10 +101,11 @@ def rejection_abc(
     >>> mech = dp.Laplace.from_privacy(epsilon=0.2, sensitivity=1.0)
     >>> idata = dp.rejection_abc(model, mech, 37.4, draws=200, rng=1, progressbar=False)
     >>> idata.posterior["theta"].shape
-    (1, 200)
+    (4, 50)
     """
     released = check_inputs(model, mechanism, released)
-    draws = check_count("draws", draws)
+    chains, per = per_chain("draws", draws, chains)
+    draws = chains * per
     batch_size = check_count("batch_size", batch_size)
     max_simulations = check_count("max_simulations", max_simulations)
     root = as_seed_sequence(rng)
@@ -122,6 +131,7 @@ def rejection_abc(
     rate = n_acc / n_sim
     return abc_result(
         posterior,
+        chains=chains,
         mechanism=mechanism,
         released=released,
         method="rejection_abc",

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-import warnings
 from concurrent.futures import Executor
+from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -12,13 +13,21 @@ import scipy.optimize as so
 from scipy.special import logsumexp
 
 from .. import _validate
-from .._progress import progress_bar
-from .._rng import RNGLike, as_seed_sequence, child_sequence, chunk_generator
+from .._rng import RNGLike, as_seed_sequence
 from . import _weights
+from ._chains import ChainRun, per_chain
 from ._common import abc_result, check_count, check_inputs
-from ._simulate import BatchSimulator
-from ._smc_kernels import expand, initial_particles, moves_needed, proposal_factor, take
-from ._transforms import ParameterSpace
+from ._smc_kernels import COMBINE_RULES as SMC_RULES
+from ._smc_kernels import (
+    check_particles,
+    expand,
+    moves_needed,
+    n_distinct,
+    proposal_factor,
+    run_smc_chains,
+    start_chain,
+    take,
+)
 
 __all__ = ["smc_abc"]
 
@@ -49,7 +58,21 @@ class StageInfo(NamedTuple):
     acceptance_rate: float
     n_moves: int
     n_simulations: int
+    n_distinct: int
     log_evidence_increment: float
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """The options of one SMC chain (validated)."""
+
+    particles: int
+    ess_fraction: float
+    resample_fraction: float
+    move_probability: float
+    max_moves: int
+    max_stages: int
+    batch_size: int
 
 
 def smc_abc(
@@ -58,6 +81,7 @@ def smc_abc(
     released,
     *,
     particles: int = 2000,
+    chains: int = 4,
     rng: RNGLike = None,
     ess_fraction: float = 0.5,
     resample_fraction: float = 0.5,
@@ -78,14 +102,19 @@ def smc_abc(
     of the particles, and rejuvenation uses Metropolis-Hastings moves that
     propose ``theta*`` by a Gaussian random walk (covariance adapted to the
     population, on an unconstrained scale with its Jacobian) together with a
-    fresh ``s* ~ pi(s | theta*)``.
+    fresh ``s* ~ pi(s | theta*)``. ``chains`` independent SMC runs are made, as
+    PyMC's ``sample_smc`` does, so that R-hat compares them.
 
     Parameters
     ----------
     model, mechanism, released
         As in :func:`rejection_abc`.
     particles : int, default 2000
-        Number of particles (and of posterior draws).
+        Number of particles over all chains together (and of posterior draws);
+        each chain runs ``ceil(particles / chains)``, which must be at least
+        ``MIN_PARTICLES_PER_CHAIN`` (20).
+    chains : int, default 4
+        Independent SMC runs (the chains of the result).
     rng : seed, optional
         The same seed gives the same result under any executor.
     ess_fraction : float, default 0.5
@@ -97,20 +126,38 @@ def smc_abc(
         probability, given the observed acceptance rate (at most ``max_moves``).
     max_moves, max_stages : int
         Caps on moves per stage and on stages.
-    batch_size, executor, progressbar
-        Chunking of simulations, their executor, and the progress bar.
+    batch_size : int, default 100_000
+        Simulations per chunk.
+    executor : concurrent.futures.Executor, optional
+        With several chains, each chain is one task on the executor; with one
+        chain, its simulation chunks are.
+    progressbar : bool, default True
+        Show a progress bar.
 
     Returns
     -------
     arviz.InferenceData
-        ``posterior``: equally weighted final particles; ``sample_stats``:
-        each particle's ``log_mechanism_density``; ``attrs``: the evidence
-        estimate ``log_evidence``, ``n_stages``, ``n_distinct`` (distinct final
-        particles; a ``RuntimeWarning`` flags a degenerate population) and
-        per-stage arrays
-        ``stage_lam``, ``stage_ess``, ``stage_resampled``,
-        ``stage_acceptance_rate``, ``stage_n_moves``, ``stage_n_simulations`` and
+        ``posterior``: ``chains`` chains of equally weighted final particles;
+        ``sample_stats``: each particle's ``log_mechanism_density``. ``attrs``
+        (the ESS figures are explained in :mod:`dpinfer.results`):
+        ``log_evidence``, the log of the mean of the chains' evidence
+        estimates; per chain, ``chain_log_evidence``, ``chain_ess``,
+        ``chain_n_simulations``, ``chain_n_stages``, ``chain_n_distinct``
+        (distinct final particles) and ``chain_acceptance_rate``; over all
+        chains, ``n_stages`` (the most of any chain), ``n_distinct`` and
+        ``n_simulations``; per-stage arrays concatenated over the chains, with
+        ``stage_chain`` naming the chain: ``stage_lam``, ``stage_ess``,
+        ``stage_resampled``, ``stage_acceptance_rate``, ``stage_n_moves``,
+        ``stage_n_simulations``, ``stage_n_distinct`` and
         ``stage_log_evidence_increment``.
+
+    Warns
+    -----
+    RuntimeWarning
+        When a chain's final population, or a stage, keeps fewer than a
+        quarter of its particles distinct (or the last moves accept under
+        0.5%): its ESS then counts copies, and the Monte Carlo error is much
+        larger than the ESS suggests.
 
     Notes
     -----
@@ -120,7 +167,8 @@ def smc_abc(
     (the moves are pseudo-marginal MH kernels invariant for each stage target,
     and the incremental weights are exact ratios of consecutive targets). The
     product of the mean incremental weights is an unbiased estimate of the
-    evidence :math:`\pi(s_{dp})`.
+    evidence :math:`\pi(s_{dp})` in each chain, and so is their mean over the
+    independent chains.
 
     References
     ----------
@@ -138,104 +186,104 @@ def smc_abc(
     >>> mech = dp.Laplace.from_privacy(epsilon=0.2, sensitivity=1.0)
     >>> idata = dp.smc_abc(model, mech, 37.4, particles=500, rng=1, progressbar=False)
     >>> idata.posterior["theta"].shape
-    (1, 500)
+    (4, 125)
+    >>> idata.attrs["chain_log_evidence"].shape
+    (4,)
     """
     released = check_inputs(model, mechanism, released)
-    n = check_count("particles", particles)
+    chains, n = per_chain("particles", particles, chains)
+    check_particles("smc_abc", particles, chains, n)
     for name, value in (
         ("ess_fraction", ess_fraction),
         ("resample_fraction", resample_fraction),
         ("move_probability", move_probability),
     ):
         _validate.probability_open(name, value)
-    max_moves = check_count("max_moves", max_moves)
-    max_stages = check_count("max_stages", max_stages)
+    settings = _Settings(
+        n,
+        ess_fraction,
+        resample_fraction,
+        move_probability,
+        check_count("max_moves", max_moves),
+        check_count("max_stages", max_stages),
+        check_count("batch_size", batch_size),
+    )
     if not model.prior.has_logpdf:
         raise ValueError("smc_abc needs a prior with a logpdf (pass logpdf= to a callable Prior)")
     root = as_seed_sequence(rng)
-    driver = np.random.default_rng(child_sequence(root, 1))
-    sim = BatchSimulator(
-        model,
-        mechanism,
-        released,
-        child_sequence(root, 0),
-        batch_size=check_count("batch_size", batch_size),
+    posterior, sample_stats, attrs = run_smc_chains(
+        "smc_abc",
+        partial(_run_chain, model, mechanism, released, settings),
+        root,
+        chains,
+        n,
         executor=executor,
+        progressbar=progressbar,
+        label=f"SMC-ABC ({chains} chains, lambda)",
+        rules=COMBINE_RULES,
     )
-    state, space = _initial_state(model, sim, n, chunk_generator(child_sequence(root, 2), 0))
-
-    infos, log_evidence = [], 0.0
-    with progress_bar("SMC-ABC (lambda)", total=1.0, enabled=progressbar) as bar:
-        while state.lam < 1:
-            if len(infos) >= max_stages:
-                raise RuntimeError(f"smc_abc did not reach lambda = 1 in {max_stages} stages")
-            before = state.lam
-            state, info = _step(
-                state,
-                model,
-                sim,
-                space,
-                driver,
-                ess_fraction,
-                resample_fraction,
-                move_probability,
-                max_moves,
-            )
-            infos.append(info)
-            log_evidence += info.log_evidence_increment
-            bar.advance(state.lam - before)
-
-    index = _weights.systematic_resample(np.exp(state.log_weight), n, driver)
-    stages = {f"stage_{k}": np.array([getattr(i, k) for i in infos]) for k in StageInfo._fields}
-    n_distinct = len(np.unique(state.z[index], axis=0))
-    _warn_if_degenerate(n_distinct, n, infos[-1].acceptance_rate)
     return abc_result(
-        {k: v[index] for k, v in state.params.items()},
-        sample_stats={"log_mechanism_density": state.log_lik[index]},
+        posterior,
+        sample_stats=sample_stats,
+        chains=chains,
         mechanism=mechanism,
         released=released,
         method="smc_abc",
         reference=REFERENCE,
         root=root,
-        n_simulations=sim.n_simulations,
-        acceptance_rate=float(np.mean(stages["stage_acceptance_rate"])),
-        # the last reweighting's ESS: a conservative size for the final resampled draws
-        ess=float(stages["stage_ess"][-1]),
-        log_evidence=log_evidence,
-        n_stages=len(infos),
-        n_distinct=n_distinct,
-        **{k: v.astype(float) for k, v in stages.items()},
+        **attrs,
     )
 
 
-def _warn_if_degenerate(n_distinct: int, n: int, last_acceptance: float) -> None:
-    """Warn when the final population cannot represent the posterior.
-
-    With very little mechanism noise the pseudo-marginal moves stop accepting
-    (a particle's lucky simulation is hard to beat) and the population
-    collapses onto a few particles; the ESS of the weights does not show it.
-    """
-    if n_distinct < 0.25 * n or last_acceptance < 0.005:
-        warnings.warn(
-            f"smc_abc: the final population is degenerate ({n_distinct} distinct of {n} "
-            f"particles, last move acceptance {last_acceptance:.3g}); its Monte Carlo error "
-            "is much larger than the ESS suggests. Use more particles or max_moves, or a "
-            "PyMC reference when the mechanism noise is small.",
-            RuntimeWarning,
-            stacklevel=3,
-        )
+# How the per-chain figures combine; the ESS of independent chains adds up, and the mean
+# of the chains' unbiased evidence estimates is unbiased.
+COMBINE_RULES = {**SMC_RULES, "log_evidence": "logmeanexp", "ess": "sum"}
 
 
-def _initial_state(model, sim, n, rng) -> tuple[SMCState, ParameterSpace]:
-    space, z, params, log_prior = initial_particles(model, n, rng)
-    return SMCState(z, params, log_prior, sim(params), np.full(n, -math.log(n)), 0.0), space
+def _run_chain(model, mechanism, released, settings, seed, executor, advance) -> ChainRun:
+    """One SMC run from its own seed: tempering from lambda = 0 to 1, then resampling."""
+    n = settings.particles
+    driver, sim, space, z, params, log_prior = start_chain(
+        model,
+        mechanism,
+        released,
+        seed,
+        particles=n,
+        batch_size=settings.batch_size,
+        executor=executor,
+    )
+    state = SMCState(z, params, log_prior, sim(params), np.full(n, -math.log(n)), 0.0)
+    infos = []
+    while state.lam < 1:
+        if len(infos) >= settings.max_stages:
+            raise RuntimeError(f"smc_abc did not reach lambda = 1 in {settings.max_stages} stages")
+        before = state.lam
+        state, info = _step(state, model, sim, space, driver, settings)
+        infos.append(info)
+        advance(state.lam - before)
+
+    index = _weights.systematic_resample(np.exp(state.log_weight), n, driver)
+    stages = {f"stage_{k}": np.array([getattr(i, k) for i in infos]) for k in StageInfo._fields}
+    return ChainRun(
+        posterior={k: v[index] for k, v in state.params.items()},
+        sample_stats={"log_mechanism_density": state.log_lik[index]},
+        stats={
+            "n_simulations": sim.n_simulations,
+            "log_evidence": float(stages["stage_log_evidence_increment"].sum()),
+            # the last reweighting's ESS: the final resampled draws are worth at most this
+            "ess": float(stages["stage_ess"][-1]),
+            "acceptance_rate": float(np.mean(stages["stage_acceptance_rate"])),
+            "last_acceptance_rate": float(stages["stage_acceptance_rate"][-1]),
+            "n_stages": len(infos),
+            "n_distinct": n_distinct(state.z[index]),
+        },
+        stages=stages,
+    )
 
 
-def _step(
-    state, model, sim, space, driver, ess_fraction, resample_fraction, move_probability, max_moves
-) -> tuple[SMCState, StageInfo]:
+def _step(state, model, sim, space, driver, settings) -> tuple[SMCState, StageInfo]:
     n = len(state.z)
-    lam = _next_lambda(state.log_weight, state.log_lik, state.lam, ess_fraction * n)
+    lam = _next_lambda(state.log_weight, state.log_lik, state.lam, settings.ess_fraction * n)
     increment = _tempered(state.log_lik, lam - state.lam)
     log_z = float(logsumexp(state.log_weight + increment))
     log_w = state.log_weight + increment - log_z
@@ -243,14 +291,23 @@ def _step(
     ess = _weights.ess(log_w)
     # The ESS lands on ess_fraction * n up to round-off; with the default
     # ess_fraction == resample_fraction the decision must not hinge on the last digit.
-    resampled = ess < resample_fraction * n * (1 + 1e-9) or lam == 1.0
+    resampled = ess < settings.resample_fraction * n * (1 + 1e-9) or lam == 1.0
     if resampled:
         idx = _weights.systematic_resample(np.exp(log_w), n, driver)
         state = take(state, idx)._replace(log_weight=np.full(n, -math.log(n)))
     sims_before = sim.n_simulations
-    state, rate, moves = _rejuvenate(state, model, sim, space, driver, move_probability, max_moves)
+    state, rate, moves = _rejuvenate(
+        state, model, sim, space, driver, settings.move_probability, settings.max_moves
+    )
     return state, StageInfo(
-        lam, ess, resampled, rate, moves, sim.n_simulations - sims_before, log_z
+        lam,
+        ess,
+        resampled,
+        rate,
+        moves,
+        sim.n_simulations - sims_before,
+        n_distinct(state.z),
+        log_z,
     )
 
 

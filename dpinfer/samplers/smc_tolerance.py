@@ -4,17 +4,28 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import Executor
+from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
 
 from .. import _validate
-from .._progress import progress_bar
-from .._rng import RNGLike, as_seed_sequence, child_sequence, chunk_generator
+from .._rng import RNGLike, as_seed_sequence
 from . import _weights
+from ._chains import ChainRun, per_chain
 from ._common import abc_result, check_count, check_inputs
-from ._simulate import BatchSimulator
-from ._smc_kernels import expand, initial_particles, moves_needed, proposal_factor, take
+from ._smc_kernels import COMBINE_RULES as SMC_RULES
+from ._smc_kernels import (
+    check_particles,
+    expand,
+    moves_needed,
+    n_distinct,
+    proposal_factor,
+    run_smc_chains,
+    start_chain,
+    take,
+)
 
 __all__ = ["tolerance_smc_abc"]
 
@@ -33,12 +44,27 @@ class _State(NamedTuple):
     tolerance: float
 
 
+@dataclass(frozen=True)
+class _Settings:
+    """The options of one tolerance SMC chain (validated)."""
+
+    particles: int
+    final_tolerance: float
+    quantile: float
+    min_acceptance: float
+    move_probability: float
+    max_moves: int
+    max_stages: int
+    batch_size: int
+
+
 def tolerance_smc_abc(
     model,
     mechanism,
     released,
     *,
     particles: int = 2000,
+    chains: int = 4,
     final_tolerance: float = 0.0,
     quantile: float = 0.5,
     min_acceptance: float = 0.02,
@@ -56,7 +82,8 @@ def tolerance_smc_abc(
     a particle is alive when ``||s~ - released||_2 <= tolerance``. The tolerance
     shrinks to the ``quantile`` of the alive particles' distances each stage,
     with resampling and ABC-MCMC moves, until it reaches ``final_tolerance``
-    or the move acceptance rate falls below ``min_acceptance``.
+    or the move acceptance rate falls below ``min_acceptance``. Each of the
+    ``chains`` runs is independent, with its own tolerance schedule.
 
     This is **approximate**: it targets the ABC posterior at the final
     tolerance, not the exact posterior. It is here as the baseline of Xiong,
@@ -67,7 +94,9 @@ def tolerance_smc_abc(
     model, mechanism, released
         As in :func:`smc_abc`.
     particles : int, default 2000
-        Number of particles.
+        Number of particles over all chains together, as in :func:`smc_abc`.
+    chains : int, default 4
+        Independent runs (the chains of the result).
     final_tolerance : float, default 0
         Stop once the tolerance is at or below this value.
     quantile : float, default 0.5
@@ -80,72 +109,123 @@ def tolerance_smc_abc(
     Returns
     -------
     arviz.InferenceData
-        ``posterior``: the final (equally weighted) particles; ``attrs``:
-        ``tolerance`` and per-stage ``stage_tolerance``, ``stage_acceptance_rate``
-        and ``stage_simulations``.
+        ``posterior``: the final (equally weighted) particles of each chain;
+        ``attrs``: ``tolerance`` (the largest final tolerance of the chains:
+        the loosest ABC approximation among them), ``chain_tolerance``,
+        ``chain_acceptance_rate`` (each chain's last), ``chain_n_simulations``,
+        ``chain_n_stages``, ``chain_n_distinct`` and per-stage ``stage_tolerance``,
+        ``stage_acceptance_rate``, ``stage_simulations`` and
+        ``stage_n_distinct``, concatenated over the chains (``stage_chain``).
+
+    Warns
+    -----
+    RuntimeWarning
+        When a chain's final population, or a stage, keeps fewer than a
+        quarter of its particles distinct.
     """
     released = check_inputs(model, mechanism, released)
-    n = check_count("particles", particles)
+    chains, n = per_chain("particles", particles, chains)
+    check_particles("tolerance_smc_abc", particles, chains, n)
     final = _validate.non_negative("final_tolerance", final_tolerance)
     _validate.probability_open("quantile", quantile)
     _validate.probability_open("min_acceptance", min_acceptance)
     _validate.probability_open("move_probability", move_probability)
-    max_moves = check_count("max_moves", max_moves)
-    max_stages = check_count("max_stages", max_stages)
+    settings = _Settings(
+        n,
+        final,
+        quantile,
+        min_acceptance,
+        move_probability,
+        check_count("max_moves", max_moves),
+        check_count("max_stages", max_stages),
+        check_count("batch_size", batch_size),
+    )
     if not model.prior.has_logpdf:
         raise ValueError("tolerance_smc_abc needs a prior with a logpdf")
     root = as_seed_sequence(rng)
-    driver = np.random.default_rng(child_sequence(root, 1))
-    target = np.asarray(released, dtype=float)
-
-    def score(s, rng):
-        return _distance(mechanism.release(s, rng=rng), target)
-
-    sim = BatchSimulator(
-        model,
-        mechanism,
-        released,
-        child_sequence(root, 0),
-        batch_size=check_count("batch_size", batch_size),
+    posterior, sample_stats, attrs = run_smc_chains(
+        "tolerance_smc_abc",
+        partial(_run_chain, model, mechanism, released, settings),
+        root,
+        chains,
+        n,
         executor=executor,
-        score=score,
+        progressbar=progressbar,
+        label="tolerance SMC-ABC (stages)",
+        units=settings.max_stages,
+        rules=COMBINE_RULES,
+        check_acceptance=False,  # it stops by design once the moves stop accepting
     )
-    space, z, params, log_prior = initial_particles(
-        model, n, chunk_generator(child_sequence(root, 2), 0)
-    )
-    state = _State(z, params, log_prior, sim(params), math.inf)
-
-    stages = []
-    with progress_bar("tolerance SMC-ABC (stages)", total=max_stages, enabled=progressbar) as bar:
-        while len(stages) < max_stages:
-            before = sim.n_simulations
-            tolerance = max(final, float(np.quantile(state.distance, quantile)))
-            state = _resample_alive(state._replace(tolerance=tolerance), driver)
-            state, rate = _rejuvenate(
-                state, model, sim, space, driver, move_probability, max_moves
-            )
-            stages.append((tolerance, rate, sim.n_simulations - before))
-            bar.advance(1)
-            if tolerance <= final or rate < min_acceptance:
-                break
-
-    tol, rates, sims = (np.array(col, dtype=float) for col in zip(*stages, strict=True))
     return abc_result(
-        state.params,
-        sample_stats={"release_distance": state.distance},
+        posterior,
+        sample_stats=sample_stats,
+        chains=chains,
         mechanism=mechanism,
         released=released,
         method="tolerance_smc_abc (approximate)",
         reference=REFERENCE,
         root=root,
-        n_simulations=sim.n_simulations,
-        acceptance_rate=float(rates[-1]),
-        ess=float(n),
+        ess=float(attrs["n_distinct"]),
         log_evidence=math.nan,
-        tolerance=float(tol[-1]),
-        stage_tolerance=tol,
-        stage_acceptance_rate=rates,
-        stage_simulations=sims,
+        **attrs,
+    )
+
+
+# The loosest chain's tolerance is the tolerance of the result.
+COMBINE_RULES = {**SMC_RULES, "tolerance": "max"}
+
+
+def _run_chain(model, mechanism, released, settings, seed, executor, advance) -> ChainRun:
+    """One tolerance SMC run from its own seed."""
+    target = np.asarray(released, dtype=float)
+
+    def score(s, rng):
+        return _distance(mechanism.release(s, rng=rng), target)
+
+    driver, sim, space, z, params, log_prior = start_chain(
+        model,
+        mechanism,
+        released,
+        seed,
+        particles=settings.particles,
+        batch_size=settings.batch_size,
+        executor=executor,
+        score=score,
+    )
+    state = _State(z, params, log_prior, sim(params), math.inf)
+    stages = []
+    while len(stages) < settings.max_stages:
+        before = sim.n_simulations
+        tolerance = max(
+            settings.final_tolerance, float(np.quantile(state.distance, settings.quantile))
+        )
+        state = _resample_alive(state._replace(tolerance=tolerance), driver)
+        state, rate = _rejuvenate(
+            state, model, sim, space, driver, settings.move_probability, settings.max_moves
+        )
+        stages.append((tolerance, rate, sim.n_simulations - before, n_distinct(state.z)))
+        advance(1)
+        if tolerance <= settings.final_tolerance or rate < settings.min_acceptance:
+            break
+    advance(settings.max_stages - len(stages))
+    tol, rates, sims, distinct = (np.array(col, dtype=float) for col in zip(*stages, strict=True))
+    return ChainRun(
+        posterior=state.params,
+        sample_stats={"release_distance": state.distance},
+        stats={
+            "n_simulations": sim.n_simulations,
+            "acceptance_rate": float(rates[-1]),
+            "last_acceptance_rate": float(rates[-1]),
+            "tolerance": float(tol[-1]),
+            "n_stages": len(stages),
+            "n_distinct": int(distinct[-1]),
+        },
+        stages={
+            "stage_tolerance": tol,
+            "stage_acceptance_rate": rates,
+            "stage_simulations": sims,
+            "stage_n_distinct": distinct,
+        },
     )
 
 

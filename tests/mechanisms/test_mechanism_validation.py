@@ -188,3 +188,82 @@ def test_privacy_rho_is_checked(bad):
 def test_privacy_infinite_epsilon_means_no_guarantee_and_is_allowed():
     assert dp.Privacy(epsilon=INF).notion == "pure"
     assert str(dp.Privacy(epsilon=0.5, delta=1e-6, rho=0.1)) == "(0.5, 1e-06)-DP, 0.1-zCDP"
+
+
+# --- one type rule: numbers and 0-d arrays, never strings or bools ------------------------------
+
+MECHANISMS = {
+    "Laplace": dp.Laplace(2.0, sensitivity=1.0),
+    "Gaussian": dp.Gaussian(1.0),
+    "DiscreteLaplace": dp.DiscreteLaplace(2.0, sensitivity=1),
+    "DiscreteGaussian": dp.DiscreteGaussian(2.0),
+}
+NOT_NUMBERS = ["47", np.array("47"), ["4", "7"], True, np.array([True, False]), b"4", 1 + 2j]
+
+
+@pytest.mark.parametrize("mech", list(MECHANISMS.values()), ids=list(MECHANISMS))
+@pytest.mark.parametrize("bad", NOT_NUMBERS, ids=repr)
+def test_release_and_logpdf_refuse_what_is_not_a_number(mech, bad):
+    with pytest.raises(TypeError, match=r"value must be a number or an array of numbers"):
+        mech.release(bad, rng=1)
+    with pytest.raises(TypeError, match=r"value must be a number or an array of numbers"):
+        mech.logpdf(40, bad)
+    with pytest.raises(TypeError, match=r"released must be a number or an array of numbers"):
+        mech.logpdf(bad, [40])
+
+
+@pytest.mark.parametrize("mech", list(MECHANISMS.values()), ids=list(MECHANISMS))
+@pytest.mark.parametrize("good", [40, 40.0, np.int64(40), np.float32(40.0), np.array(40)])
+def test_numbers_and_zero_dimensional_arrays_are_accepted(mech, good):
+    assert np.shape(mech.release(good, rng=1)) == ()
+    assert mech.logpdf(good, [good]).shape == (1,)
+
+
+@pytest.mark.parametrize(
+    ("fn", "kwargs", "name"),
+    [
+        (dp.Laplace, dict(scale=1.0), "scale"),
+        (dp.Laplace, dict(scale=1.0, sensitivity=1.0), "sensitivity"),
+        (dp.Gaussian, dict(sigma=1.0), "sigma"),
+        (dp.DiscreteLaplace, dict(scale=1.0), "scale"),
+        (dp.DiscreteGaussian, dict(sigma=1.0), "sigma"),
+        (dp.Laplace.from_privacy, dict(epsilon=1.0, sensitivity=1.0), "sensitivity"),
+        (dp.DiscreteLaplace.from_privacy, dict(epsilon=1.0, sensitivity=1), "epsilon"),
+    ],
+)
+@pytest.mark.parametrize("bad", ["2", np.array("2"), True, [1.0, "2"]], ids=repr)
+def test_parameters_refuse_strings_and_bools(fn, kwargs, name, bad):
+    # Laplace(scale="2") used to be accepted as 2.0 while from_privacy(epsilon="0.5") was not.
+    with pytest.raises(TypeError, match=rf"\b{name}\b"):
+        fn(**{**kwargs, name: bad})
+
+
+def test_zero_dimensional_array_parameters_are_numbers():
+    assert dp.Laplace(np.array(2.0), sensitivity=np.array(1.0)).privacy.epsilon == 0.5
+    assert dp.DiscreteLaplace(np.array(2.0), sensitivity=np.int64(1)).privacy.epsilon == 0.5
+
+
+def test_sparse_vector_queries_must_be_numbers():
+    svt = dp.SparseVector(0.0, scale=1.0, c=1, sensitivity=1.0)
+    with pytest.raises(TypeError, match="queries must be a number or an array of numbers"):
+        svt.run(["0.1", "0.2"], rng=1)
+
+
+# --- every from_privacy requires the sensitivity ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fn", "kwargs"),
+    [
+        (dp.Laplace.from_privacy, dict(epsilon=0.5)),
+        (dp.Gaussian.from_privacy, dict(epsilon=0.5, delta=1e-5)),
+        (dp.DiscreteLaplace.from_privacy, dict(epsilon=0.5)),
+        (dp.DiscreteGaussian.from_privacy, dict(epsilon=0.5, delta=1e-5)),
+        (dp.SparseVector.from_privacy, dict(epsilon=0.5, threshold=0.0, c=1)),
+    ],
+)
+def test_from_privacy_requires_the_sensitivity(fn, kwargs):
+    # A default of 1 would silently claim a count query; the guarantee is only as true as
+    # the declared sensitivity, so every family asks for it.
+    with pytest.raises(TypeError, match="sensitivity"):
+        fn(**kwargs)

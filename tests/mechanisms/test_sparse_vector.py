@@ -16,38 +16,20 @@ import time
 
 import numpy as np
 import pytest
-import scipy.integrate as si
 import scipy.stats as st
+from _svt_helpers import (
+    NoHalting,
+    NoQueryNoise,
+    QueryNoiseNotScaledByC,
+    pattern_probability,
+    patterns,
+)
 
 import dpinfer as dp
 from dpinfer.audit import audit_epsilon
 
 ALPHA = 1e-3  # audit error rate: P(lower bound > true epsilon) <= ALPHA
 GOF_LEVEL = 1e-3  # chi-square rejection level = false-failure rate under a random seed
-
-
-# --- planted bugs, through the hooks the class keeps apart for this purpose ---------------
-
-
-class NoQueryNoise(dp.SparseVector):
-    """Bug: the queries are compared without noise."""
-
-    def _query_scale(self):
-        return 0.0
-
-
-class QueryNoiseNotScaledByC(dp.SparseVector):
-    """Bug: query noise Lap(2b/c), as if epsilon_2 paid for one positive instead of c."""
-
-    def _query_scale(self):
-        return 2 * self.scale / self.c
-
-
-class NoHalting(dp.SparseVector):
-    """Bug: keeps answering after c positives."""
-
-    def _halts(self):
-        return False
 
 
 # --- semantics ---------------------------------------------------------------------------
@@ -100,57 +82,11 @@ def test_same_seed_same_run_and_queries_are_validated():
 # --- the exact law of the indicator patterns ---------------------------------------------
 
 
-def _patterns(m: int, c: int, halts: bool = True):
-    """Every indicator sequence a run over ``m`` queries can publish."""
-    out = []
-
-    def grow(prefix, positives):
-        if len(prefix) == m or (halts and positives == c):
-            out.append(tuple(prefix))
-            return
-        grow([*prefix, False], positives)
-        grow([*prefix, True], positives + 1)
-
-    grow([], 0)
-    return out
-
-
-def _pattern_probability(svt, queries, pattern):
-    """P(pattern) = prod over threshold draws of int Lap_b(rho) prod_i P(answer_i | rho) d rho."""
-    b, s, t = svt.scale, 2 * svt.scale, svt.threshold
-    segments, current = [], []
-    for q, answer in zip(queries, pattern, strict=False):
-        current.append((q, answer))
-        if answer and svt.resample:
-            segments.append(current)
-            current = []
-    if current:
-        segments.append(current)
-    prob = 1.0
-    for seg in segments:
-
-        def integrand(rho, seg=seg):
-            p = st.laplace.pdf(rho, scale=b)
-            for q, answer in seg:
-                below = st.laplace.cdf(t + rho - q, scale=s)
-                p *= below if answer else 1.0 - below
-            return p
-
-        # integrate piecewise between the kinks of the Laplace densities, for accuracy
-        edges = [-np.inf, *sorted({0.0, *(q - t for q, _ in seg)}), np.inf]
-        value = sum(
-            si.quad(integrand, lo, hi, epsabs=1e-14, limit=200)[0]
-            for lo, hi in zip(edges[:-1], edges[1:], strict=True)
-        )
-        prob *= value
-    return prob
-
-
 def _pattern_chisquare(svt, queries, n, seed, reference=None):
     """Chi-square p-value of ``n`` runs of ``svt`` against the exact law of ``reference``."""
     reference = svt if reference is None else reference
-    pats = _patterns(len(queries), reference.c)
-    expected = np.array([_pattern_probability(reference, queries, p) for p in pats])
+    pats = patterns(len(queries), reference.c)
+    expected = np.array([pattern_probability(reference, queries, p) for p in pats])
     assert abs(expected.sum() - 1) < 1e-8  # the law is a distribution
     index = {p: i for i, p in enumerate(pats)}
     counts = np.zeros(len(pats) + 1)  # last bin: patterns the reference cannot publish

@@ -7,7 +7,6 @@ error, while the naive analysis and ABC with a wrong mechanism must not.
 
 from __future__ import annotations
 
-import math
 from importlib import resources
 
 import numpy as np
@@ -16,7 +15,6 @@ import pytest
 import dpinfer as dp
 from dpinfer.compare import compare_posteriors
 from dpinfer.models import lalonde as ll
-from dpinfer.results import from_netcdf
 
 PARAMS = list(ll.PARAMETERS)
 # compare_posteriors gives 16 z-scores (4 parameters x mean and 5/50/95% quantiles), each
@@ -122,14 +120,3 @@ def test_planted_wrong_mechanism_scale_fails(fits):
     )
     comparison = compare_posteriors(idata, fits["reference"], var_names=PARAMS)
     assert comparison.max_abs_z() > Z_LIMIT, str(comparison)
-
-
-@pytest.mark.slow
-def test_run_example(tmp_path):
-    text = ll.run_example(tmp_path, draws=500, seed=7, progressbar=False)
-    for word in ("original", "naive", "rejection ABC", "PyMC reference", "sigma_c"):
-        assert word in text
-    assert (tmp_path / "lalonde.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    loaded = from_netcdf(tmp_path / "posterior.nc")
-    assert loaded.posterior["tau"].size == 500
-    assert math.isfinite(float(loaded.posterior.attrs["acceptance_rate"]))

@@ -297,6 +297,7 @@ def _abc_sampler(mechanism):
             mechanism,
             released,
             draws=draws,
+            chains=1,  # exactly `draws` (99) draws: chains would round them up to a multiple
             rng=seed,
             batch_size=2000,
             progressbar=False,

@@ -112,6 +112,7 @@ def test_r0_of_the_truth_dicts_arrays_and_posteriors():
         sir.mechanism(population=10_000),
         sir.RELEASED,
         particles=20,
+        chains=1,
         rng=0,
         progressbar=False,
     )
@@ -138,7 +139,13 @@ def test_noiseless_fraction_reads_the_release_as_exact_proportions():
 
 def test_naive_abc_runs_and_is_marked_naive():
     idata = sir.naive_abc(
-        sir.RELEASED, particles=50, population=10_000, max_stages=3, rng=5, progressbar=False
+        sir.RELEASED,
+        particles=50,
+        chains=1,
+        population=10_000,
+        max_stages=3,
+        rng=5,
+        progressbar=False,
     )
     attrs = idata.posterior.attrs
     assert attrs["analysis"] == "naive"

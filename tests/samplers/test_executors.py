@@ -163,3 +163,52 @@ def test_progressbar_true_runs_and_gives_the_same_draws(sampler, reference, caps
         assert "Traceback" not in text
         assert "Error" not in text
         assert "Warning" not in text
+
+
+# --- the tuberculosis record setup (ABCDP, Park et al. 2021, Section 6.3) -------------------
+# A numba simulator whose chunks each simulate n pseudo-records per draw and keep only the
+# clipped averaged distance: the same seed gives the same public draws and distances, and
+# the same ABCDP output, whichever executor runs the chunks.
+
+
+def _tuberculosis_abcdp(executor=None):
+    from dpinfer.models import tuberculosis as tb
+
+    observed = tb.confidential_records(8, rng=0)
+    params, dist = tb.public_draws(
+        observed, n_proposals=24, batch_size=6, rng=3, executor=executor, progressbar=False
+    )
+    out = dp.abcdp(
+        observed,
+        tb.distance(),
+        model=tb.model(n_records=8),
+        n_proposals=24,
+        batch_size=6,
+        rng=3,
+        epsilon_total=1.0,
+        epsilon_abc=tb.EPSILON_ABC,
+        c=3,
+        privacy_rng=4,
+        executor=executor,
+        progressbar=False,
+    )
+    return params, dist.values, out.sample_stats["query_index"].values
+
+
+@pytest.fixture(scope="module")
+def tuberculosis_reference():
+    return _tuberculosis_abcdp()
+
+
+def _same_tuberculosis_run(run, reference):
+    params, distances, accepted = run
+    assert np.array_equal(distances, reference[1]) and np.array_equal(accepted, reference[2])
+    assert all(np.array_equal(params[k], reference[0][k]) for k in params)
+
+
+def test_tuberculosis_record_setup_with_a_process_pool(tuberculosis_reference, process_pool):
+    _same_tuberculosis_run(_tuberculosis_abcdp(process_pool), tuberculosis_reference)
+
+
+def test_tuberculosis_record_setup_on_a_dask_cluster(tuberculosis_reference, dask_executor):
+    _same_tuberculosis_run(_tuberculosis_abcdp(dask_executor), tuberculosis_reference)

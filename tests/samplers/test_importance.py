@@ -102,7 +102,7 @@ def test_planted_wrong_scale_fails_the_weighted_moment_check():
 
 def test_resampled_posterior_matches_the_closed_form():
     idata = _importance(dp.Gaussian(SIGMA), S_DP)
-    assert idata.posterior["theta"].shape == (1, DRAWS)
+    assert idata.posterior["theta"].shape == (4, DRAWS // 4)
     check_resampled_posterior(idata, EXACT.cdf, EXACT.mean(), EXACT.var())
 
 
@@ -191,12 +191,14 @@ def test_planted_swapped_scales_fail_the_vector_check():
 
 
 def test_particles_are_one_per_draw_and_weights_normalised():
-    idata = _importance(dp.Gaussian(SIGMA), S_DP, draws=7001)  # chunks of 7000 and 1
+    # 7001 draws over 4 chains: 1751 each, 7004 particles in chunks of 7000 and 4.
+    idata = _importance(dp.Gaussian(SIGMA), S_DP, draws=7001)
     theta, w = _particles(idata)
-    assert theta.shape == (7001,)
-    assert idata.posterior.attrs["n_simulations"] == 7001
+    assert theta.shape == (7004,)
+    assert idata.posterior["theta"].shape == (4, 1751)
+    assert idata.posterior.attrs["n_simulations"] == 7004
     assert w.sum() == pytest.approx(1.0)
-    assert 1 <= idata.posterior.attrs["ess"] <= 7001
+    assert 1 <= idata.posterior.attrs["ess"] <= 7004
 
 
 def test_chunk_of_one_with_a_vector_parameter():
@@ -206,6 +208,7 @@ def test_chunk_of_one_with_a_vector_parameter():
         dp.Laplace(SCALES),
         S_DP_VEC,
         draws=5,
+        chains=1,
         batch_size=4,
         rng=0,
         progressbar=False,

@@ -171,7 +171,7 @@ def test_other_options_are_validated():
         dp.mcem(model, _mech(), 37.4, schedule="fast", **kwargs)
     with pytest.raises(ValueError, match="mstep must be"):
         dp.mcem(model, _mech(), 37.4, mstep="newton", **kwargs)
-    with pytest.raises(ValueError, match="accelerate=True needs the staged schedule"):
+    with pytest.raises(ValueError, match="accelerate=True needs schedule='staged'"):
         dp.mcem(model, _mech(), 37.4, schedule="auto", accelerate=True, **kwargs)
     with pytest.raises(TypeError, match="likelihood must be a dpinfer.Likelihood"):
         dp.Model(prior={"theta": st.gamma(2)}, simulate=lambda p, r: p, likelihood=len)

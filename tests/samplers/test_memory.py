@@ -48,7 +48,7 @@ def _peak(fn) -> int:
 def _warm():
     # Imports and first-call caches are allocated once, outside the traced runs.
     _arviz()
-    dp.rejection_abc(_model(), MECH, HIGH, draws=10, rng=0, batch_size=BATCH, progressbar=False)
+    dp.rejection_abc(_model(), MECH, HIGH, draws=16, rng=0, batch_size=BATCH, progressbar=False)
 
 
 def _budget_run(model, n_proposals):

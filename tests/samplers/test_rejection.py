@@ -45,13 +45,16 @@ class TightBound(dp.Gaussian):
         return super().log_max_density_at(released) - math.log(2.0)
 
 
-def _rejection(mechanism, released, *, model=None, draws=4000, rng=20240501, batch_size=2000):
+def _rejection(
+    mechanism, released, *, model=None, draws=4000, rng=20240501, batch_size=2000, chains=4
+):
     model = normal_model() if model is None else model
     return dp.rejection_abc(
         model,
         mechanism,
         released,
         draws=draws,
+        chains=chains,
         rng=rng,
         batch_size=batch_size,
         progressbar=False,
@@ -164,11 +167,14 @@ def test_vector_oracle_agrees_with_quadrature():
 
 
 def test_exactly_draws_are_returned_and_simulations_are_whole_batches():
+    # 777 draws over 4 chains: rounded up to 4 x 195 = 780 draws
     idata = _rejection(dp.Gaussian(SIGMA), S_DP, draws=777, batch_size=500)
-    assert idata.posterior["theta"].shape == (1, 777)
+    assert idata.posterior["theta"].shape == (4, 195)
     n_sim = idata.posterior.attrs["n_simulations"]
     assert n_sim % 500 == 0
-    assert n_sim >= 777
+    assert n_sim >= 780
+    one = _rejection(dp.Gaussian(SIGMA), S_DP, draws=777, batch_size=500, chains=1)
+    assert one.posterior["theta"].shape == (1, 777)
 
 
 def test_budget_exceeded_reports_rate_and_expected_cost():

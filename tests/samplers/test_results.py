@@ -47,9 +47,9 @@ def test_rejection_groups_and_dims(rejection):
     post = rejection.posterior
     assert list(post.data_vars) == ["mu", "w"]
     assert post["mu"].dims == ("chain", "draw")
-    assert post["mu"].shape == (1, 400)
+    assert post["mu"].shape == (4, 100)
     assert post["w"].dims[:2] == ("chain", "draw")
-    assert post["w"].shape == (1, 400, 3)
+    assert post["w"].shape == (4, 100, 3)
     assert np.allclose(post["w"].sum(axis=-1), 1.0)
 
 
@@ -63,7 +63,7 @@ def test_importance_groups_and_sample_stats(importance):
     stats = importance.sample_stats
     assert set(stats.data_vars) == {"log_weight", "particle_mu", "particle_w"}
     assert stats["log_weight"].dims == ("chain", "draw")
-    assert stats["particle_w"].shape == (1, 600, 3)
+    assert stats["particle_w"].shape == (4, 150, 3)
     assert np.exp(stats["log_weight"].values).sum() == pytest.approx(1.0)
     # The resampled posterior holds particle values only.
     assert np.isin(importance.posterior["mu"].values, stats["particle_mu"].values).all()
@@ -109,7 +109,8 @@ def test_attrs_carry_every_standard_key(which, request):
     if which == "rejection":
         assert attrs["n_simulations"] % 1000 == 0 and attrs["n_simulations"] >= 400
         assert 0 < attrs["acceptance_rate"] <= 1
-        assert attrs["ess"] == 400
+        assert attrs["ess_sampler"] == 400  # i.i.d. draws
+        assert attrs["ess"] == min(400, attrs["ess_bulk"])
         assert attrs["log_evidence"] == pytest.approx(
             math.log(attrs["acceptance_rate"]) + MECH.log_max_density
         )
@@ -122,7 +123,7 @@ def test_attrs_carry_every_standard_key(which, request):
 
 def test_privacy_attrs_are_nan_without_a_declared_sensitivity():
     idata = dp.rejection_abc(
-        _model(), dp.Laplace(2.0), RELEASE, draws=10, rng=1, batch_size=1000, progressbar=False
+        _model(), dp.Laplace(2.0), RELEASE, draws=20, rng=1, batch_size=1000, progressbar=False
     )
     assert math.isnan(idata.posterior.attrs["epsilon"])
     assert math.isnan(idata.posterior.attrs["delta"])

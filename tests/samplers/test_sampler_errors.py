@@ -24,7 +24,7 @@ MECH = dp.Gaussian(1.0)
 
 
 def _call(which, model=None, mechanism=MECH, released=0.5, **kwargs):
-    kwargs = {"draws": 10, "rng": 0, "progressbar": False, "batch_size": 100, **kwargs}
+    kwargs = {"draws": 20, "rng": 0, "progressbar": False, "batch_size": 100, **kwargs}
     return SAMPLERS[which](_model() if model is None else model, mechanism, released, **kwargs)
 
 
@@ -94,8 +94,8 @@ def test_draws_of_the_wrong_type(which, draws):
 
 
 def test_integral_float_draws_are_accepted(which):
-    idata = _call(which, draws=10.0)
-    assert idata.posterior["theta"].shape == (1, 10)
+    idata = _call(which, draws=16.0)
+    assert idata.posterior["theta"].shape == (4, 4)
 
 
 @pytest.mark.parametrize("batch_size", [0, -1, 0.5])

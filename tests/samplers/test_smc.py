@@ -17,6 +17,9 @@ Beta model): the variance of the posterior mean and of the 5%, 50% and 95% quant
 1.5-1.8 times the i.i.d. variance on the four-stage Gaussian problem (40 seeds) and
 0.4-1.4 times on the Poisson and Beta problems (20 seeds). Over 100 further seeds per
 problem no check failed at ESS = particles / 4 (largest |z| 2.8, smallest KS p-value 0.29).
+With the default four chains of 500 particles (100 seeds per problem) the variance ratios
+were 1.1-2.6 on the Gaussian problem (the 5% quantile the largest), 0.9-1.1 on the two
+Poisson problems and 0.7-1.0 on the uniform-noise one: still below the divisor 4.
 Errors are heavy-tailed, though: a particle whose single simulation lands unusually close
 to the release has an inflated mechanism density and sticks (at 1000 particles, one seed
 in 80 on the Gaussian problem held 27 copies of one tail particle). So the nominal rates
@@ -131,8 +134,10 @@ def test_planted_wrong_mechanism_scale_fails_the_closed_form_check():
 
 
 # Standard deviation of one run's log evidence at 1000 particles on this problem: 0.063 over
-# 400 seeds, rounded up to 0.08 (the largest |z| over 50 groups of 8 runs was 2.0). Its bias
-# (about -var/2 = -0.002, the evidence itself being unbiased) is negligible here.
+# 400 seeds with one chain, 0.065 over 200 seeds with four chains of 250 (the log of the mean
+# of their evidences; mean error -0.001), rounded up to 0.08 (the largest |z| over 50 groups
+# of 8 one-chain runs was 2.0). Its bias (about -var/2 = -0.002, the evidence itself being
+# unbiased) is negligible here.
 SD_LOG_EVIDENCE = 0.08
 EVIDENCE_SEEDS = range(8)
 
@@ -142,9 +147,14 @@ def check_log_evidence(mechanism):
         _smc(normal_model(), mechanism, S_DP, particles=1000, rng=seed).posterior.attrs
         for seed in EVIDENCE_SEEDS
     ]
-    for attrs in runs:  # the estimate is the sum of the recorded per-stage increments
+    for attrs in runs:  # each chain's estimate sums its stages' increments; chains average
+        chain_sums = [
+            attrs["stage_log_evidence_increment"][attrs["stage_chain"] == c].sum()
+            for c in range(4)
+        ]
+        np.testing.assert_allclose(attrs["chain_log_evidence"], chain_sums, atol=1e-12)
         assert attrs["log_evidence"] == pytest.approx(
-            attrs["stage_log_evidence_increment"].sum(), abs=1e-12
+            logsumexp(attrs["chain_log_evidence"]) - math.log(4), abs=1e-12
         )
     estimates = np.array([attrs["log_evidence"] for attrs in runs])
     exact = gaussian_log_evidence(S_DP, SIGMA)
@@ -189,7 +199,8 @@ def poisson_posterior(alpha, *, scale=LAPLACE_SCALE, released=S_DP_COUNT) -> Gri
 
 
 # One-run SD of the log evidence at 2000 particles, measured over 100 seeds: 0.022 (alpha 25)
-# and 0.015 (alpha 2); bounded here by 0.03.
+# and 0.015 (alpha 2) with one chain, 0.027 and 0.013 with four chains of 500 (the log of the
+# mean of their evidences); bounded here by 0.03.
 SD_LOG_EVIDENCE_COUNT = 0.03
 
 
@@ -322,8 +333,9 @@ def uniform_noise_posterior(released=S_DP_UNIFORM, b=UNIFORM_HALF_WIDTH) -> Grid
     return GridPosterior(grid, st.norm.logpdf(grid) + log_window - math.log(2 * b))
 
 
-# One-run SD of the log evidence at 2000 particles, measured over 100 seeds: 0.028. Over the
-# same seeds the largest |z| of the draws' checks was 1.3 and the smallest KS p-value 0.69.
+# One-run SD of the log evidence at 2000 particles, measured over 100 seeds: 0.028 (0.027 with
+# four chains of 500). Over the same (one-chain) seeds the largest |z| of the draws' checks
+# was 1.3 and the smallest KS p-value 0.69.
 SD_LOG_EVIDENCE_UNIFORM = 0.04
 
 
@@ -368,11 +380,16 @@ def test_impossible_release_raises_a_clear_error():
 
 
 def test_stage_records_are_consistent():
-    particles = 500
-    idata = _smc(normal_model(), dp.Gaussian(SIGMA), S_DP, particles=particles, rng=3)
+    particles, chains = 500, 2
+    idata = _smc(
+        normal_model(), dp.Gaussian(SIGMA), S_DP, particles=particles, chains=chains, rng=3
+    )
     attrs = idata.posterior.attrs
-    k = attrs["n_stages"]
-    assert k >= 3
+    n = particles // chains
+    per_chain = attrs["chain_n_stages"]
+    assert attrs["n_stages"] == per_chain.max() >= 3
+    k = per_chain.sum()
+    np.testing.assert_array_equal(attrs["stage_chain"], np.repeat([0, 1], per_chain))
     for name in (
         "stage_lam",
         "stage_ess",
@@ -380,23 +397,34 @@ def test_stage_records_are_consistent():
         "stage_acceptance_rate",
         "stage_n_moves",
         "stage_n_simulations",
+        "stage_n_distinct",
         "stage_log_evidence_increment",
     ):
         assert attrs[name].shape == (k,), name
-    lam = attrs["stage_lam"]
-    assert np.all(np.diff(lam) > 0) and lam[0] > 0 and lam[-1] == 1.0
-    # Intermediate temperatures are chosen so the conditional ESS is ess_fraction * n; every
-    # stage resampled before it (default resample_fraction = ess_fraction), so ESS = 250.
-    np.testing.assert_allclose(attrs["stage_ess"][:-1], 0.5 * particles, rtol=1e-6)
+    for c in range(chains):
+        mine = attrs["stage_chain"] == c
+        lam = attrs["stage_lam"][mine]
+        assert np.all(np.diff(lam) > 0) and lam[0] > 0 and lam[-1] == 1.0
+        # Intermediate temperatures are chosen so the conditional ESS is ess_fraction * n;
+        # every stage resampled before it (resample_fraction = ess_fraction), so ESS = n / 2.
+        np.testing.assert_allclose(attrs["stage_ess"][mine][:-1], 0.5 * n, rtol=1e-6)
+        assert attrs["chain_ess"][c] == attrs["stage_ess"][mine][-1]
+        assert attrs["chain_log_evidence"][c] == pytest.approx(
+            attrs["stage_log_evidence_increment"][mine].sum()
+        )
+        # Simulations: the initial population plus at most one per particle and move.
+        assert attrs["chain_n_simulations"][c] == n + attrs["stage_n_simulations"][mine].sum()
     assert np.all(attrs["stage_resampled"] == 1.0)
     assert np.all((attrs["stage_n_moves"] >= 1) & (attrs["stage_n_moves"] <= 30))
     assert np.all((attrs["stage_acceptance_rate"] > 0) & (attrs["stage_acceptance_rate"] <= 1))
-    # Simulations: the initial population plus at most one per particle and move.
-    assert attrs["n_simulations"] == particles + attrs["stage_n_simulations"].sum()
-    assert np.all(attrs["stage_n_simulations"] <= particles * attrs["stage_n_moves"])
-    assert attrs["log_evidence"] == pytest.approx(attrs["stage_log_evidence_increment"].sum())
-    assert idata.posterior["theta"].shape == (1, particles)
-    assert idata.sample_stats["log_mechanism_density"].shape == (1, particles)
+    assert np.all((attrs["stage_n_distinct"] >= 1) & (attrs["stage_n_distinct"] <= n))
+    assert attrs["n_simulations"] == attrs["chain_n_simulations"].sum()
+    assert np.all(attrs["stage_n_simulations"] <= n * attrs["stage_n_moves"])
+    assert attrs["ess_sampler"] == pytest.approx(attrs["chain_ess"].sum())
+    assert attrs["ess"] == min(attrs["ess_sampler"], attrs["ess_bulk"])
+    assert attrs["n_distinct"] == attrs["chain_n_distinct"].sum()
+    assert idata.posterior["theta"].shape == (chains, n)
+    assert idata.sample_stats["log_mechanism_density"].shape == (chains, n)
     assert attrs["method"] == "smc_abc"
     assert "Gong" in attrs["reference"]
 
@@ -406,7 +434,7 @@ def test_a_release_near_the_prior_needs_one_stage():
     # straight to lambda = 1 is above one half, so there is a single stage.
     idata = _smc(normal_model(), dp.Gaussian(1.0), 1.3, particles=300, rng=1)
     assert idata.posterior.attrs["n_stages"] == 1
-    assert list(idata.posterior.attrs["stage_lam"]) == [1.0]
+    assert list(idata.posterior.attrs["stage_lam"]) == [1.0] * 4  # one stage per chain
 
 
 def test_max_stages_reached_raises():
@@ -419,12 +447,15 @@ def test_max_stages_reached_raises():
 SAMPLERS = ("smc", "tolerance")
 
 
-def _small_run(sampler, *, rng=2024, executor=None, progressbar=False):
-    # 300 particles in chunks of 128: every simulation call is split over three chunks.
+def _small_run(sampler, *, rng=2024, executor=None, progressbar=False, chains=2):
+    # Two chains of 150 particles in chunks of 64: with an executor each chain is one task;
+    # inside it, every simulation call is split over three chunks. With one chain of 300,
+    # the chunks themselves go to the executor.
     kwargs = dict(
         particles=300,
+        chains=chains,
         rng=rng,
-        batch_size=128,
+        batch_size=64 if chains == 2 else 128,
         max_moves=10,
         executor=executor,
         progressbar=progressbar,
@@ -439,7 +470,11 @@ def _small_run(sampler, *, rng=2024, executor=None, progressbar=False):
 def _assert_same_run(a, b):
     np.testing.assert_array_equal(a.posterior["theta"].values, b.posterior["theta"].values)
     for key, value in a.posterior.attrs.items():
-        if key.startswith("stage_") or key in ("n_simulations", "log_evidence", "tolerance"):
+        if key.startswith(("stage_", "chain_")) or key in (
+            "n_simulations",
+            "log_evidence",
+            "tolerance",
+        ):
             np.testing.assert_array_equal(b.posterior.attrs[key], value, err_msg=key)
 
 
@@ -452,14 +487,23 @@ def reference():
 @pytest.mark.parametrize("sampler", SAMPLERS)
 def test_same_seed_same_run_serially(sampler, reference):
     run = reference[sampler]
-    assert run.posterior.attrs["n_simulations"] > 3 * 128  # several chunks per call
-    assert len(run.posterior.attrs["stage_acceptance_rate"]) >= 3  # several stages
+    assert run.posterior.attrs["chain_n_simulations"].min() > 3 * 64  # several chunks per call
+    assert run.posterior.attrs["chain_n_stages"].min() >= 3  # several stages in every chain
+    theta = run.posterior["theta"].values
+    assert not np.array_equal(theta[0], theta[1])  # independent chains
     _assert_same_run(_small_run(sampler), run)
 
 
 @pytest.mark.parametrize("sampler", SAMPLERS)
 def test_same_run_with_a_process_pool(sampler, reference, process_pool):
     _assert_same_run(_small_run(sampler, executor=process_pool), reference[sampler])
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_one_chain_sends_its_chunks_to_the_executor(sampler, process_pool):
+    serial = _small_run(sampler, chains=1)
+    assert serial.posterior["theta"].shape == (1, 300)
+    _assert_same_run(_small_run(sampler, chains=1, executor=process_pool), serial)
 
 
 @pytest.mark.parametrize("sampler", SAMPLERS)
@@ -529,7 +573,7 @@ def test_progressbar_true_runs_and_gives_the_same_run(sampler, reference, capsys
 
 
 def _call(model=None, mechanism=None, released=0.5, **kwargs):
-    kwargs = {"particles": 50, "rng": 0, "progressbar": False, **kwargs}
+    kwargs = {"particles": 80, "rng": 0, "progressbar": False, **kwargs}
     mechanism = dp.Gaussian(1.0) if mechanism is None else mechanism
     return dp.smc_abc(normal_model() if model is None else model, mechanism, released, **kwargs)
 
@@ -571,7 +615,7 @@ def test_simulator_of_the_wrong_shape():
         prior={"theta": st.norm(0.0, 1.0)},
         simulate=lambda p, rng: np.zeros((len(p["theta"]), 2)),
     )
-    with pytest.raises(ValueError, match=re.escape("simulate returned an array of shape (50, 2)")):
+    with pytest.raises(ValueError, match=re.escape("simulate returned an array of shape (20, 2)")):
         _call(model=model)
 
 
@@ -592,7 +636,7 @@ def test_callable_prior_with_logpdf_is_accepted():
         ),
         simulate=lambda p, rng: p["theta"] + rng.standard_normal(len(p["theta"])),
     )
-    assert _call(model=model).posterior["theta"].shape == (1, 50)
+    assert _call(model=model).posterior["theta"].shape == (4, 20)
 
 
 def test_model_and_mechanism_types():

@@ -50,11 +50,15 @@ def _tolerance_smc(mechanism=None, *, final_tolerance=FINAL_TOLERANCE, rng=41, *
 
 def check_schedule_reaches_final_tolerance(idata, final_tolerance):
     attrs = idata.posterior.attrs
-    tol = attrs["stage_tolerance"]
-    assert len(tol) >= 2
-    assert np.all(np.diff(tol) < 0), f"tolerances do not decrease: {tol}"
-    assert tol[-1] == final_tolerance, f"stopped at tolerance {tol[-1]:.4g}, not {final_tolerance}"
-    assert attrs["tolerance"] == tol[-1]
+    for c, final in enumerate(attrs["chain_tolerance"]):  # each chain has its own schedule
+        tol = attrs["stage_tolerance"][attrs["stage_chain"] == c]
+        assert len(tol) >= 2
+        assert np.all(np.diff(tol) < 0), f"tolerances do not decrease: {tol}"
+        assert tol[-1] == final_tolerance, (
+            f"chain {c} stopped at tolerance {tol[-1]:.4g}, not {final_tolerance}"
+        )
+        assert final == tol[-1]
+    assert attrs["tolerance"] == attrs["chain_tolerance"].max()
     # Every final particle is within the final tolerance of the release.
     assert np.all(idata.sample_stats["release_distance"].values <= final_tolerance)
 
@@ -71,27 +75,35 @@ def test_planted_early_stop_fails_the_schedule_check():
 
 
 def test_min_acceptance_stops_before_an_unreachable_tolerance():
-    idata = _tolerance_smc(final_tolerance=0.0, particles=500)
+    idata = _tolerance_smc(final_tolerance=0.0, particles=500, chains=2)
     attrs = idata.posterior.attrs
-    assert attrs["stage_acceptance_rate"][-1] < 0.02  # the default min_acceptance
-    assert np.all(attrs["stage_acceptance_rate"][:-1] >= 0.02)
+    for c in range(2):
+        rates = attrs["stage_acceptance_rate"][attrs["stage_chain"] == c]
+        assert rates[-1] < 0.02  # the default min_acceptance
+        assert np.all(rates[:-1] >= 0.02)
     assert attrs["tolerance"] > 0
 
 
 def test_records_simulations_and_stages():
-    idata = _tolerance_smc(particles=500)
+    idata = _tolerance_smc(particles=500, chains=2)
     attrs = idata.posterior.attrs
-    k = len(attrs["stage_tolerance"])
-    for name in ("stage_acceptance_rate", "stage_simulations"):
+    k = attrs["chain_n_stages"].sum()
+    for name in ("stage_tolerance", "stage_acceptance_rate", "stage_simulations"):
         assert attrs[name].shape == (k,), name
-    # The initial population, then one simulation per particle passing the prior step, per move.
-    assert attrs["n_simulations"] == 500 + attrs["stage_simulations"].sum()
+    for c in range(2):
+        mine = attrs["stage_chain"] == c
+        # The initial population, then one simulation per particle passing the prior step,
+        # per move.
+        assert attrs["chain_n_simulations"][c] == 250 + attrs["stage_simulations"][mine].sum()
+        assert attrs["chain_acceptance_rate"][c] == attrs["stage_acceptance_rate"][mine][-1]
+        assert attrs["chain_n_distinct"][c] == attrs["stage_n_distinct"][mine][-1]
+    assert attrs["n_simulations"] == attrs["chain_n_simulations"].sum()
     assert np.all(attrs["stage_simulations"] > 0)
-    assert attrs["acceptance_rate"] == attrs["stage_acceptance_rate"][-1]
+    assert attrs["acceptance_rate"] == attrs["chain_acceptance_rate"].mean()
     assert "approximate" in attrs["method"]
     assert math.isnan(attrs["log_evidence"])
-    assert idata.posterior["theta"].shape == (1, 500)
-    assert idata.sample_stats["release_distance"].shape == (1, 500)
+    assert idata.posterior["theta"].shape == (2, 250)
+    assert idata.sample_stats["release_distance"].shape == (2, 250)
 
 
 # --- a loose comparison with the exact posterior at a small tolerance -------------------------
@@ -151,7 +163,7 @@ def test_planted_ignored_tolerance_fails_the_closeness_check():
 
 
 def _call(**kwargs):
-    kwargs = {"particles": 50, "rng": 0, "progressbar": False, **kwargs}
+    kwargs = {"particles": 80, "rng": 0, "progressbar": False, **kwargs}
     released = kwargs.pop("released", 0.5)
     model = kwargs.pop("model", normal_model())
     return dp.tolerance_smc_abc(model, dp.Gaussian(1.0), released, **kwargs)
@@ -193,7 +205,7 @@ def test_simulator_of_the_wrong_shape():
         prior={"theta": st.norm(0.0, 1.0)},
         simulate=lambda p, rng: np.zeros((len(p["theta"]), 3)),
     )
-    with pytest.raises(ValueError, match=re.escape("simulate returned an array of shape (50, 3)")):
+    with pytest.raises(ValueError, match=re.escape("simulate returned an array of shape (20, 3)")):
         _call(model=model)
 
 

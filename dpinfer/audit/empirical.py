@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.stats as st
 
-from . import _validate
-from ._rng import RNGLike, as_seed_sequence, chunk_generator
+from .. import _validate
+from .._rng import RNGLike, as_seed_sequence, chunk_generator
 
 __all__ = ["AuditResult", "audit_epsilon", "clopper_pearson", "hockey_stick_delta"]
 

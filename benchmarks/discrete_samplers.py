@@ -1,0 +1,121 @@
+"""Exact discrete samplers: releases per second, ours beside OpenDP's, in one run.
+
+For ``DiscreteLaplace`` and ``DiscreteGaussian`` at several scales, the rate of
+``mech.release(zeros(n))`` on the curator path (``rng=None``: every bit from the OS
+CSPRNG) and with a seeded Generator, beside
+
+- the pure-Python reference of the same algorithm (the implementation before the
+  compiled kernels; one Python loop per draw), and
+- OpenDP's exact samplers (``make_laplace`` / ``make_gaussian`` on integer vectors, which
+  also draw from the OS CSPRNG), if ``opendp`` is installed (``pip install opendp``; it is
+  not a dependency of dpinfer). Their time includes converting the list of values.
+
+Each rate is the best of ``--repeats`` runs, by CPU time of this process (user and
+system, so the OS generator's work counts) and, for our curator path, also by wall
+clock. On a shared, loaded machine the CPU figures are the comparable ones.
+Usage: ``python benchmarks/discrete_samplers.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import time
+from fractions import Fraction
+
+import numpy as np
+
+import dpinfer as dp
+from dpinfer.mechanisms import _bits, _exact
+
+SCALES = (1.0, 3.7306, 100.0, 10_000.0)
+
+
+def best_rate(run, n: int, repeats: int) -> tuple[float, float]:
+    """Draws per second of ``run()`` (``n`` draws), best of ``repeats``: (CPU, wall)."""
+    cpu = wall = float("inf")
+    for _ in range(repeats):
+        start_cpu, start_wall = time.process_time(), time.perf_counter()
+        run()
+        cpu = min(cpu, time.process_time() - start_cpu)
+        wall = min(wall, time.perf_counter() - start_wall)
+    return n / cpu, n / wall
+
+
+def ours(kind: str, scale: float, n: int, repeats: int, rng) -> tuple[float, float]:
+    mech = dp.DiscreteLaplace(scale) if kind == "laplace" else dp.DiscreteGaussian(scale)
+    zeros = np.zeros(n, dtype=np.int64)
+    mech.release(zeros[:10], rng=rng)  # compile (or load the cached kernels) first
+    return best_rate(lambda: mech.release(zeros, rng=rng), n, repeats)
+
+
+def python_reference(kind: str, scale: float, n: int) -> float:
+    param = Fraction(scale) if kind == "laplace" else Fraction(scale**2)
+    draw = _exact.discrete_laplace if kind == "laplace" else _exact.discrete_gaussian
+    reader = _bits.BitReader(np.empty(0, np.uint64), 0, _bits.OSWords())
+
+    def run():
+        for _ in range(n):
+            draw(param.numerator, param.denominator, reader)
+
+    return best_rate(run, n, 1)[0]
+
+
+def opendp_rate(kind: str, scale: float, n: int, repeats: int) -> float | None:
+    try:
+        import opendp.prelude as odp
+    except ImportError:
+        return None
+    odp.enable_features("contrib")
+    domain = odp.vector_domain(odp.atom_domain(T=int))
+    if kind == "laplace":
+        meas = odp.m.make_laplace(domain, odp.l1_distance(T=int), scale=scale)
+    else:
+        meas = odp.m.make_gaussian(domain, odp.l2_distance(T=int), scale=scale)
+    zeros = [0] * n
+    return best_rate(lambda: meas(zeros), n, repeats)[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller samples")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    n_ours = 200_000 if args.quick else 2_000_000
+    n_other = 20_000 if args.quick else 200_000
+    n_python = 5_000 if args.quick else 20_000
+
+    try:
+        odp_version = importlib.metadata.version("opendp")
+    except importlib.metadata.PackageNotFoundError:
+        odp_version = None
+        print("OpenDP is not installed (pip install opendp): its column is skipped.\n")
+
+    print(f"releases per second (best of {args.repeats}; ours on {n_ours:,} draws)")
+    header = (
+        f"{'mechanism':<17}{'scale':>8}{'ours OS, wall':>15}{'ours OS, CPU':>14}"
+        f"{'seeded, CPU':>13}{'Python, CPU':>13}{'OpenDP, CPU':>13}{'ours/OpenDP':>13}"
+    )
+    print(header)
+    print("-" * len(header))
+    for kind, name in (("laplace", "DiscreteLaplace"), ("gaussian", "DiscreteGaussian")):
+        for scale in SCALES:
+            os_cpu, os_wall = ours(kind, scale, n_ours, args.repeats, None)
+            seeded, _ = ours(kind, scale, n_ours, args.repeats, 1)
+            ref = python_reference(kind, scale, n_python)
+            other = opendp_rate(kind, scale, n_other, args.repeats)
+            other_text = f"{other:>13.3g}" if other else f"{'-':>13}"
+            ratio = f"{os_cpu / other:>13.1f}" if other else f"{'-':>13}"
+            print(
+                f"{name:<17}{scale:>8g}{os_wall:>15.3g}{os_cpu:>14.3g}{seeded:>13.3g}"
+                f"{ref:>13.3g}{other_text}{ratio}"
+            )
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"\nPython: the pure-Python reference, {n_python:,} draws; load average {load:.1f}.")
+    if odp_version:
+        print(f"\nOpenDP {odp_version}, on {n_other:,} draws per call.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""The shared shape of the examples: option checks, report rows, summary files, figures."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import math
+import re
+import warnings
+
+import numpy as np
+import pytest
+import scipy.stats as st
+
+from dpinfer.models import _example, _report
+from dpinfer.models._example import choice, finite, integer, positive, vector, yes_no
+from dpinfer.models._report import Report, Row, distribution_rows, draw_rows, mle_rows
+
+
+@pytest.mark.parametrize("module", [_example, _report], ids=lambda m: m.__name__)
+def test_doctests(module):
+    flags = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
+    assert doctest.testmod(module, optionflags=flags).failed == 0
+
+
+@pytest.mark.parametrize(
+    ("check", "value", "expected"),
+    [
+        (positive, "0.5", 0.5),
+        (finite, "-3", -3.0),
+        (integer(100), "250", 250),
+        (vector(3), "1 2.5 -1", [1.0, 2.5, -1.0]),
+        (vector(2, integer(0)), [3, 4], [3, 4]),
+        (yes_no, "yes", True),
+        (yes_no, False, False),
+        (choice("a", "b"), "b", "b"),
+    ],
+)
+def test_option_checks_accept(check, value, expected):
+    assert np.array_equal(check("x", value), expected)
+
+
+@pytest.mark.parametrize(
+    ("check", "value", "message"),
+    [
+        (positive, "0", "x must be a positive finite number"),
+        (positive, "nan", "x must be a positive finite number"),
+        (positive, "1e999", "x must be a positive finite number"),
+        (positive, True, "x must be a real number"),
+        (finite, "inf", "x must be a finite number"),
+        (finite, "two", "x must be a number"),
+        (integer(100), "99", "x must be an integer from 100"),
+        (integer(100), "1e3", "x must be an integer, got '1e3'"),
+        (integer(1), True, "x must be an integer, got True"),
+        (integer(1), str(10**9), "x must be an integer from 1 to 100,000,000"),
+        (vector(3), "1 2", "x must have 3 values, got 2"),
+        (vector(2), "1 nan", "x[1] must be a finite number"),
+        (yes_no, "maybe", "x must be yes or no"),
+        (choice("a", "b"), "c", "x must be one of a, b; got 'c'"),
+    ],
+)
+def test_option_checks_refuse_by_name(check, value, message):
+    with pytest.raises((ValueError, TypeError), match=re.escape(message)):
+        check("x", value)
+
+
+def test_rows_from_few_draws_are_nan_without_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        empty = draw_rows("a", "exact", {"w": np.empty((0, 3))})
+        one = draw_rows("a", "exact", {"t": np.array([2.0])})
+    assert [r.parameter for r in empty] == ["w[0]", "w[1]", "w[2]"]
+    assert all(math.isnan(r.mean) for r in empty)
+    assert one[0].mean == 2.0 and math.isnan(one[0].sd)
+
+
+def test_rows_match_numpy_and_scipy():
+    x = np.random.default_rng(1).normal(size=(1000, 2))
+    rows = draw_rows("s", "exact", {"beta": x})
+    assert rows[1].parameter == "beta[1]"
+    assert rows[1].sd == pytest.approx(x[:, 1].std(ddof=1), rel=1e-12)
+    assert rows[1].q95 == pytest.approx(np.quantile(x[:, 1], 0.95), rel=1e-12)
+    (row,) = distribution_rows("n", "naive", {"t": st.norm(1.0, 2.0)})
+    assert (row.mean, row.sd, row.q05) == pytest.approx((1.0, 2.0, 1.0 - 2.0 * 1.6448536269514722))
+
+
+def test_a_role_outside_the_vocabulary_is_refused():
+    with pytest.raises(ValueError, match="role must be one of"):
+        Row("a", "exactish", "posterior", "t", 1.0)
+
+
+def test_summary_files_leave_undefined_numbers_empty():
+    rows = mle_rows("MLE", "exact", {"t": 1.5}, {"t": 0.25})
+    report = Report("T", [], rows, ["note"], {"x": math.nan, "y": np.float64(2.0)})
+    line = report.csv().splitlines()[1]
+    assert line == "MLE,exact,mle,t,1.5,0.25,,,"
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data["rows"][0]["q05"] is None and data["diagnostics"] == {"x": None, "y": 2.0}
+    assert "sd is the standard error" in report.table()
+
+
+def test_interval_figure_draws_every_parameter(tmp_path):
+    rows = draw_rows("s", "exact", {"beta": np.random.default_rng(0).normal(size=(200, 4))})
+    rows += mle_rows("MLE", "exact", {"beta[0]": 0.1}, {"beta[0]": 0.3})
+    path = tmp_path / "f.png"
+    _report.interval_figure(path, Report("T", [], rows))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
