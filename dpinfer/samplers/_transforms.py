@@ -52,6 +52,9 @@ class ParameterSpace:
         for name, (lower, upper) in (support or {}).items():
             if name in self.transforms:
                 self.transforms[name] = Transform(float(lower), float(upper))
+        self._build_flat()
+
+    def _build_flat(self) -> None:
         # per-coordinate bounds, so that one call maps every parameter of a batch
         widths = [int(np.prod(self.shapes[k], dtype=int)) for k in self.names]
         self._flat = Transform(
@@ -67,6 +70,7 @@ class ParameterSpace:
         space.names = list(names)
         space.shapes = {k: tuple(shapes[k]) for k in space.names}
         space.transforms = {k: Transform(*map(float, bounds[k])) for k in space.names}
+        space._build_flat()
         return space
 
     def bounds(self) -> dict[str, tuple[float, float]]:
