@@ -73,7 +73,10 @@ def joint(draws) -> np.ndarray:
 def smc(model, mech, particles: int, seed) -> dict:
     """One exact SMC-ABC run: draws, simulations, wall and CPU seconds."""
     wall, cpu = time.perf_counter(), time.process_time()
-    idata = dp.smc_abc(model, mech, sir.RELEASED, particles=particles, rng=seed, progressbar=False)
+    # one population of ``particles``, as in the paper (and as the cached runs were made)
+    idata = dp.smc_abc(
+        model, mech, sir.RELEASED, particles=particles, chains=1, rng=seed, progressbar=False
+    )
     return {
         "draws": joint(idata),
         "sims": int(idata.posterior.attrs["n_simulations"]),
