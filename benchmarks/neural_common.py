@@ -2,6 +2,12 @@
 
 Not a benchmark itself: ``neural_sir.py`` and ``neural_linear_regression.py`` import it.
 
+* :func:`neural_options` are the SPPE/SPLE settings of a run: the paper's (the library's
+  defaults) or, with ``--light``, the lighter flows of ``tutorials/08_neural.ipynb``
+  (4 transforms of 32 units, 8 bins, 4 noise copies) for a machine where the paper's
+  flows take too long (on two shared cores, one SPPE round after the first took over
+  ten minutes with the paper's flow).
+
 * :func:`cached` stores a reference run (arrays and numbers) under ``benchmarks/.cache/``
   (a folder that ignores itself in git), keyed by its settings, so a rerun does not pay
   for it twice.
@@ -32,8 +38,31 @@ from pathlib import Path
 
 import numpy as np
 
+from dpinfer.neural import SplineFlow, Training
+
 CACHE = Path(__file__).resolve().parent / ".cache"
 POINTS = 2000
+
+
+def neural_options(*, light: bool, threads: int) -> dict:
+    """Keyword arguments of ``sppe``/``sple``: the paper's flows, or lighter ones."""
+    options = {"training": Training(threads=threads)}
+    if light:
+        options |= {
+            "flow": SplineFlow(transforms=4, hidden_features=32, bins=8),
+            "noise_copies": 4,
+        }
+    return options
+
+
+def describe(options: dict) -> str:
+    """One line naming the flow and noise copies of ``options``."""
+    flow = options.get("flow", SplineFlow())
+    copies = options.get("noise_copies", 8)
+    return (
+        f"spline flow of {flow.transforms} transforms, {flow.residual_blocks} residual blocks of "
+        f"{flow.hidden_features} units, {flow.bins} bins; {copies} RQMC noise copies"
+    )
 
 
 def cached(name: str, settings: dict, compute: Callable[[], dict], *, use: bool = True) -> dict:

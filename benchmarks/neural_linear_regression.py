@@ -12,9 +12,13 @@ beta from
   ``--rounds`` rounds (the paper runs 10),
 
 printed beside the rows of the paper's Table 1, with each method's MMD to the reference
-(``dpinfer.compare.mmd``) and its cost.
+(``neural_common.ReferenceMMD``: kernel fixed by the reference sample), its C2ST accuracy
+against the reference (0.5 = indistinguishable) and its cost. The NUTS reference is cached
+under ``benchmarks/.cache/`` (``--no-cache`` recomputes it).
 
-Usage: ``python benchmarks/neural_linear_regression.py [--quick] [--rounds 10]``.
+Usage: ``python benchmarks/neural_linear_regression.py [--quick] [--rounds 10]
+[--nuts-draws 2000] [--light] [--no-cache]`` (``--light``: the lighter flows of
+``neural_common.neural_options``).
 """
 
 from __future__ import annotations
@@ -26,10 +30,10 @@ import time
 
 import numpy as np
 import torch
+from neural_common import ReferenceMMD, cached, describe, neural_options
 
-from dpinfer.compare import mmd
 from dpinfer.models import linear_regression as lr
-from dpinfer.neural import sple, sppe
+from dpinfer.neural import c2st, sple, sppe
 
 # Table 1 (epsilon = 10): mean (2.5%, 97.5%) of beta_0, beta_1, beta_2
 PAPER = {
@@ -69,6 +73,11 @@ def main(argv=None) -> int:
     parser.add_argument("--simulations", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--seed", type=int, default=2023)
+    parser.add_argument(
+        "--light", action="store_true", help="lighter flows and 4 noise copies (see neural_common)"
+    )
+    parser.add_argument("--nuts-draws", type=int, default=2000, help="NUTS draws per chain")
+    parser.add_argument("--no-cache", action="store_true", help="recompute the NUTS reference")
     args = parser.parse_args(argv)
     if args.quick:
         args.rounds, args.simulations = 2, 300
@@ -76,20 +85,26 @@ def main(argv=None) -> int:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
         f"linear regression, epsilon = {lr.EPSILON:g}, the published release; torch "
-        f"{args.threads} thread(s); load average {load} on {os.cpu_count()} CPUs",
+        f"{args.threads} thread(s); load average {load} on {os.cpu_count()} CPUs; SPPE/SPLE: "
+        + describe(neural_options(light=args.light, threads=args.threads)),
         flush=True,
     )
-    start = time.perf_counter()
-    draws, tune = (300, 300) if args.quick else (2000, 1000)
-    ref = lr.pymc_reference(draws=draws, tune=tune, chains=2, rng=args.seed)
-    ref_seconds = time.perf_counter() - start
-    reference = beta(ref)
+    draws, tune = (300, 300) if args.quick else (args.nuts_draws, 1000)
+    ref = cached(
+        "regression-nuts",
+        {"draws": draws, "tune": tune, "seed": args.seed},
+        lambda: nuts_reference(draws, tune, args.seed),
+        use=not args.no_cache,
+    )
+    reference = ref["beta"]
+    metric = ReferenceMMD(reference, seed=args.seed)
     print(
         f"NUTS data augmentation: {draws} draws x 2 chains after {tune} tuning steps, "
-        f"{ref_seconds:.0f} s; R-hat max {float(ref.posterior.attrs['rhat_max']):.3f}",
+        f"{ref['seconds']:.0f} s{' (cached)' if ref['cached'] else ''}; "
+        f"R-hat max {ref['rhat_max']:.3f}",
         flush=True,
     )
-    ours = {"NUTS data augmentation": (summary(reference), 0.0, ref_seconds, "-")}
+    ours = {"NUTS data augmentation": (summary(reference), 0.0, 0.5, ref["seconds"], "-")}
     for method in (sppe, sple):
         idata, _ = method(
             lr.model(),
@@ -98,13 +113,15 @@ def main(argv=None) -> int:
             rounds=args.rounds,
             simulations=args.simulations,
             rng=args.seed,
+            **neural_options(light=args.light, threads=args.threads),
             progressbar=False,
         )
         draws_m = beta(idata)
         attrs = idata.posterior.attrs
         ours[method.__name__.upper()] = (
             summary(draws_m),
-            mmd(draws_m, reference),
+            metric.mmd(draws_m),
+            c2st(draws_m, reference),
             float(attrs["wall_seconds"]),
             f"{int(attrs['n_simulations']):,}",
         )
@@ -118,9 +135,11 @@ def main(argv=None) -> int:
 
     print("\nposterior mean (95% interval) of beta_0, beta_1, beta_2")
     print("ours:")
-    for label, (cells, value, seconds, sims) in ours.items():
+    for label, (cells, value, acc, seconds, sims) in ours.items():
         extra = (
-            "" if label.startswith("NUTS") else f"   MMD {value:.3f}, {sims} sims, {seconds:.0f} s"
+            ""
+            if label.startswith("NUTS")
+            else f"   MMD {value:.3f}, C2ST {acc:.3f}, {sims} sims, {seconds:.0f} s"
         )
         print(row(label, cells) + extra)
     print(row("naive (closed form)", _naive()))
@@ -128,6 +147,17 @@ def main(argv=None) -> int:
     for label, cells in PAPER.items():
         print(row(label, cells))
     return 0
+
+
+def nuts_reference(draws: int, tune: int, seed: int) -> dict:
+    """NUTS on the data-augmentation model: beta draws, seconds and the largest R-hat."""
+    start = time.perf_counter()
+    ref = lr.pymc_reference(draws=draws, tune=tune, chains=2, rng=seed)
+    return {
+        "beta": beta(ref),
+        "seconds": time.perf_counter() - start,
+        "rhat_max": float(ref.posterior.attrs["rhat_max"]),
+    }
 
 
 def _naive():

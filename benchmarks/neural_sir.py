@@ -34,7 +34,8 @@ with four GPUs and 28 CPU cores (its Section S4), so only the simulation counts 
 directly. Our times: wall and CPU seconds of this single-threaded process (torch on one
 thread), printed with the load average, since the machine may be shared.
 
-Usage: ``python benchmarks/neural_sir.py [--quick] [--rounds 10] [--no-cache]``.
+Usage: ``python benchmarks/neural_sir.py [--quick] [--rounds 10] [--seeds 3] [--light]
+[--no-cache]`` (``--light``: the lighter flows of ``neural_common.neural_options``).
 """
 
 from __future__ import annotations
@@ -46,11 +47,11 @@ import time
 
 import numpy as np
 import torch
-from neural_common import ReferenceMMD, cached
+from neural_common import ReferenceMMD, cached, describe, neural_options
 
 import dpinfer as dp
 from dpinfer.models import sir
-from dpinfer.neural import Training, c2st, sple, sppe
+from dpinfer.neural import c2st, sple, sppe
 
 PARAMS = ("log_beta", "log_gamma")
 MMD_TARGET = 0.1
@@ -154,7 +155,7 @@ def neural_to_target(method, model, mech, metric, args) -> dict:
         simulations=args.simulations,
         draws=4000,
         rng=args.seed,
-        training=Training(threads=args.threads),
+        **neural_options(light=args.light, threads=args.threads),
         callback=callback,
         progressbar=False,
     )
@@ -207,6 +208,9 @@ def main(argv=None) -> int:
     parser.add_argument("--ref-particles", type=int, default=10_000)
     parser.add_argument("--seeds", type=int, default=3, help="smc_abc runs per particle count")
     parser.add_argument("--seed", type=int, default=2023)
+    parser.add_argument(
+        "--light", action="store_true", help="lighter flows and 4 noise copies (see neural_common)"
+    )
     parser.add_argument("--no-cache", action="store_true", help="recompute cached references")
     args = parser.parse_args(argv)
     if args.quick:
@@ -217,7 +221,9 @@ def main(argv=None) -> int:
     print(
         f"SIR, epsilon = {sir.EPSILON:g}, Xiong et al.'s release; approximate simulator; "
         f"torch {torch.__version__}, {args.threads} thread(s); load average {load} on "
-        f"{os.cpu_count()} CPUs"
+        f"{os.cpu_count()} CPUs; SPPE/SPLE: "
+        + describe(neural_options(light=args.light, threads=args.threads)),
+        flush=True,
     )
     model, mech = sir.model(simulator="approx"), sir.mechanism()
     sir.simulate_approx([0.6], [0.05], population=100, rng=0)  # numba compilation
