@@ -17,42 +17,56 @@ Sections (each a function; all run by default):
   number of distinct particles). Each
   posterior is compared with the long stored NUTS reference run (largest |z| over means
   and 5/50/95% quantiles, ``dpinfer.compare``). ``--grid`` adds epsilon = 1 and 30.
+* ``naive_bayes``: ESS per second for naive Bayes at epsilon = 10 (Xiong et al. 2023, S3.3,
+  the published release), where smc_abc degenerates: ``da_mcmc``, ``smc_abc`` and NUTS on
+  the exact marginal likelihood, each checked against the exact posterior by finite sums.
+* ``paper``: ``da_mcmc`` and ``smc_abc`` on the published epsilon = 10 regression release,
+  posterior means and 95% intervals beside Table 1 of Xiong et al. (2023).
 * ``scaling``: cost per iteration and ESS per second as n grows (10**2 .. 10**5 records),
   the regression at epsilon = 10 on a dataset of n records drawn at the true beta.
-* ``soma``: the SOMA record update (Xiong & Ju 2025, arXiv:2505.00635: one offer, an attempt
+* ``soma``: the SOMA record update (Xiong et al. 2025, arXiv:2505.00635: one offer, an attempt
   at every record, accepted with the ratio of the two sums of weights), prototyped here in
   numba against the privacy-aware Metropolis update at equal iterations, on the regression
   at epsilon = 100 and naive Bayes at epsilon = 10. It is not part of dpinfer (see below).
 
-Measured (``--grid``, 2 shared cores, load average 4.5; CPU seconds):
+Measured (``--grid``, 2 shared cores, load average 4-5.5; CPU seconds; 16 minutes wall):
 
-* throughput, n = 10**5: 9.0e6 record updates per second for the full sweep (acceptance
-  0.99), 1.3e8 for the numba loop alone; the speculative route 4.6e4 (acceptance 0.99) to
-  1.5e5 (acceptance 0.68); the logpdf-per-record baseline 8.4e4: full sweep 107x baseline.
-* regression, ESS per CPU second (largest |z| against the stored NUTS runs):
-  epsilon = 1: da_mcmc 39 (0.80), smc_abc 2160 (1.64), NUTS 111 (1.13);
-  epsilon = 10: da_mcmc 41 (0.75), smc_abc 560 (1.98), NUTS 26 (1.87);
-  epsilon = 30: da_mcmc 30 (0.86, R-hat 1.05), smc_abc 55 (4.57; 1915 distinct of 4000),
-  NUTS 4.8 (2.12);
-  epsilon = 100: da_mcmc 139 (1.44), smc_abc 3.6 (38.1; 31 distinct of 4000), NUTS 3.0
-  (1.75). At epsilon = 100 da_mcmc has 46 times the ESS per second of NUTS, and
-  smc_abc's answer is wrong.
-* scaling at epsilon = 10: 1.8e-4, 9.6e-4, 2.7e-3 and 2.1e-2 CPU s per iteration for
-  n = 10**2 .. 10**5 (5.6e5 to 4.8e6 record updates per second); the noise shrinks next to
-  the sampling spread (median ratio 1.75 to 0.06) and the chains mix better, so ESS per
-  second stays within a factor of 5 while n grows a thousandfold.
+* throughput, n = 10**5: 1.1e7 record updates per second for the full sweep (acceptance
+  0.99), 1.4e8 for the numba loop alone; the speculative route 3.6e4 (acceptance 0.99) to
+  1.3e5 (acceptance 0.68); the logpdf-per-record baseline 8.1e4: full sweep 138x baseline.
+* regression, ESS per CPU second (ESS per 1000 records simulated; largest |z| against the
+  stored NUTS runs):
+  epsilon = 1: da_mcmc 40 (0.074; 0.67), smc_abc 2119 (0.24; 1.36), NUTS 123 (1.13);
+  epsilon = 10: da_mcmc 46 (0.077; 0.75), smc_abc 491 (0.063; 1.12), NUTS 24 (1.87);
+  epsilon = 30: da_mcmc 26 (0.050; 0.86, R-hat 1.05), smc_abc 7.5 (0.001; 1.10; 1869
+  distinct of 4000), NUTS 3.9 (2.12);
+  epsilon = 100: da_mcmc 108 (0.15; 1.41), smc_abc 1.1 (0.00015; 3.53; 347 distinct of
+  4000), NUTS 2.7 (1.75). At epsilon = 100 da_mcmc has 41 times the ESS per second of
+  NUTS and 98 times that of smc_abc.
+* naive Bayes at epsilon = 10 (largest |z| against the exact posterior): da_mcmc 2739
+  ESS per second (6.6 per 1000 records; 2.50), smc_abc 1.9 (150 distinct of 4000; 14.5:
+  degenerate and wrong), NUTS on the exact likelihood 80 (1.67): da_mcmc 34x NUTS.
+* the published epsilon = 10 release, posterior means (95% intervals) of beta:
+  da_mcmc -0.67 (-2.42, 1.01), -2.64 (-3.67, -0.73), 0.58 (-1.01, 2.63); smc_abc -0.63,
+  -2.66, 0.59 (|z| 0.94 between them); Table 1 of Xiong et al. reports DA-MCMC -0.62
+  (-2.50, 0.99), -2.72 (-3.74, -0.96), 0.54 (-1.06, 2.46) and SMC-ABC -0.59, -2.44, 0.85.
+  (Table S2, epsilon = 3, cannot be rerun: its release is not published.)
+* scaling at epsilon = 10: 1.6e-4, 4.3e-4, 2.4e-3 and 2.2e-2 CPU s per iteration for
+  n = 10**2 .. 10**5 (6.3e5 to 4.5e6 record updates per second); the noise shrinks next to
+  the sampling spread (median ratio 1.75 to 0.06) and the chains mix better per
+  iteration, so ESS per second stays between 5 and 36 while n grows a thousandfold.
 * SOMA: on the regression at epsilon = 100 it mixes better per iteration (min ESS 622
-  against 250 over 4 x 2000 draws) but costs 16 times the CPU: 30 against 193 ESS per
-  second; on naive Bayes at epsilon = 10 it mixes no better (7127 against 7553) at 5 times
-  the cost: 487 against 2521. Each SOMA offer is scored against all n records, O(n) per
+  against 250 over 4 x 2000 draws) but costs 14 times the CPU: 31 against 175 ESS per
+  second; on naive Bayes at epsilon = 10 it mixes no better (7127 against 7553) at 6 times
+  the cost: 466 against 3095. Each SOMA offer is scored against all n records, O(n) per
   offer against O(1) for the Metropolis update. Its gain does not show in ESS per second,
   so dpinfer does not ship it.
 
 Timings are CPU seconds of this single-threaded process (``time.process_time``), so they
 measure one core even on a busy machine; numba compilation is excluded by warm-up calls.
 
-Usage: ``python benchmarks/da_mcmc.py [--quick] [--grid] [--no-nuts]``. ``--no-nuts``
-reads the NUTS times and ESS from the stored reference runs instead of running NUTS.
+Usage: ``python benchmarks/da_mcmc.py [--quick] [--grid] [--no-nuts] [--sections ...]``.
+``--no-nuts`` reads the NUTS times and ESS from the stored reference runs instead of running NUTS.
 """
 
 from __future__ import annotations
