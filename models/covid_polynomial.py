@@ -246,8 +246,9 @@ def run(
         post = idata_draws(out, PARAMETERS)
         fits = curve(post) if len(post["a0"]) else np.full((1, CASES.size), np.nan)
         rmse = float(np.sqrt(np.mean((fits - CASES) ** 2)))
+        queries = int(out.posterior.attrs["n_queries"])
         notes.append(
-            f"{name}: {len(post['a0'])} draws after {int(out.posterior.attrs['n_queries']):,} "
+            f"{name}: {len(post['a0'])} draws accepted after {queries:,} "
             f"distances; RMSE of their curves to the counts {rmse:,.0f} cases"
         )
         diagnostics[f"{key}_rmse"] = rmse
