@@ -6,6 +6,11 @@ the log-Jacobian ``log |dtheta/dz|``. The support is read from each frozen
 available (multivariate or callable priors) are moved on their own scale,
 which stays valid because proposals outside the support have zero prior
 density and are rejected.
+
+Integer parameters (a discrete ``scipy.stats`` prior such as ``randint``, or
+integer draws from a callable prior) stay on their own scale: their columns
+of ``z`` hold integers, the moves step them by integers, and
+:meth:`ParameterSpace.unflatten` returns them with the prior's integer dtype.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.stats
 
 from .. import _support
 
@@ -44,7 +50,23 @@ class ParameterSpace:
         self.names = list(example)
         self.shapes = {k: np.asarray(v).shape[1:] for k, v in example.items()}
         spec = getattr(prior, "_spec", None) or {}
-        self.transforms = {k: _transform_for(spec.get(k), self.shapes[k]) for k in self.names}
+        self.dtypes = {
+            k: _integer_dtype(spec.get(k), np.asarray(v).dtype) for k, v in example.items()
+        }
+        self.transforms = {
+            k: Transform() if self.dtypes[k] is not None else _transform_for(spec.get(k), s)
+            for k, s in self.shapes.items()
+        }
+
+    @property
+    def integer(self) -> np.ndarray:
+        """Boolean mask of the columns of ``z`` that hold integer parameters."""
+        return np.concatenate(
+            [
+                np.full(int(np.prod(self.shapes[k], dtype=int)), self.dtypes[k] is not None)
+                for k in self.names
+            ]
+        )
 
     @property
     def dim(self) -> int:
@@ -67,11 +89,23 @@ class ParameterSpace:
         for k in self.names:
             width = int(np.prod(self.shapes[k], dtype=int))
             block = z[:, col : col + width]
+            col += width
+            if self.dtypes[k] is not None:
+                out[k] = np.rint(block).astype(self.dtypes[k]).reshape(len(z), *self.shapes[k])
+                continue
             tr = self.transforms[k]
             out[k] = tr.to_constrained(block).reshape(len(z), *self.shapes[k])
             log_jac += tr.log_jacobian(block).sum(axis=1)
-            col += width
         return out, log_jac
+
+
+def _integer_dtype(dist, dtype: np.dtype):
+    """The dtype to return an integer parameter in, or None for a continuous one."""
+    if dtype.kind in "iub":
+        return dtype
+    if isinstance(getattr(dist, "dist", None), scipy.stats.rv_discrete):
+        return np.dtype(np.int64)
+    return None
 
 
 def _transform_for(dist, shape) -> Transform:
