@@ -15,6 +15,7 @@ from .mechanisms import (
     SVTResult,
 )
 from .model import Model, Prior
+from .record_model import RecordModel
 from .reference import sample_reference
 from .samplers import (
     AscentSchedule,
@@ -22,6 +23,7 @@ from .samplers import (
     SimulationBudgetExceeded,
     StagedSchedule,
     abcdp,
+    da_mcmc,
     importance_abc,
     mcem,
     rejection_abc,
@@ -45,6 +47,7 @@ __all__ = [
     "Model",
     "Prior",
     "Privacy",
+    "RecordModel",
     "SVTResult",
     "SimulationBudgetExceeded",
     "SparseVector",
@@ -52,6 +55,7 @@ __all__ = [
     "__version__",
     "abcdp",
     "accounting",
+    "da_mcmc",
     "distances",
     "importance_abc",
     "mcem",

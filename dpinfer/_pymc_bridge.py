@@ -197,13 +197,33 @@ def _compile_model(graphs: _Graphs, space: ParameterSpace) -> dict:
 
     # simulator of the statistic given a batch of parameters
     sub = {rv: inputs[k] for rv, k in zip(param_rvs, space.names, strict=True)}
-    stats = vectorize_graph(stat_rvs, replace=sub)
+    stats = _batched_statistic(model, stat_rvs, sub, inputs[space.names[0]].shape[0])
     if len(stats) == 1:
         out = pt.as_tensor_variable(stats[0])
     else:
         out = pt.concatenate([s.reshape((s.shape[0], -1)) for s in stats], axis=1)
     simulate = _random_function(list(inputs.values()), [out], single=True)
     return {"prior": prior, "prior_logp": prior_logp, "simulate": simulate}
+
+
+def _batched_statistic(model, stat_rvs, replace, batch):
+    """Return the statistic's random variables, drawn once per parameter set of the batch.
+
+    Each is vectorised over the batched parameters, in the model's order so that one may
+    depend on another; one that depends on no parameter (a covariate) is resized to the
+    batch, so that every parameter set gets its own draw.
+    """
+    from pymc.distributions.shape_utils import change_dist_size
+    from pytensor.graph.replace import vectorize_graph
+
+    replace = dict(replace)
+    order = {rv: i for i, rv in enumerate(model.basic_RVs)}
+    for rv in sorted(stat_rvs, key=order.__getitem__):
+        new = vectorize_graph(rv, replace=replace)
+        if new.ndim == rv.ndim:
+            new = change_dist_size(new, new_size=(batch,), expand=True)
+        replace[rv] = new
+    return [replace[rv] for rv in stat_rvs]
 
 
 def _random_function(inputs, outputs, *, single: bool = False):

@@ -53,8 +53,11 @@ particle. Up to ε = 10 it agrees with the PyMC reference (the tests check it)
 at a fraction of the cost. When the noise is much smaller than the sampling
 variability of the statistics its moves stop being accepted: final-stage
 acceptance is about 1% at ε = 30 and 0.1% at ε = 100, and the population
-degenerates. There the data-augmentation reference, which simulates
-nothing, is the tool (slower steps, but it mixes).
+degenerates. There record-level data augmentation is the tool:
+``dp.da_mcmc(record_model(), mechanism(epsilon=100), released, n=N)`` imputes
+the 100 records and mixes best exactly when the noise is small (the tests
+check it against the PyMC data-augmentation reference at ε = 100, which also
+mixes, with much slower steps).
 
 References
 ----------
@@ -117,6 +120,7 @@ __all__ = [
     "naive_posterior",
     "pymc_model",  # noqa: F822 (module __getattr__)
     "pymc_reference",  # noqa: F822 (module __getattr__)
+    "record_model",
     "release",
     "run",
     "sensitivity",
@@ -358,6 +362,46 @@ def model(*, n: int = N) -> dp.Model:
     return dp.Model(
         prior={"beta": st.multivariate_normal(np.zeros(P + 1), np.eye(P + 1))}, simulate=simulate
     )
+
+
+def record_model(*, n: int = N) -> dp.RecordModel:
+    r"""Return the regression as a :class:`dpinfer.RecordModel` of ``n`` subjects.
+
+    Parameters
+    ----------
+    n : int, default 100
+        Number of subjects; the per-record statistic is divided by it, so
+        pass the same ``n`` to :func:`dpinfer.da_mcmc`.
+
+    Returns
+    -------
+    dpinfer.RecordModel
+        Prior ``beta ~ N(0, I_3)``; records of shape ``(batch, n, 3)``
+        holding ``(x_1, x_2, y)``; the per-record statistic, shape
+        ``(batch, n, 9)``, in the order of :data:`STATISTIC_NAMES`; the
+        conjugate ``update`` and the complete-data ``loglik``.
+
+    Notes
+    -----
+    Given the unclamped records the posterior of ``beta`` is the conjugate
+    Gaussian of :func:`confidential_posterior`: precision
+    :math:`I + X^\top X / \sigma^2`, mean :math:`(I + X^\top X/\sigma^2)^{-1}
+    X^\top y / \sigma^2` with :math:`X = (1, x)`. The clamp acts on the
+    statistics only, never on the model of the records.
+
+    Examples
+    --------
+    >>> m, rng = record_model(), np.random.default_rng(0)
+    >>> records = m.simulate_records({"beta": np.zeros((2, 3))}, 100, rng)
+    >>> t = m.statistics(records)
+    >>> records.shape, t.shape
+    ((2, 100, 3), (2, 100, 9))
+    >>> bool(np.allclose(t.sum(axis=1), statistics(records[..., :2], records[..., 2])))
+    True
+    """
+    from ._regression_records import build
+
+    return build(_validate.positive_int("n", n))
 
 
 def mechanism(*, epsilon: float = EPSILON, n: int = N) -> dp.Laplace:

@@ -97,12 +97,14 @@ __all__ = [
     "RELEASED",
     "TRUE_PARAMS",
     "confidential_data",
+    "exact_posterior",
     "log_likelihood",
     "mechanism",
     "model",
     "naive_posterior",
     "pymc_model",
     "pymc_reference",
+    "record_model",
     "release",
     "run",
     "sensitivity",
@@ -423,6 +425,73 @@ def log_likelihood(params, released, *, epsilon: float, n: int = N) -> np.ndarra
             log_n1 + per_class[:, 0] + per_class[:, 1, ::-1], axis=1
         )
     return out
+
+
+def record_model(*, n: int = N) -> dp.RecordModel:
+    """Return the model as a :class:`dpinfer.RecordModel` of ``n`` records.
+
+    Parameters
+    ----------
+    n : int, default 100
+        Number of records; the per-record statistic is divided by it, so
+        pass the same ``n`` to :func:`dpinfer.da_mcmc`.
+
+    Returns
+    -------
+    dpinfer.RecordModel
+        Beta(2, 2) priors over :data:`PARAMETER_NAMES`; records ``(y, x_1, x_2)``
+        in ``{1, 2}``, shape ``(batch, n, 3)``; the per-record statistic, each
+        record's one-hot cell of the ``K`` tables over ``n``, shape
+        ``(batch, n, 8)`` in the order of :data:`CELL_NAMES`; the conjugate
+        Beta ``update`` and the Bernoulli ``loglik``.
+
+    Examples
+    --------
+    >>> m, rng = record_model(), np.random.default_rng(0)
+    >>> records = m.simulate_records({k: np.full(2, 0.5) for k in PARAMETER_NAMES}, 100, rng)
+    >>> t = m.statistics(records)
+    >>> records.shape, t.shape
+    ((2, 100, 3), (2, 100, 8))
+    >>> bool(np.allclose(t[0].sum(axis=0), statistics(records[0, :, 0], records[0, :, 1:])))
+    True
+    """
+    from ._naive_bayes_records import build
+
+    return build(_validate.positive_int("n", n))
+
+
+def exact_posterior(released=RELEASED, *, epsilon: float = EPSILON, n: int = N) -> dict:
+    r"""Exact marginal posteriors of the five probabilities given a release, by finite sums.
+
+    Parameters
+    ----------
+    released, epsilon, n
+        As in :func:`log_likelihood`.
+
+    Returns
+    -------
+    dict
+        Per parameter name, a mixture of Beta laws with ``mean()``, ``std()``,
+        ``cdf(x)`` and ``ppf(q)``.
+
+    Notes
+    -----
+    The Beta priors integrate out in closed form (Beta-binomial tables), the
+    posterior of the class count is a sum over ``n + 1`` values, and given the
+    counts each probability is conjugate; see
+    :mod:`dpinfer.models._naive_bayes_records`. ``O(n^2)`` work, no sampling:
+    an independent reference for any sampler, at any epsilon.
+
+    Examples
+    --------
+    >>> post = exact_posterior(RELEASED, epsilon=10.0)
+    >>> round(post["p_class"].mean(), 3)
+    0.768
+    """
+    from ._naive_bayes_records import exact_posterior as exact
+
+    mech = mechanism(epsilon=epsilon, n=n)
+    return exact(mech._check_released(released), epsilon=epsilon, n=_validate.positive_int("n", n))
 
 
 def naive_posterior(released, *, n: int = N) -> dict:

@@ -95,6 +95,23 @@ def test_calibration_and_accounting_leave_the_global_state_alone():
     _check(work)
 
 
+@pytest.mark.parametrize("seed", SEEDS, ids=["None", "int", "SeedSequence", "Generator"])
+def test_da_mcmc_leaves_the_global_state_alone(seed):
+    import scipy.stats as st
+
+    model = dp.RecordModel(
+        {"p": st.beta(2, 2)},
+        lambda p, n, rng: (rng.random((len(p["p"]), n)) < p["p"][:, None]).astype(float),
+        lambda x: x,
+        loglik=lambda x, p: x.sum(1) * np.log(p["p"]) + (1 - x).sum(1) * np.log1p(-p["p"]),
+    )
+    _check(
+        lambda: dp.da_mcmc(
+            model, dp.Laplace(1.0), 4.3, n=10, draws=4, tune=4, rng=_rng(seed), progressbar=False
+        )
+    )
+
+
 def test_companion_a_global_draw_is_caught():
     class LegacyLaplace(dp.Laplace):
         def _sample(self, value, rng):

@@ -176,6 +176,16 @@ class Mechanism(abc.ABC):
         self._check_released(released)
         return self.log_max_density
 
+    def _coordinate_form(self, released):
+        """Return the log-density at ``released`` as per-coordinate formulas, or None.
+
+        Families whose density is a sum of the formulas of
+        :mod:`dpinfer.mechanisms._coordinate` return a
+        :class:`~dpinfer.mechanisms._coordinate.CoordinateForm`; compiled
+        kernels then score confidential values without calling :meth:`logpdf`.
+        """
+        return None
+
     def to_pymc(self, name: str, value, *, observed):
         """Add this mechanism's density as a likelihood term to the PyMC model in context.
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.special as sc
 import scipy.stats as st
 
 from .. import _validate, accounting
+from ._coordinate import BINOMIAL, CoordinateForm
 from .base import NUMPY, Mechanism, Privacy
 
 __all__ = ["BinomialRelease"]
@@ -79,6 +81,21 @@ class BinomialRelease(Mechanism):
             math.lgamma(self.n + 1) - xp.gammaln(released + 1) - xp.gammaln(self.n - released + 1)
         )
         return log_choose + released * log_p + (self.n - released) * log_q
+
+    def _coordinate_form(self, released):
+        r = np.asarray(released, dtype=float)
+        log_choose = math.lgamma(self.n + 1) - sc.gammaln(r + 1) - sc.gammaln(self.n - r + 1)
+        log_total = math.log(self.population + 2 * self.m)
+        return CoordinateForm.build(
+            BINOMIAL,
+            r,
+            a=self.m,
+            b=self.n - r,
+            c=log_choose - self.n * log_total,
+            d=self.population + self.m,
+            lower=0.0,
+            upper=self.population,
+        )
 
     def _sample(self, value, rng):
         return rng.binomial(self.n, self.success_probability(value))

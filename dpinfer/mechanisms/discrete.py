@@ -14,6 +14,7 @@ from .. import _validate, accounting
 from .._validate import integer_sensitivity as _integer_sensitivity
 from . import _exact
 from ._bits import word_source
+from ._coordinate import GAUSSIAN, LAPLACE, CoordinateForm
 from ._params import noise_array, require_sensitivity
 from .base import Mechanism, Privacy
 
@@ -118,6 +119,9 @@ class DiscreteLaplace(_IntegerNoise):
     def _log_density(self, xp, released, value):
         return self._log_norm - xp.abs(released - value) / self.scale
 
+    def _coordinate_form(self, released):
+        return CoordinateForm.build(LAPLACE, released, a=self.scale, c=self._log_norm)
+
     @property
     def privacy(self) -> Privacy:
         """The guarantee for the declared sensitivity (see Notes)."""
@@ -202,6 +206,9 @@ class DiscreteGaussian(_IntegerNoise):
 
     def _log_density(self, xp, released, value):
         return self._log_norm - xp.square(released - value) / (2 * self.sigma**2)
+
+    def _coordinate_form(self, released):
+        return CoordinateForm.build(GAUSSIAN, released, a=2 * self.sigma**2, c=self._log_norm)
 
     @property
     def privacy(self) -> Privacy:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate, accounting
+from ._coordinate import GAUSSIAN, CoordinateForm
 from ._params import noise_array, require_sensitivity
 from .base import Mechanism, Privacy
 
@@ -103,6 +104,14 @@ class Gaussian(Mechanism):
     def _log_density(self, xp, released, value):
         return -xp.square(released - value) / (2 * self.sigma**2) - 0.5 * np.log(
             2 * np.pi * self.sigma**2
+        )
+
+    def _coordinate_form(self, released):
+        return CoordinateForm.build(
+            GAUSSIAN,
+            released,
+            a=2 * self.sigma**2,
+            c=-0.5 * np.log(2 * np.pi * self.sigma**2),
         )
 
     def _sample(self, value, rng):

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import _validate
+from ._coordinate import LAPLACE, CoordinateForm
 from ._params import noise_array, require_sensitivity, sensitivity_array
 from .base import Mechanism, Privacy
 
@@ -74,6 +75,9 @@ class Laplace(Mechanism):
 
     def _log_density(self, xp, released, value):
         return -xp.abs(released - value) / self.scale - np.log(2 * self.scale)
+
+    def _coordinate_form(self, released):
+        return CoordinateForm.build(LAPLACE, released, a=self.scale, c=-np.log(2 * self.scale))
 
     def _sample(self, value, rng):
         return value + rng.laplace(0.0, 1.0, size=value.shape) * self.scale

@@ -2,6 +2,7 @@
 
 from .abcdp import abcdp
 from .abcdp_variants import rejection_abcdp_gaussian, soft_abcdp
+from .da_mcmc import da_mcmc
 from .importance import importance_abc
 from .mcem import AscentSchedule, MCEMResult, StagedSchedule, mcem
 from .rejection import SimulationBudgetExceeded, rejection_abc
@@ -15,6 +16,7 @@ __all__ = [
     "mcem",
     "SimulationBudgetExceeded",
     "abcdp",
+    "da_mcmc",
     "importance_abc",
     "rejection_abc",
     "rejection_abcdp_gaussian",

@@ -25,10 +25,10 @@ from .. import _support
 
 @dataclass(frozen=True)
 class Transform:
-    """Unconstrained map of one scalar parameter with support ``[lower, upper]``."""
+    """Unconstrained map of parameters with support ``[lower, upper]`` (scalars or arrays)."""
 
-    lower: float = -np.inf
-    upper: float = np.inf
+    lower: float | np.ndarray = -np.inf
+    upper: float | np.ndarray = np.inf
 
     def to_unconstrained(self, x):
         """Map parameter values to the real line."""
@@ -44,9 +44,13 @@ class Transform:
 
 
 class ParameterSpace:
-    """Flattens a dict of parameter arrays into an unconstrained ``(n, d)`` matrix."""
+    """Flattens a dict of parameter arrays into an unconstrained ``(n, d)`` matrix.
 
-    def __init__(self, prior, example: dict[str, np.ndarray]):
+    Supports are read from the prior's frozen distributions; ``support``
+    (``{name: (lower, upper)}``) gives or overrides them, for callable priors.
+    """
+
+    def __init__(self, prior, example: dict[str, np.ndarray], *, support=None):
         self.names = list(example)
         self.shapes = {k: np.asarray(v).shape[1:] for k, v in example.items()}
         spec = getattr(prior, "_spec", None) or {}
@@ -57,16 +61,22 @@ class ParameterSpace:
             k: Transform() if self.dtypes[k] is not None else _transform_for(spec.get(k), s)
             for k, s in self.shapes.items()
         }
+        for name, (lower, upper) in (support or {}).items():
+            if name in self.transforms and self.dtypes[name] is None:
+                self.transforms[name] = Transform(float(lower), float(upper))
+        # per-coordinate bounds, so that one call maps every parameter of a batch
+        widths = [int(np.prod(self.shapes[k], dtype=int)) for k in self.names]
+        self._flat = Transform(
+            np.repeat([self.transforms[k].lower for k in self.names], widths),
+            np.repeat([self.transforms[k].upper for k in self.names], widths),
+        )
+        self._splits = np.cumsum(widths)[:-1]
 
     @property
     def integer(self) -> np.ndarray:
         """Boolean mask of the columns of ``z`` that hold integer parameters."""
-        return np.concatenate(
-            [
-                np.full(int(np.prod(self.shapes[k], dtype=int)), self.dtypes[k] is not None)
-                for k in self.names
-            ]
-        )
+        widths = [int(np.prod(self.shapes[k], dtype=int)) for k in self.names]
+        return np.repeat([self.dtypes[k] is not None for k in self.names], widths)
 
     @property
     def dim(self) -> int:
@@ -75,27 +85,19 @@ class ParameterSpace:
 
     def flatten(self, params: dict[str, np.ndarray]) -> np.ndarray:
         """``(n, d)`` unconstrained coordinates of a batch of parameters."""
-        cols = [
-            self.transforms[k]
-            .to_unconstrained(np.asarray(params[k], float))
-            .reshape(len(params[k]), -1)
-            for k in self.names
-        ]
-        return np.concatenate(cols, axis=1)
+        cols = [np.asarray(params[k], float).reshape(len(params[k]), -1) for k in self.names]
+        return self._flat.to_unconstrained(np.concatenate(cols, axis=1))
 
     def unflatten(self, z: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """Parameters for ``z`` and the log-Jacobian of the map, per row."""
-        out, log_jac, col = {}, np.zeros(len(z)), 0
-        for k in self.names:
-            width = int(np.prod(self.shapes[k], dtype=int))
-            block = z[:, col : col + width]
-            col += width
+        x = self._flat.to_constrained(z)
+        log_jac = self._flat.log_jacobian(z).sum(axis=1)
+        blocks = np.split(x, self._splits, axis=1)
+        out = {}
+        for k, block in zip(self.names, blocks, strict=True):
             if self.dtypes[k] is not None:
-                out[k] = np.rint(block).astype(self.dtypes[k]).reshape(len(z), *self.shapes[k])
-                continue
-            tr = self.transforms[k]
-            out[k] = tr.to_constrained(block).reshape(len(z), *self.shapes[k])
-            log_jac += tr.log_jacobian(block).sum(axis=1)
+                block = np.rint(block).astype(self.dtypes[k])
+            out[k] = block.reshape(len(z), *self.shapes[k])
         return out, log_jac
 
 

@@ -1,0 +1,517 @@
+"""Record-level DA-MCMC (``dp.da_mcmc``): record updates per second, ESS per second, cost in n.
+
+Sections (each a function; all run by default):
+
+* ``throughput``: record updates per second of one chain for a scalar statistic
+  (Bernoulli records, Laplace noise on their count), n = 10**5 records: the whole sweep
+  (proposals drawn by the model, the numba accept/reject loop, the theta update), the
+  kernel alone, and the speculative-block route that a custom ``summary`` takes, against a
+  baseline that calls ``mechanism.logpdf`` once per record from Python. Target: 10**6
+  record updates per second per core.
+* ``regression``: ESS per second for the linear regression of Xiong et al. (2023, Sec. 4.2)
+  at epsilon = 10 and 100 (the confidential dataset and releases of
+  ``tests/samplers/data/make_regression_reference.py``): ``da_mcmc`` (4 chains, conjugate
+  theta update), exact ``smc_abc`` and NUTS on the data-augmentation model
+  (``linear_regression.pymc_reference``). ESS is the smallest bulk ESS over the three
+  coefficients (for SMC also capped by the Kish ESS of its last reweighting and by its
+  number of distinct particles). Each
+  posterior is compared with the long stored NUTS reference run (largest |z| over means
+  and 5/50/95% quantiles, ``dpinfer.compare``). ``--grid`` adds epsilon = 1 and 30.
+* ``scaling``: cost per iteration and ESS per second as n grows (10**2 .. 10**5 records),
+  the regression at epsilon = 10 on a dataset of n records drawn at the true beta.
+* ``soma``: the SOMA record update (Xiong & Ju 2025, arXiv:2505.00635: one offer, an attempt
+  at every record, accepted with the ratio of the two sums of weights), prototyped here in
+  numba against the privacy-aware Metropolis update at equal iterations, on the regression
+  at epsilon = 100 and naive Bayes at epsilon = 10. It is not part of dpinfer (see below).
+
+Measured (``--grid``, 2 shared cores, load average 4.5; CPU seconds):
+
+* throughput, n = 10**5: 9.0e6 record updates per second for the full sweep (acceptance
+  0.99), 1.3e8 for the numba loop alone; the speculative route 4.6e4 (acceptance 0.99) to
+  1.5e5 (acceptance 0.68); the logpdf-per-record baseline 8.4e4: full sweep 107x baseline.
+* regression, ESS per CPU second (largest |z| against the stored NUTS runs):
+  epsilon = 1: da_mcmc 39 (0.80), smc_abc 2160 (1.64), NUTS 111 (1.13);
+  epsilon = 10: da_mcmc 41 (0.75), smc_abc 560 (1.98), NUTS 26 (1.87);
+  epsilon = 30: da_mcmc 30 (0.86, R-hat 1.05), smc_abc 55 (4.57; 1915 distinct of 4000),
+  NUTS 4.8 (2.12);
+  epsilon = 100: da_mcmc 139 (1.44), smc_abc 3.6 (38.1; 31 distinct of 4000), NUTS 3.0
+  (1.75). At epsilon = 100 da_mcmc has 46 times the ESS per second of NUTS, and
+  smc_abc's answer is wrong.
+* scaling at epsilon = 10: 1.8e-4, 9.6e-4, 2.7e-3 and 2.1e-2 CPU s per iteration for
+  n = 10**2 .. 10**5 (5.6e5 to 4.8e6 record updates per second); the noise shrinks next to
+  the sampling spread (median ratio 1.75 to 0.06) and the chains mix better, so ESS per
+  second stays within a factor of 5 while n grows a thousandfold.
+* SOMA: on the regression at epsilon = 100 it mixes better per iteration (min ESS 622
+  against 250 over 4 x 2000 draws) but costs 16 times the CPU: 30 against 193 ESS per
+  second; on naive Bayes at epsilon = 10 it mixes no better (7127 against 7553) at 5 times
+  the cost: 487 against 2521. Each SOMA offer is scored against all n records, O(n) per
+  offer against O(1) for the Metropolis update. Its gain does not show in ESS per second,
+  so dpinfer does not ship it.
+
+Timings are CPU seconds of this single-threaded process (``time.process_time``), so they
+measure one core even on a busy machine; numba compilation is excluded by warm-up calls.
+
+Usage: ``python benchmarks/da_mcmc.py [--quick] [--grid] [--no-nuts]``. ``--no-nuts``
+reads the NUTS times and ESS from the stored reference runs instead of running NUTS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import math
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numba
+import numpy as np
+import scipy.stats as st
+
+import dpinfer as dp
+from dpinfer.compare import compare_posteriors
+from dpinfer.models import linear_regression as lr
+from dpinfer.models import naive_bayes as nb
+from dpinfer.results import effective_sample_size, to_inference_data
+from dpinfer.samplers import _da_kernels
+
+da_module = importlib.import_module("dpinfer.samplers.da_mcmc")
+REFERENCE = Path(__file__).parent.parent / "tests/samplers/data/regression_nuts_reference.npz"
+QUANTILES = (0.05, 0.5, 0.95)
+
+
+def cpu_timed(fn, *args, **kwargs):
+    start_cpu, start_wall = time.process_time(), time.perf_counter()
+    with warnings.catch_warnings():
+        # smc_abc's degeneracy warning: the table reports the distinct particles instead
+        warnings.filterwarnings("ignore", message="smc_abc: the final population is degenerate")
+        out = fn(*args, **kwargs)
+    return out, time.process_time() - start_cpu, time.perf_counter() - start_wall
+
+
+# --- throughput --------------------------------------------------------------------------
+
+
+def bernoulli_model():
+    def simulate(params, n, rng):
+        return rng.random((len(params["p"]), n)) < params["p"][:, None]
+
+    def update(records, rng):
+        ones = records.sum(axis=1)
+        return {"p": rng.beta(2 + ones, 2 + records.shape[1] - ones)}
+
+    return dp.RecordModel({"p": st.beta(2, 2)}, simulate, lambda x: x.astype(float), update=update)
+
+
+def throughput(quick: bool) -> None:
+    print("\n== throughput: scalar statistic (Bernoulli records, Laplace noise on the count)")
+    n, iterations = 100_000, 10 if quick else 40
+    model, mech = bernoulli_model(), dp.Laplace(20.0)  # acceptance about 0.7
+    released = 0.3 * n
+    dp.da_mcmc(model, mech, released, n=1000, draws=2, tune=0, chains=1, progressbar=False)
+
+    def sweep_run(m):
+        return dp.da_mcmc(
+            m, mech, released, n=n, draws=iterations, tune=0, chains=1, rng=1, progressbar=False
+        )
+
+    idata, cpu, wall = cpu_timed(sweep_run, model)
+    updates = n * iterations
+    rate = updates / cpu
+    acc = idata.attrs["acceptance_rate"]
+    print(f"  full sweep (proposals, kernel, theta): {rate:12,.0f} record updates/s per core")
+    print(f"    n = {n:,}, {iterations} iterations, acceptance {acc:.2f}; {cpu:.2f} s CPU")
+
+    rng = np.random.default_rng(2)
+    stats = (rng.random((n, 1)) < 0.3).astype(float)
+    proposals = (rng.random((n, 1)) < 0.3).astype(float)
+    log_u = -rng.standard_exponential(n)
+    form = mech._coordinate_form(np.asarray(released))
+
+    def kernel():
+        s, t = stats.copy(), stats.sum(axis=0)
+        return _da_kernels.sweep_with(form, s, t, proposals, log_u)
+
+    kernel()
+    _, cpu_k, _ = cpu_timed(lambda: [kernel() for _ in range(20)])
+    print(f"  numba accept/reject loop alone:        {20 * n / cpu_k:12,.0f} record updates/s")
+
+    generic = dp.RecordModel(
+        model.prior, model.simulate, model.statistic, update=model.update, summary=lambda t: t
+    )
+    for label, scale in (("large noise", 20.0), ("small noise", 0.5)):
+        m2 = dp.Laplace(scale)
+
+        def run_generic(m2=m2):
+            return dp.da_mcmc(
+                generic,
+                m2,
+                0.3 * 20_000,
+                n=20_000,
+                draws=5,
+                tune=0,
+                chains=1,
+                rng=1,
+                progressbar=False,
+            )
+
+        g, cpu_g, _ = cpu_timed(run_generic)
+        print(
+            f"  speculative blocks (summary=), {label:<15} {5 * 20_000 / cpu_g:12,.0f} record "
+            f"updates/s (acceptance {g.attrs['acceptance_rate']:.3f})"
+        )
+
+    # baseline: one Python call of mechanism.logpdf per record
+    small = 2000
+    total = float(stats[:small].sum())
+
+    def python_loop():
+        t = total
+        current = mech.logpdf(released * small / n, t)
+        for i in range(small):
+            cand = t - stats[i, 0] + proposals[i, 0]
+            new = mech.logpdf(released * small / n, cand)
+            if log_u[i] < new - current:
+                t, current = cand, new
+        return t
+
+    _, cpu_b, _ = cpu_timed(python_loop)
+    base = small / cpu_b
+    print(f"  baseline, logpdf per record in Python: {base:12,.0f} record updates/s")
+    print(f"  full sweep / baseline: {rate / base:,.0f}x; target 1e6/s met: {rate >= 1e6}")
+
+
+# --- regression: ESS per second ----------------------------------------------------------
+
+
+def load_reference() -> dict:
+    data = np.load(REFERENCE)
+    meta = json.loads(str(data["meta"]))
+    out = {}
+    for key, run in meta["runs"].items():
+        beta = data[f"beta_{key}"]
+        idata = to_inference_data({"beta": beta.reshape(-1, 3)}, chains=beta.shape[0], attrs={})
+        out[float(key)] = {"released": data[f"released_{key}"], "idata": idata, "meta": run}
+    return out
+
+
+def min_bulk_ess(idata, names=("beta",)) -> float:
+    """Smallest bulk ESS over the scalar components of the named parameters."""
+    out = []
+    for name in names:
+        arr = np.asarray(idata.posterior[name])
+        flat = arr.reshape(*arr.shape[:2], -1)
+        out += [effective_sample_size(flat[..., j]) for j in range(flat.shape[-1])]
+    return min(out)
+
+
+def accuracy(idata, reference) -> float:
+    cmp = compare_posteriors(idata, reference, quantiles=QUANTILES)
+    return cmp.max_abs_z()
+
+
+DA_DRAWS = {1.0: 20_000, 10.0: 10_000, 30.0: 4000, 100.0: 2500}
+
+
+def regression(quick: bool, grid: bool, run_nuts: bool) -> None:
+    print("\n== regression (Xiong et al. 2023, Sec. 4.2): ESS per second, one core")
+    ref = load_reference()
+    epsilons = [1.0, 10.0, 30.0, 100.0] if grid else [10.0, 100.0]
+    rows = []
+    for eps in epsilons:
+        released, reference = ref[eps]["released"], ref[eps]["idata"]
+        mech = lr.mechanism(epsilon=eps)
+        draws = DA_DRAWS[eps] // (4 if quick else 1)
+        da, cpu, _ = cpu_timed(
+            dp.da_mcmc,
+            lr.record_model(),
+            mech,
+            released,
+            n=lr.N,
+            draws=draws,
+            tune=500,
+            chains=4,
+            rng=7,
+            progressbar=False,
+        )
+        ess = min_bulk_ess(da)
+        rows.append((eps, "da_mcmc", cpu, ess, accuracy(da, reference), da.attrs["rhat_max"]))
+        particles = 1000 if quick else 4000
+        smc, cpu_s, _ = cpu_timed(
+            dp.smc_abc,
+            lr.model(),
+            mech,
+            released,
+            particles=particles,
+            rng=8,
+            ess_fraction=0.5,
+            resample_fraction=0.5,
+            move_probability=0.99,
+            max_moves=30,
+            progressbar=False,
+        )
+        distinct = int(smc.posterior.attrs["n_distinct"])
+        # a population of k distinct particles holds at most k independent draws
+        ess_s = min(min_bulk_ess(smc), float(smc.posterior.attrs["ess"]), distinct)
+        rows.append(
+            (
+                eps,
+                f"smc_abc ({distinct} distinct)",
+                cpu_s,
+                ess_s,
+                accuracy(smc, reference),
+                math.nan,
+            )
+        )
+        if run_nuts:
+            steps = {1.0: 1000, 10.0: 1000, 30.0: 500, 100.0: 300}[eps] // (3 if quick else 1)
+            nuts, cpu_n, _ = cpu_timed(
+                lr.pymc_reference,
+                released,
+                epsilon=eps,
+                draws=steps,
+                tune=steps,
+                chains=2,
+                rng=9,
+            )
+            rows.append(
+                (
+                    eps,
+                    "NUTS (PyMC)",
+                    cpu_n,
+                    min_bulk_ess(nuts),
+                    accuracy(nuts, reference),
+                    float(nuts.posterior.attrs["rhat_max"]),
+                )
+            )
+        else:
+            meta = ref[eps]["meta"]  # wall seconds of the run that wrote the reference
+            # it is the reference: no |z| against itself
+            rows.append(
+                (
+                    eps,
+                    "NUTS (stored, wall s)",
+                    meta["seconds"],
+                    meta["ess"],
+                    math.nan,
+                    meta["rhat_max"],
+                )
+            )
+    print(
+        f"  {'eps':>5} {'sampler':<26} {'CPU s':>8} {'min ESS':>9} {'ESS/s':>9} "
+        f"{'|z| vs ref':>10} {'R-hat':>6}"
+    )
+    for eps, name, cpu, ess, z, r in rows:
+        print(f"  {eps:>5g} {name:<26} {cpu:8.1f} {ess:9.0f} {ess / cpu:9.2f} {z:10.2f} {r:6.3f}")
+    for eps in epsilons:
+        da_rate = next(e / c for x, n, c, e, *_ in rows if x == eps and n == "da_mcmc")
+        for x, name, cpu, ess, *_ in rows:
+            if x == eps and name != "da_mcmc":
+                print(f"  eps {eps:g}: da_mcmc ESS/s = {da_rate / (ess / cpu):.2g} x {name}")
+
+
+# --- scaling in n ------------------------------------------------------------------------
+
+
+def scaling(quick: bool) -> None:
+    sizes = [100, 1000, 10_000] if quick else [100, 1000, 10_000, 100_000]
+    draws, tune = (100, 25) if quick else (400, 100)
+    print(
+        f"\n== cost as n grows: regression at epsilon = 10, 2 chains of {tune} + {draws} "
+        "iterations"
+    )
+    header = f"  {'n':>8} {'CPU s/iter':>11} {'updates/s':>12} {'acc.':>6} {'min ESS':>8}"
+    print(header + f" {'ESS/s':>8} {'noise / sd(s)':>14}")
+    for n in sizes:
+        x, y = lr.confidential_data(n=n, rng=11)
+        released = lr.release(x, y, epsilon=10.0, rng=12)
+        mech = lr.mechanism(epsilon=10.0, n=n)
+        # the noise shrinks like 1/n, the sampling spread of a mean like 1/sqrt(n)
+        reps = max(20, min(400, 4_000_000 // n))
+        spread = lr.simulate_statistics(np.tile(lr.TRUE_BETA, (reps, 1)), rng=1, n=n).std(axis=0)
+        idata, cpu, _ = cpu_timed(
+            dp.da_mcmc,
+            lr.record_model(n=n),
+            mech,
+            released,
+            n=n,
+            draws=draws,
+            tune=tune,
+            chains=2,
+            rng=13,
+            progressbar=False,
+        )
+        iters = 2 * (draws + tune)
+        ess = min_bulk_ess(idata)
+        print(
+            f"  {n:>8,} {cpu / iters:11.2e} {n * iters / cpu:12,.0f} "
+            f"{idata.attrs['acceptance_rate']:6.3f} {ess:8.0f} {ess / cpu:8.2f} "
+            f"{np.median(mech.scale / spread):14.3f}"
+        )
+
+
+# --- SOMA prototype ----------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _log_eta(kind, released, coef, lower, upper, values):  # pragma: no cover - numba
+    total = 0.0
+    for j in range(values.shape[0]):
+        total += _da_kernels._term(kind, released[j], coef[j], lower[j], upper[j], values[j])
+    return total
+
+
+@numba.njit(cache=True)
+def _soma_weights(stats, total, offer, kind, released, coef, lower, upper, out):
+    """log eta of the sum with record i replaced by ``offer``, for every i."""
+    n, k = stats.shape
+    cand = np.empty(k)
+    for i in range(n):
+        for j in range(k):
+            cand[j] = total[j] - stats[i, j] + offer[j]
+        out[i] = _log_eta(kind, released, coef, lower, upper, cand)
+    return out
+
+
+@numba.njit(cache=True)
+def _logsumexp(x):
+    m = x.max()
+    return m + math.log(np.sum(np.exp(x - m))) if m > -np.inf else -np.inf
+
+
+@numba.njit(cache=True)
+def soma_sweep(stats, total, offers, u_pick, log_u, kind, released, coef, lower, upper):
+    """One SOMA offer per row of ``offers``; returns which offer each slot took (-1: none)."""
+    n, k = stats.shape
+    source = np.full(n, -1)
+    forward, backward = np.empty(n), np.empty(n)
+    new_total = np.empty(k)
+    for o in range(offers.shape[0]):
+        offer = offers[o]
+        _soma_weights(stats, total, offer, kind, released, coef, lower, upper, forward)
+        log_w = _logsumexp(forward)
+        if log_w == -np.inf:
+            continue
+        cumulative, target, pick = 0.0, u_pick[o] * math.exp(log_w - forward.max()), n - 1
+        for i in range(n):
+            cumulative += math.exp(forward[i] - forward.max())
+            if cumulative >= target:
+                pick = i
+                break
+        old = stats[pick].copy()
+        for j in range(k):
+            new_total[j] = total[j] - old[j] + offer[j]
+        stats[pick] = offer
+        # the reverse move offers the old record to every slot of the new state
+        _soma_weights(stats, new_total, old, kind, released, coef, lower, upper, backward)
+        if log_u[o] < log_w - _logsumexp(backward):
+            total[:] = new_total
+            source[pick] = o
+        else:
+            stats[pick] = old
+    return source
+
+
+def soma_step(state, record_model, updater, theta, rng, *, tuning_step=None):
+    """A DA-MCMC iteration whose record update is SOMA with n offers (prototype)."""
+    params, walk, theta_rate = theta.update(
+        state.params, state.walk, state.records, rng, tuning_step=tuning_step
+    )
+    records, stats, total = state.records.copy(), state.stats.copy(), state.total.copy()
+    n = len(records)
+    offered = record_model.simulate_records(params, n, rng)
+    offered_stats = np.ascontiguousarray(record_model.statistics(offered)[0].reshape(n, -1))
+    f = updater.form
+    source = soma_sweep(
+        stats,
+        total,
+        offered_stats,
+        rng.random(n),
+        -rng.standard_exponential(n),
+        f.kind,
+        f.released,
+        f.coefficients,
+        f.lower,
+        f.upper,
+    )
+    moved = source >= 0
+    records[moved] = offered[0][source[moved]]
+    total = stats.sum(axis=0)
+    log_eta = float(updater.log_density(total[None])[0])
+    new = da_module.DAState(params, walk, records, stats, total, log_eta)
+    return new, da_module.DAInfo(float(moved.mean()), theta_rate, log_eta)
+
+
+def soma(quick: bool) -> None:
+    print("\n== SOMA (prototype) against the privacy-aware Metropolis record update")
+    ref = load_reference()
+    cases = {
+        "regression eps=100": (
+            lr.record_model(),
+            lr.mechanism(epsilon=100.0),
+            ref[100.0]["released"],
+            ["beta"],
+        ),
+        "naive Bayes eps=10": (
+            nb.record_model(),
+            nb.mechanism(epsilon=10.0),
+            nb.RELEASED,
+            list(nb.PARAMETER_NAMES),
+        ),
+    }
+    draws = 500 if quick else 2000
+    print(f"  {'case':<20} {'update':<10} {'CPU s':>7} {'min ESS':>8} {'ESS/s':>8} {'moved':>6}")
+    original = da_module.step
+    for label, (model, mech, released, names) in cases.items():
+        for update in ("metropolis", "soma"):
+            da_module.step = soma_step if update == "soma" else original
+            try:
+                idata, cpu, _ = cpu_timed(
+                    dp.da_mcmc,
+                    model,
+                    mech,
+                    released,
+                    n=100,
+                    draws=draws,
+                    tune=300,
+                    chains=4,
+                    rng=21,
+                    progressbar=False,
+                )
+            finally:
+                da_module.step = original
+            ess = min_bulk_ess(idata, names)
+            print(
+                f"  {label:<20} {update:<10} {cpu:7.1f} {ess:8.0f} {ess / cpu:8.2f} "
+                f"{idata.attrs['acceptance_rate']:6.3f}"
+            )
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="shorter runs")
+    parser.add_argument("--grid", action="store_true", help="epsilon in {1, 10, 30, 100}")
+    parser.add_argument("--no-nuts", action="store_true", help="stored NUTS times, no NUTS run")
+    args = parser.parse_args(argv)
+    # PyMC's progress messages and PyTensor's BLAS notice are not results; PyMC sets its
+    # logger's level when imported, so import it first
+    warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
+    if not args.no_nuts:
+        import pymc  # noqa: F401
+
+    for name in ("pymc", "pytensor"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    print(f"dpinfer {dp.__version__}; load average {os.getloadavg()[0]:.1f}")
+    throughput(args.quick)
+    regression(args.quick, args.grid, not args.no_nuts)
+    scaling(args.quick)
+    soma(args.quick)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

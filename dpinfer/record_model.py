@@ -1,0 +1,291 @@
+r"""Record-level models: the confidential data as ``n`` exchangeable records.
+
+:class:`RecordModel` describes confidential data made of ``n`` records
+``x_i ~ f(x | theta)``, independent given ``theta``, and a release of a
+statistic that is *additive over records*,
+
+.. math:: s = g\Big(\sum_{i=1}^n t(x_i)\Big), \qquad s_{dp} \sim \eta(\cdot \mid s),
+
+with ``g`` the identity unless ``summary`` is given. It is what
+:func:`dpinfer.da_mcmc` needs: the records are imputed, one at a time, and the
+running sum of ``t`` makes each record update O(1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from .model import Prior
+
+__all__ = ["RecordModel"]
+
+
+class RecordModel:
+    r"""A prior, a record simulator and a per-record statistic.
+
+    Parameters
+    ----------
+    prior : Prior or dict
+        The prior of ``theta`` (a dict is passed to :class:`dpinfer.Prior`).
+    simulate : callable
+        ``simulate(params, n, rng) -> records`` with leading axes ``(batch, n)``:
+        ``n`` independent records for each of the ``batch`` parameter sets in
+        ``params`` (a dict of arrays with leading dimension ``batch``). Any
+        trailing shape and dtype (a float vector per record, integer codes).
+    statistic : callable
+        ``statistic(records) -> t`` with leading axes ``(batch, n)``: the
+        per-record statistic ``t(x_i)``, *not* summed over records. It must act
+        record by record (samplers pass it blocks of any number of records), so
+        a division by the number of records belongs in it as a constant.
+    summary : callable, optional
+        ``summary(total) -> s``: maps the sums ``sum_i t(x_i)``, shape
+        ``(batch, *t_shape)``, to the released statistic, shape
+        ``(batch, *event_shape)``. Default: the identity. Constant factors
+        (a division by ``n``) are best put into ``statistic``: with the identity
+        the record updates run in a compiled kernel.
+    loglik : callable, optional
+        ``loglik(records, params) -> (batch,)``: the complete-data
+        log-likelihood ``sum_i log f(x_i | theta)`` of each dataset in the
+        batch (constants in ``theta`` may be dropped). Needed unless ``update``
+        is given.
+    update : callable, optional
+        ``update(records, rng) -> params``: an exact draw of ``theta`` given
+        the complete data (a conjugate update), for a batch of datasets.
+    support : dict, optional
+        ``{name: (lower, upper)}``: supports of parameters that the prior
+        cannot report (a callable prior), used by the Metropolis step of
+        ``theta`` when ``update`` is not given.
+
+    Notes
+    -----
+    Given ``theta`` the records are i.i.d. from ``f``; the joint target of
+    :func:`dpinfer.da_mcmc` is
+
+    .. math:: \pi(\theta, x \mid s_{dp}) \propto \pi_0(\theta)
+              \prod_i f(x_i \mid \theta)\; \eta\big(s_{dp} \mid g(\textstyle\sum_i t(x_i))\big),
+
+    whose ``theta`` margin is the exact posterior given the release.
+    :meth:`from_pymc` builds all of it from one PyMC model of a record.
+
+    Examples
+    --------
+    ``n`` Bernoulli records whose count is released:
+
+    >>> import scipy.stats as st
+    >>> model = RecordModel(
+    ...     prior={"p": st.beta(2, 2)},
+    ...     simulate=lambda prm, n, rng: rng.random((len(prm["p"]), n)) < prm["p"][:, None],
+    ...     statistic=lambda x: x.astype(float),
+    ...     update=lambda x, rng: {"p": rng.beta(2 + x.sum(1), 2 + (~x).sum(1))},
+    ... )
+    >>> records = model.simulate_records({"p": np.array([0.3, 0.6])}, 50, np.random.default_rng(0))
+    >>> records.shape, model.statistics(records).shape
+    ((2, 50), (2, 50))
+    """
+
+    def __init__(
+        self,
+        prior,
+        simulate: Callable,
+        statistic: Callable,
+        *,
+        summary: Callable | None = None,
+        loglik: Callable | None = None,
+        update: Callable | None = None,
+        support: Mapping | None = None,
+    ):
+        self.prior = prior if isinstance(prior, Prior) else Prior(prior)
+        for name, fn in (("simulate", simulate), ("statistic", statistic)):
+            if not callable(fn):
+                raise TypeError(f"{name} must be callable, got {type(fn).__name__}: {fn!r}")
+        for name, fn in (("summary", summary), ("loglik", loglik), ("update", update)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"{name} must be callable or None, got {type(fn).__name__}")
+        if loglik is None and update is None:
+            raise ValueError(
+                "a RecordModel needs update= (an exact draw of theta given the records) or "
+                "loglik= (the complete-data log-likelihood, for a Metropolis step); got neither"
+            )
+        self.simulate = simulate
+        self.statistic = statistic
+        self.summary = summary
+        self.loglik = loglik
+        self.update = update
+        self.support = dict(support or {})
+        self.pymc_model = None
+
+    @classmethod
+    def from_pymc(
+        cls,
+        pymc_model,
+        *,
+        record,
+        statistic: Callable,
+        summary: Callable | None = None,
+        params=None,
+        support: Mapping | None = None,
+        update: Callable | None = None,
+    ) -> RecordModel:
+        """Build prior, record simulator and complete-data likelihood from one PyMC model.
+
+        Parameters
+        ----------
+        pymc_model : pymc.Model
+            Free random variables for the parameters, with their priors, and
+            random variable(s) for *one* record.
+        record : str or sequence of str
+            Name(s) of the record's random variables; several are flattened
+            and concatenated, in order, along the record's last axis.
+        statistic, summary, update
+            As in :class:`RecordModel`; ``statistic`` receives the records
+            as simulated from the PyMC model.
+        params : sequence of str, optional
+            Parameter names; default every other free random variable.
+        support : dict, optional
+            Overrides of the parameter supports read from PyMC's transforms.
+
+        Returns
+        -------
+        RecordModel
+            With the prior (sampler and density) and ``loglik`` compiled by
+            PyTensor from the PyMC model (kept as ``pymc_model``).
+
+        Examples
+        --------
+        >>> import pymc as pm
+        >>> with pm.Model() as one_record:
+        ...     rate = pm.Gamma("rate", alpha=2.0, beta=1.0)
+        ...     x = pm.Poisson("x", mu=rate)
+        >>> model = RecordModel.from_pymc(one_record, record="x", statistic=lambda x: x)
+        >>> rng = np.random.default_rng(0)
+        >>> x = model.simulate_records(model.prior.sample(3, rng), 20, rng)
+        >>> x.shape, model.loglik(x, {"rate": np.ones(3)}).shape
+        ((3, 20), (3,))
+        """
+        from ._pymc_bridge import model_parts
+
+        sample, logpdf, simulate_one, likelihood, _ = model_parts(
+            pymc_model, statistic=record, params=params, support=support
+        )
+        bounds = {k: likelihood.space.bounds[k] for k in likelihood.space.names}
+        model = cls(
+            Prior(sample, logpdf=logpdf),
+            _RepeatedRecords(simulate_one),
+            statistic,
+            summary=summary,
+            loglik=_SummedRecordLoglik(likelihood),
+            update=update,
+            support=bounds,
+        )
+        model.pymc_model = pymc_model
+        return model
+
+    # --- checked calls -----------------------------------------------------------------
+    def simulate_records(self, params, n: int, rng) -> np.ndarray:
+        """Simulate ``n`` records per parameter set; check the leading axes ``(batch, n)``."""
+        batch = _batch_size(params)
+        records = np.asarray(self.simulate(params, n, rng))
+        if records.ndim < 2 or records.shape[:2] != (batch, n):
+            raise ValueError(
+                f"simulate must return records with leading axes (batch, n) = ({batch}, {n}) "
+                f"for a batch of {batch} parameter sets and n={n}; got shape {records.shape}"
+            )
+        return records
+
+    def statistics(self, records) -> np.ndarray:
+        """Per-record statistics ``t(x_i)`` as float64, shape ``(batch, n, *t_shape)``."""
+        lead = np.shape(records)[:2]
+        t = np.asarray(self.statistic(records))
+        if t.ndim < 2 or t.shape[:2] != lead:
+            raise ValueError(
+                "statistic must return one statistic per record, with the records' leading "
+                f"axes (batch, n) = {lead}, not summed over records; got shape {t.shape}"
+            )
+        if t.dtype.kind not in "biuf":
+            raise TypeError(f"statistic must return numbers, got dtype {t.dtype}")
+        t = t.astype(float, copy=False)
+        if not np.all(np.isfinite(t)):
+            raise ValueError("statistic returned non-finite per-record statistics")
+        return t
+
+    def summarise(self, totals: np.ndarray, event_shape: tuple) -> np.ndarray:
+        """Return the released statistic for sums of shape ``(batch, *t_shape)``, checked."""
+        batch = len(totals)
+        s = totals if self.summary is None else np.asarray(self.summary(totals))
+        if s.shape == (batch, *event_shape):
+            return s
+        if self.summary is None:
+            raise ValueError(
+                f"the per-record statistic gives released statistics of shape {s.shape[1:]} "
+                f"(after summing over records), but the mechanism releases shape {event_shape}; "
+                "pass summary= to map the sum to the release"
+            )
+        raise ValueError(
+            f"summary must return shape (batch, *event_shape) = {(batch, *event_shape)} for "
+            f"sums of shape {totals.shape}; got {s.shape}"
+        )
+
+    def complete_loglik(self, records, params) -> np.ndarray:
+        """``loglik(records, params)``, checked to have shape ``(batch,)``."""
+        batch = len(records)
+        out = np.asarray(self.loglik(records, params), dtype=float)
+        if out.shape != (batch,):
+            raise ValueError(
+                f"loglik must return one value per dataset, shape ({batch},); got {out.shape}"
+            )
+        return out
+
+    def draw_update(self, records, rng, names) -> dict[str, np.ndarray]:
+        """``update(records, rng)``, checked against the parameter names and batch."""
+        batch = len(records)
+        out = self.update(records, rng)
+        if not isinstance(out, Mapping) or set(out) != set(names):
+            got = sorted(out) if isinstance(out, Mapping) else type(out).__name__
+            raise ValueError(f"update must return a dict with the parameters {names}; got {got}")
+        out = {k: np.asarray(out[k], dtype=float) for k in names}
+        for k, v in out.items():
+            if v.shape[:1] != (batch,) or not np.all(np.isfinite(v)):
+                raise ValueError(
+                    f"update returned {k!r} of shape {v.shape} for {batch} datasets; expected "
+                    "finite values with a leading dimension of the batch"
+                )
+        return out
+
+    def __repr__(self) -> str:
+        how = "update" if self.update is not None else "loglik"
+        return f"RecordModel(prior={self.prior!r}, theta | x by {how})"
+
+
+def _batch_size(params) -> int:
+    if not isinstance(params, Mapping) or not params:
+        raise TypeError(f"params must be a non-empty dict of arrays, got {params!r}")
+    return len(np.asarray(next(iter(params.values()))))
+
+
+class _RepeatedRecords:
+    """``n`` records per parameter set from a simulator of one record per parameter set."""
+
+    def __init__(self, simulate_one):
+        self.simulate_one = simulate_one
+
+    def __call__(self, params, n, rng):
+        batch = _batch_size(params)
+        repeated = {k: np.repeat(np.asarray(v), n, axis=0) for k, v in params.items()}
+        one = np.asarray(self.simulate_one(repeated, rng))
+        return one.reshape(batch, n, *one.shape[1:])
+
+
+class _SummedRecordLoglik:
+    """``sum_i log f(x_i | theta)`` from the PyMC record likelihood, batched."""
+
+    def __init__(self, likelihood):
+        self.likelihood = likelihood
+
+    def __call__(self, records, params):
+        records = np.asarray(records, dtype=float)
+        batch, n = records.shape[:2]
+        repeated = {k: np.repeat(np.asarray(v, dtype=float), n, axis=0) for k, v in params.items()}
+        flat = records.reshape(batch * n, *records.shape[2:])
+        return self.likelihood.logp(flat, repeated).reshape(batch, n).sum(axis=1)
