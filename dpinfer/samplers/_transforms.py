@@ -102,7 +102,7 @@ class ParameterSpace:
 
 
 def _integer_dtype(dist, dtype: np.dtype):
-    """The dtype to return an integer parameter in, or None for a continuous one."""
+    """Return the dtype of an integer parameter, or None for a continuous one."""
     if dtype.kind in "iub":
         return dtype
     if isinstance(getattr(dist, "dist", None), scipy.stats.rv_discrete):
