@@ -22,8 +22,8 @@ from ._smc_kernels import (
     check_particles,
     expand,
     moves_needed,
-    n_distinct,
     proposal_factor,
+    random_walk,
     run_smc_chains,
     start_chain,
     take,
@@ -47,6 +47,8 @@ class SMCState(NamedTuple):
     log_lik: np.ndarray  # log eta(released | s) of each particle's own simulation
     log_weight: np.ndarray  # normalised log weights
     lam: float
+    ident: np.ndarray  # a particle's identity: shared by resampled copies, new on a move
+    lineage: np.ndarray  # the initial particle it descends from (moves keep it)
 
 
 class StageInfo(NamedTuple):
@@ -102,7 +104,10 @@ def smc_abc(
     of the particles, and rejuvenation uses Metropolis-Hastings moves that
     propose ``theta*`` by a Gaussian random walk (covariance adapted to the
     population, on an unconstrained scale with its Jacobian) together with a
-    fresh ``s* ~ pi(s | theta*)``. ``chains`` independent SMC runs are made, as
+    fresh ``s* ~ pi(s | theta*)``; integer parameters (a discrete prior such
+    as ``scipy.stats.randint``) take the rounded step, a symmetric integer
+    random walk scaled from the population (at least one integer per standard
+    deviation), and keep their integer dtype. ``chains`` independent SMC runs are made, as
     PyMC's ``sample_smc`` does, so that R-hat compares them.
 
     Parameters
@@ -138,12 +143,16 @@ def smc_abc(
     -------
     arviz.InferenceData
         ``posterior``: ``chains`` chains of equally weighted final particles;
-        ``sample_stats``: each particle's ``log_mechanism_density``. ``attrs``
+        ``sample_stats``: each particle's ``log_mechanism_density`` and
+        ``lineage`` (the initial particle of its chain it descends from through
+        resampling; moves keep it). ``attrs``
         (the ESS figures are explained in :mod:`dpinfer.results`):
         ``log_evidence``, the log of the mean of the chains' evidence
         estimates; per chain, ``chain_log_evidence``, ``chain_ess``,
         ``chain_n_simulations``, ``chain_n_stages``, ``chain_n_distinct``
-        (distinct final particles) and ``chain_acceptance_rate``; over all
+        (distinct final particles: copies left by resampling count once, a
+        particle that has moved since counts anew, even when a discrete
+        parameter takes a value another particle holds) and ``chain_acceptance_rate``; over all
         chains, ``n_stages`` (the most of any chain), ``n_distinct`` and
         ``n_simulations``; per-stage arrays concatenated over the chains, with
         ``stage_chain`` naming the chain: ``stage_lam``, ``stage_ess``,
@@ -252,7 +261,16 @@ def _run_chain(model, mechanism, released, settings, seed, executor, advance) ->
         batch_size=settings.batch_size,
         executor=executor,
     )
-    state = SMCState(z, params, log_prior, sim(params), np.full(n, -math.log(n)), 0.0)
+    state = SMCState(
+        z,
+        params,
+        log_prior,
+        sim(params),
+        np.full(n, -math.log(n)),
+        0.0,
+        np.arange(n),
+        np.arange(n),
+    )
     infos = []
     while state.lam < 1:
         if len(infos) >= settings.max_stages:
@@ -266,7 +284,10 @@ def _run_chain(model, mechanism, released, settings, seed, executor, advance) ->
     stages = {f"stage_{k}": np.array([getattr(i, k) for i in infos]) for k in StageInfo._fields}
     return ChainRun(
         posterior={k: v[index] for k, v in state.params.items()},
-        sample_stats={"log_mechanism_density": state.log_lik[index]},
+        sample_stats={
+            "log_mechanism_density": state.log_lik[index],
+            "lineage": state.lineage[index],
+        },
         stats={
             "n_simulations": sim.n_simulations,
             "log_evidence": float(stages["stage_log_evidence_increment"].sum()),
@@ -275,7 +296,7 @@ def _run_chain(model, mechanism, released, settings, seed, executor, advance) ->
             "acceptance_rate": float(np.mean(stages["stage_acceptance_rate"])),
             "last_acceptance_rate": float(stages["stage_acceptance_rate"][-1]),
             "n_stages": len(infos),
-            "n_distinct": n_distinct(state.z[index]),
+            "n_distinct": len(np.unique(state.ident[index])),
         },
         stages=stages,
     )
@@ -306,13 +327,13 @@ def _step(state, model, sim, space, driver, settings) -> tuple[SMCState, StageIn
         rate,
         moves,
         sim.n_simulations - sims_before,
-        n_distinct(state.z),
+        len(np.unique(state.ident)),
         log_z,
     )
 
 
 def _rejuvenate(state, model, sim, space, driver, move_probability, max_moves):
-    chol = proposal_factor(state.z, np.exp(state.log_weight))
+    chol = proposal_factor(state.z, np.exp(state.log_weight), space.integer)
     accepted, moves, needed = 0, 0, 1
     while moves < needed:
         state, n_acc = _mh_move(state, model, sim, space, chol, driver)
@@ -326,7 +347,7 @@ def _rejuvenate(state, model, sim, space, driver, move_probability, max_moves):
 
 def _mh_move(state, model, sim, space, chol, driver):
     n = len(state.z)
-    z_new = state.z + driver.standard_normal(state.z.shape) @ chol.T
+    z_new = random_walk(state.z, chol, driver, space.integer)
     params_new, log_jac = space.unflatten(z_new)
     log_prior_new = np.asarray(model.prior.logpdf(params_new), dtype=float) + log_jac
     log_lik_new = np.full(n, -np.inf)
@@ -344,6 +365,7 @@ def _mh_move(state, model, sim, space, chol, driver):
         params=params,
         log_prior=np.where(accept, log_prior_new, state.log_prior),
         log_lik=np.where(accept, log_lik_new, state.log_lik),
+        ident=np.where(accept, state.ident.max() + 1 + np.arange(n), state.ident),
     )
     return new, int(accept.sum())
 
