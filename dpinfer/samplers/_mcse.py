@@ -43,7 +43,11 @@ __all__ = [
     "MIN_LINEAGES",
     "between_chain_ess",
     "columns",
+    "columns_by_chain",
+    "error_ratio",
     "lineage_ess",
+    "smc_ess",
+    "smc_lineage_ess",
     "weighted_ess",
 ]
 
@@ -56,6 +60,12 @@ def columns(params: dict) -> np.ndarray:
     """Return the scalar components of a dict of ``(n, *shape)`` draws as an ``(n, k)`` array."""
     cols = [np.asarray(v, dtype=float).reshape(len(v), -1) for v in params.values()]
     return np.concatenate(cols, axis=1)
+
+
+def columns_by_chain(params: dict) -> np.ndarray:
+    """Return a dict of ``(chains, n, *shape)`` draws as one ``(chains, n, k)`` array."""
+    cols = [np.asarray(v, dtype=float).reshape(*np.shape(v)[:2], -1) for v in params.values()]
+    return np.concatenate(cols, axis=2)
 
 
 def _ess(posterior_var: np.ndarray, variance_of_mean: np.ndarray) -> float:
@@ -136,3 +146,50 @@ def between_chain_ess(values_by_chain: np.ndarray) -> float:
     means = values_by_chain.mean(axis=1)
     pooled = values_by_chain.reshape(-1, values_by_chain.shape[-1])
     return _ess(pooled.var(axis=0), means.var(axis=0, ddof=1) / chains)
+
+
+def smc_ess(values, lineage, stage_chain, stage_resampled) -> tuple[float, str]:
+    """ESS of the pooled posterior mean of SMC chains, and how it was estimated.
+
+    ``values`` is ``(chains, n, k)``, ``lineage`` ``(chains, n)``; each chain
+    resampled at its stages flagged in ``stage_resampled`` (``stage_chain``
+    names the chain) and once more for the final draws. The lineage estimate
+    is used while every chain keeps :data:`MIN_LINEAGES` lineages; below that
+    it rests on too few groups, and the between-chain estimate replaces it.
+    """
+    chains = len(values)
+    resampled = np.asarray(stage_resampled, dtype=bool)
+    resamplings = [int(resampled[np.asarray(stage_chain) == c].sum()) + 1 for c in range(chains)]
+    ess, fewest = lineage_ess(values, np.asarray(lineage), resamplings)
+    if fewest >= MIN_LINEAGES:
+        return ess, "lineage"
+    return between_chain_ess(values), (
+        f"between-chain: a chain kept only {fewest} lineages (< {MIN_LINEAGES}), too few for "
+        f"the lineage estimate; {chains} chains give {chains - 1} degrees of freedom"
+    )
+
+
+def smc_lineage_ess(idata) -> tuple[float, int]:
+    """Lineage ESS of an :func:`~dpinfer.smc_abc` result, and its fewest lineages per chain."""
+    posterior = idata.posterior
+    values = columns_by_chain({k: posterior[k].values for k in posterior.data_vars})
+    stage_chain = np.asarray(idata.attrs["stage_chain"])
+    resampled = np.asarray(idata.attrs["stage_resampled"], dtype=bool)
+    resamplings = [int(resampled[stage_chain == c].sum()) + 1 for c in range(len(values))]
+    return lineage_ess(values, np.asarray(idata.sample_stats["lineage"]), resamplings)
+
+
+def error_ratio(means: np.ndarray, reported_se: np.ndarray, reference: float) -> float:
+    """Across-replicate error of a posterior mean over the error the runs reported.
+
+    ``means`` are the posterior means of replicate runs (different seeds),
+    ``reported_se`` the Monte Carlo standard error each run reported, and
+    ``reference`` the exact posterior mean. The ratio is
+    ``sqrt(mean((means - reference)^2)) / sqrt(mean(reported_se^2))``: near 1
+    when the reported error is honest, above 1 when it is over-optimistic.
+    With ``R`` replicates its sampling spread is about ``1 / sqrt(2 R)``.
+    """
+    means = np.asarray(means, dtype=float)
+    reported_se = np.asarray(reported_se, dtype=float)
+    real = math.sqrt(float(np.mean((means - reference) ** 2)))
+    return real / math.sqrt(float(np.mean(reported_se**2)))

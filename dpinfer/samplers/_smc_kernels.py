@@ -188,8 +188,9 @@ def warn_if_degenerate(sampler: str, attrs: dict, n: int, *, check_acceptance=Tr
         )
         warnings.warn(
             f"{sampler}: the final population is degenerate ({detail}); its Monte Carlo error "
-            "is much larger than the ESS suggests. Use more particles or max_moves, or a "
-            "PyMC reference when the mechanism noise is small.",
+            "is much larger than the ESS suggests. Use more particles or max_moves, several "
+            "simulations per particle (smc_abc's simulations_per_particle) or a PyMC "
+            "reference when the mechanism noise is small.",
             RuntimeWarning,
             stacklevel=4,
         )

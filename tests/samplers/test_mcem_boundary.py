@@ -105,16 +105,17 @@ def test_planted_bug_boundary_check_fails_without_detection(model, monkeypatch):
     assert not reported_at_boundary(fit, caught)
 
 
+def fit_interior(model, eps, released):
+    return dp.mcem(
+        model, mech(eps), released, start={"theta": 1.0}, rng=5, schedule=SMALL, progressbar=False
+    )
+
+
 @pytest.fixture(scope="module")
 def interior_fits(model):
     with warnings.catch_warnings():
         warnings.simplefilter("error", dp.BoundaryEstimateWarning)
-        return [
-            dp.mcem(
-                model, mech(eps), s, start={"theta": 1.0}, rng=5, schedule=SMALL, progressbar=False
-            )
-            for eps, s, _ in SETTINGS
-        ]
+        return [fit_interior(model, eps, s) for eps, s, _ in SETTINGS]
 
 
 def interior_reported(fits) -> bool:
@@ -130,15 +131,7 @@ def test_planted_bug_interior_check_fails_when_every_estimate_counts_as_close(mo
     monkeypatch.setattr(_mcem_boundary, "RESOLUTION", 1e9)
     eps, released, _ = SETTINGS[LEANS_TO_ZERO]
     with pytest.warns(dp.BoundaryEstimateWarning):
-        fit = dp.mcem(
-            model,
-            mech(eps),
-            released,
-            start={"theta": 1.0},
-            rng=5,
-            schedule=SMALL,
-            progressbar=False,
-        )
+        fit = fit_interior(model, eps, released)
     assert not interior_reported([fit])
 
 
