@@ -174,19 +174,24 @@ def summarise(label, name, exact, rows, seconds):
     return lines
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def replicate_count(doc: str, quick: int) -> tuple[int, bool]:
+    """Parse ``--replicates`` and ``--quick`` (``quick`` replicates); return both."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--replicates", type=int, default=20)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
-    replicates = 6 if args.quick else args.replicates
+    return (quick if args.quick else args.replicates), args.quick
+
+
+def main() -> None:
+    replicates, quick = replicate_count(__doc__, 6)
     all_samplers = ("rejection_abc", "importance_abc", "smc_abc")
     cases = [
         ("count K", count_example(), all_samplers),
         ("mixed (w, K)", mixed_example(), all_samplers),
         ("poisson 5.1", poisson_example(), all_samplers),
     ]
-    epsilons = (1.0, 100.0) if args.quick else (1.0, 10.0, 100.0, 1000.0)
+    epsilons = (1.0, 100.0) if quick else (1.0, 10.0, 100.0, 1000.0)
     cases += [(f"normal eps={e:g}", normal_mean_example(e), ("smc_abc",)) for e in epsilons]
     print(f"{replicates} replicates of {N_DRAWS} draws (particles) per run, 4 chains each")
     head = "".join(f"{e:>9}" for e in ESTIMATORS)

@@ -18,12 +18,11 @@ Usage: ``python benchmarks/small_noise_smc.py [--replicates 20] [--quick]``.
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
 import numpy as np
-from reported_error import normal_mean_example
+from reported_error import normal_mean_example, replicate_count
 
 import dpinfer as dp
 
@@ -66,11 +65,7 @@ COUNTS = (1, 4, 16, 64)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--replicates", type=int, default=20)
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    replicates = 4 if args.quick else args.replicates
+    replicates, _ = replicate_count(__doc__, 4)
     print(f"{replicates} replicates, 2000 particles, 4 chains; one CPU")
     print(
         f"{'eps':>6}{'m':>4}{'sims':>11}{'rep. ESS':>9}{'real ESS':>9}{'ESS/ksim':>9}"

@@ -42,24 +42,16 @@ from scipy.special import logsumexp
 __all__ = [
     "MIN_LINEAGES",
     "between_chain_ess",
-    "columns",
     "columns_by_chain",
     "error_ratio",
     "lineage_ess",
     "smc_ess",
-    "smc_lineage_ess",
     "weighted_ess",
 ]
 
 # Fewer distinct lineages than this (in a chain) and the lineage estimator rests on too few
 # groups: its variance estimate is then itself too noisy to report.
 MIN_LINEAGES = 30
-
-
-def columns(params: dict) -> np.ndarray:
-    """Return the scalar components of a dict of ``(n, *shape)`` draws as an ``(n, k)`` array."""
-    cols = [np.asarray(v, dtype=float).reshape(len(v), -1) for v in params.values()]
-    return np.concatenate(cols, axis=1)
 
 
 def columns_by_chain(params: dict) -> np.ndarray:
@@ -167,16 +159,6 @@ def smc_ess(values, lineage, stage_chain, stage_resampled) -> tuple[float, str]:
         f"between-chain: a chain kept only {fewest} lineages (< {MIN_LINEAGES}), too few for "
         f"the lineage estimate; {chains} chains give {chains - 1} degrees of freedom"
     )
-
-
-def smc_lineage_ess(idata) -> tuple[float, int]:
-    """Lineage ESS of an :func:`~dpinfer.smc_abc` result, and its fewest lineages per chain."""
-    posterior = idata.posterior
-    values = columns_by_chain({k: posterior[k].values for k in posterior.data_vars})
-    stage_chain = np.asarray(idata.attrs["stage_chain"])
-    resampled = np.asarray(idata.attrs["stage_resampled"], dtype=bool)
-    resamplings = [int(resampled[stage_chain == c].sum()) + 1 for c in range(len(values))]
-    return lineage_ess(values, np.asarray(idata.sample_stats["lineage"]), resamplings)
 
 
 def error_ratio(means: np.ndarray, reported_se: np.ndarray, reference: float) -> float:

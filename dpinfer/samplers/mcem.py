@@ -432,9 +432,11 @@ def mcem(
     louis = _mstep.louis(info_sample, likelihood, state.theta)
     total_sims += info_sample.n
     bounded = _boundary.on_closed_bound(space, infos[-1].theta)
+    bound = infos[-1].theta  # the bound the M-step returned
     if not bounded.any():
         bounded = _boundary.at_bound(space, state.theta, louis.score, louis.information)
-    estimate = np.where(bounded, _boundary.nearest_bound(space, state.theta), state.theta)
+        bound = _boundary.nearest_bound(space, state.theta)
+    estimate = np.where(bounded, bound, state.theta)
     if bounded.any():
         idx = np.flatnonzero(bounded)
         message = _boundary.boundary_message(
