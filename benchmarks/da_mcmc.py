@@ -17,42 +17,56 @@ Sections (each a function; all run by default):
   number of distinct particles). Each
   posterior is compared with the long stored NUTS reference run (largest |z| over means
   and 5/50/95% quantiles, ``dpinfer.compare``). ``--grid`` adds epsilon = 1 and 30.
+* ``naive_bayes``: ESS per second for naive Bayes at epsilon = 10 (Xiong et al. 2023, S3.3,
+  the published release), where smc_abc degenerates: ``da_mcmc``, ``smc_abc`` and NUTS on
+  the exact marginal likelihood, each checked against the exact posterior by finite sums.
+* ``paper``: ``da_mcmc`` and ``smc_abc`` on the published epsilon = 10 regression release,
+  posterior means and 95% intervals beside Table 1 of Xiong et al. (2023).
 * ``scaling``: cost per iteration and ESS per second as n grows (10**2 .. 10**5 records),
   the regression at epsilon = 10 on a dataset of n records drawn at the true beta.
-* ``soma``: the SOMA record update (Xiong & Ju 2025, arXiv:2505.00635: one offer, an attempt
+* ``soma``: the SOMA record update (Xiong et al. 2025, arXiv:2505.00635: one offer, an attempt
   at every record, accepted with the ratio of the two sums of weights), prototyped here in
   numba against the privacy-aware Metropolis update at equal iterations, on the regression
   at epsilon = 100 and naive Bayes at epsilon = 10. It is not part of dpinfer (see below).
 
-Measured (``--grid``, 2 shared cores, load average 4.5; CPU seconds):
+Measured (``--grid``, 2 shared cores, load average 4-5.5; CPU seconds; 16 minutes wall):
 
-* throughput, n = 10**5: 9.0e6 record updates per second for the full sweep (acceptance
-  0.99), 1.3e8 for the numba loop alone; the speculative route 4.6e4 (acceptance 0.99) to
-  1.5e5 (acceptance 0.68); the logpdf-per-record baseline 8.4e4: full sweep 107x baseline.
-* regression, ESS per CPU second (largest |z| against the stored NUTS runs):
-  epsilon = 1: da_mcmc 39 (0.80), smc_abc 2160 (1.64), NUTS 111 (1.13);
-  epsilon = 10: da_mcmc 41 (0.75), smc_abc 560 (1.98), NUTS 26 (1.87);
-  epsilon = 30: da_mcmc 30 (0.86, R-hat 1.05), smc_abc 55 (4.57; 1915 distinct of 4000),
-  NUTS 4.8 (2.12);
-  epsilon = 100: da_mcmc 139 (1.44), smc_abc 3.6 (38.1; 31 distinct of 4000), NUTS 3.0
-  (1.75). At epsilon = 100 da_mcmc has 46 times the ESS per second of NUTS, and
-  smc_abc's answer is wrong.
-* scaling at epsilon = 10: 1.8e-4, 9.6e-4, 2.7e-3 and 2.1e-2 CPU s per iteration for
-  n = 10**2 .. 10**5 (5.6e5 to 4.8e6 record updates per second); the noise shrinks next to
-  the sampling spread (median ratio 1.75 to 0.06) and the chains mix better, so ESS per
-  second stays within a factor of 5 while n grows a thousandfold.
+* throughput, n = 10**5: 1.1e7 record updates per second for the full sweep (acceptance
+  0.99), 1.4e8 for the numba loop alone; the speculative route 3.6e4 (acceptance 0.99) to
+  1.3e5 (acceptance 0.68); the logpdf-per-record baseline 8.1e4: full sweep 138x baseline.
+* regression, ESS per CPU second (ESS per 1000 records simulated; largest |z| against the
+  stored NUTS runs):
+  epsilon = 1: da_mcmc 40 (0.074; 0.67), smc_abc 2119 (0.24; 1.36), NUTS 123 (1.13);
+  epsilon = 10: da_mcmc 46 (0.077; 0.75), smc_abc 491 (0.063; 1.12), NUTS 24 (1.87);
+  epsilon = 30: da_mcmc 26 (0.050; 0.86, R-hat 1.05), smc_abc 7.5 (0.001; 1.10; 1869
+  distinct of 4000), NUTS 3.9 (2.12);
+  epsilon = 100: da_mcmc 108 (0.15; 1.41), smc_abc 1.1 (0.00015; 3.53; 347 distinct of
+  4000), NUTS 2.7 (1.75). At epsilon = 100 da_mcmc has 41 times the ESS per second of
+  NUTS and 98 times that of smc_abc.
+* naive Bayes at epsilon = 10 (largest |z| against the exact posterior): da_mcmc 2739
+  ESS per second (6.6 per 1000 records; 2.50), smc_abc 1.9 (150 distinct of 4000; 14.5:
+  degenerate and wrong), NUTS on the exact likelihood 80 (1.67): da_mcmc 34x NUTS.
+* the published epsilon = 10 release, posterior means (95% intervals) of beta:
+  da_mcmc -0.67 (-2.42, 1.01), -2.64 (-3.67, -0.73), 0.58 (-1.01, 2.63); smc_abc -0.63,
+  -2.66, 0.59 (|z| 0.94 between them); Table 1 of Xiong et al. reports DA-MCMC -0.62
+  (-2.50, 0.99), -2.72 (-3.74, -0.96), 0.54 (-1.06, 2.46) and SMC-ABC -0.59, -2.44, 0.85.
+  (Table S2, epsilon = 3, cannot be rerun: its release is not published.)
+* scaling at epsilon = 10: 1.6e-4, 4.3e-4, 2.4e-3 and 2.2e-2 CPU s per iteration for
+  n = 10**2 .. 10**5 (6.3e5 to 4.5e6 record updates per second); the noise shrinks next to
+  the sampling spread (median ratio 1.75 to 0.06) and the chains mix better per
+  iteration, so ESS per second stays between 5 and 36 while n grows a thousandfold.
 * SOMA: on the regression at epsilon = 100 it mixes better per iteration (min ESS 622
-  against 250 over 4 x 2000 draws) but costs 16 times the CPU: 30 against 193 ESS per
-  second; on naive Bayes at epsilon = 10 it mixes no better (7127 against 7553) at 5 times
-  the cost: 487 against 2521. Each SOMA offer is scored against all n records, O(n) per
+  against 250 over 4 x 2000 draws) but costs 14 times the CPU: 31 against 175 ESS per
+  second; on naive Bayes at epsilon = 10 it mixes no better (7127 against 7553) at 6 times
+  the cost: 466 against 3095. Each SOMA offer is scored against all n records, O(n) per
   offer against O(1) for the Metropolis update. Its gain does not show in ESS per second,
   so dpinfer does not ship it.
 
 Timings are CPU seconds of this single-threaded process (``time.process_time``), so they
 measure one core even on a busy machine; numba compilation is excluded by warm-up calls.
 
-Usage: ``python benchmarks/da_mcmc.py [--quick] [--grid] [--no-nuts]``. ``--no-nuts``
-reads the NUTS times and ESS from the stored reference runs instead of running NUTS.
+Usage: ``python benchmarks/da_mcmc.py [--quick] [--grid] [--no-nuts] [--sections ...]``.
+``--no-nuts`` reads the NUTS times and ESS from the stored reference runs instead of running NUTS.
 """
 
 from __future__ import annotations
@@ -66,6 +80,7 @@ import os
 import sys
 import time
 import warnings
+from functools import partial
 from pathlib import Path
 
 import numba
@@ -110,7 +125,7 @@ def bernoulli_model():
 def throughput(quick: bool) -> None:
     print("\n== throughput: scalar statistic (Bernoulli records, Laplace noise on the count)")
     n, iterations = 100_000, 10 if quick else 40
-    model, mech = bernoulli_model(), dp.Laplace(20.0)  # acceptance about 0.7
+    model, mech = bernoulli_model(), dp.Laplace(20.0)  # acceptance near 1: every record moves
     released = 0.3 * n
     dp.da_mcmc(model, mech, released, n=1000, draws=2, tune=0, chains=1, progressbar=False)
 
@@ -214,6 +229,50 @@ def accuracy(idata, reference) -> float:
     return cmp.max_abs_z()
 
 
+SMC_SETTINGS = {
+    "ess_fraction": 0.5,
+    "resample_fraction": 0.5,
+    "move_probability": 0.99,
+    "max_moves": 30,
+    "progressbar": False,
+}
+
+
+def run_da(record_model, mech, released, *, n, draws, tune, rng):
+    """Four da_mcmc chains, CPU-timed."""
+    return cpu_timed(
+        dp.da_mcmc,
+        record_model,
+        mech,
+        released,
+        n=n,
+        draws=draws,
+        tune=tune,
+        chains=4,
+        rng=rng,
+        progressbar=False,
+    )
+
+
+def da_row(eps, idata, cpu, z, names=("beta",)) -> tuple:
+    """A table row of a da_mcmc run (see ``print_table``)."""
+    ess = min_bulk_ess(idata, names)
+    return (eps, "da_mcmc", cpu, ess, z, idata.attrs["rhat_max"], idata.attrs["n_simulations"])
+
+
+def smc_row(eps, model, mech, released, *, quick, n, check, names=("beta",)) -> tuple:
+    """Run smc_abc (4000 particles, 1000 with ``quick``) and return its table row."""
+    particles = 1000 if quick else 4000
+    smc, cpu, _ = cpu_timed(
+        dp.smc_abc, model, mech, released, particles=particles, rng=8, **SMC_SETTINGS
+    )
+    distinct = int(smc.posterior.attrs["n_distinct"])
+    # a population of k distinct particles holds at most k independent draws
+    ess = min(min_bulk_ess(smc, names), float(smc.posterior.attrs["ess"]), distinct)
+    records = smc.attrs["n_simulations"] * n
+    return (eps, f"smc_abc ({distinct} distinct)", cpu, ess, check(smc), math.nan, records)
+
+
 DA_DRAWS = {1.0: 20_000, 10.0: 10_000, 30.0: 4000, 100.0: 2500}
 
 
@@ -226,46 +285,13 @@ def regression(quick: bool, grid: bool, run_nuts: bool) -> None:
         released, reference = ref[eps]["released"], ref[eps]["idata"]
         mech = lr.mechanism(epsilon=eps)
         draws = DA_DRAWS[eps] // (4 if quick else 1)
-        da, cpu, _ = cpu_timed(
-            dp.da_mcmc,
-            lr.record_model(),
-            mech,
-            released,
-            n=lr.N,
-            draws=draws,
-            tune=500,
-            chains=4,
-            rng=7,
-            progressbar=False,
+        da, cpu, _ = run_da(
+            lr.record_model(), mech, released, n=lr.N, draws=draws, tune=500, rng=7
         )
-        ess = min_bulk_ess(da)
-        rows.append((eps, "da_mcmc", cpu, ess, accuracy(da, reference), da.attrs["rhat_max"]))
-        particles = 1000 if quick else 4000
-        smc, cpu_s, _ = cpu_timed(
-            dp.smc_abc,
-            lr.model(),
-            mech,
-            released,
-            particles=particles,
-            rng=8,
-            ess_fraction=0.5,
-            resample_fraction=0.5,
-            move_probability=0.99,
-            max_moves=30,
-            progressbar=False,
-        )
-        distinct = int(smc.posterior.attrs["n_distinct"])
-        # a population of k distinct particles holds at most k independent draws
-        ess_s = min(min_bulk_ess(smc), float(smc.posterior.attrs["ess"]), distinct)
+        rows.append(da_row(eps, da, cpu, accuracy(da, reference)))
+        smc = (lr.model(), mech, released)
         rows.append(
-            (
-                eps,
-                f"smc_abc ({distinct} distinct)",
-                cpu_s,
-                ess_s,
-                accuracy(smc, reference),
-                math.nan,
-            )
+            smc_row(eps, *smc, quick=quick, n=lr.N, check=partial(accuracy, reference=reference))
         )
         if run_nuts:
             steps = {1.0: 1000, 10.0: 1000, 30.0: 500, 100.0: 300}[eps] // (3 if quick else 1)
@@ -286,6 +312,7 @@ def regression(quick: bool, grid: bool, run_nuts: bool) -> None:
                     min_bulk_ess(nuts),
                     accuracy(nuts, reference),
                     float(nuts.posterior.attrs["rhat_max"]),
+                    math.nan,
                 )
             )
         else:
@@ -299,37 +326,158 @@ def regression(quick: bool, grid: bool, run_nuts: bool) -> None:
                     meta["ess"],
                     math.nan,
                     meta["rhat_max"],
+                    math.nan,
                 )
             )
+    print_table(rows)
+
+
+def print_table(rows) -> None:
+    """Rows ``(epsilon, sampler, CPU s, min ESS, |z|, R-hat, records simulated)``.
+
+    ESS per 1000 records: the records simulated (``n`` per SMC dataset); NUTS simulates
+    none (it evaluates gradients of the augmented model), so its entry is blank.
+    """
     print(
         f"  {'eps':>5} {'sampler':<26} {'CPU s':>8} {'min ESS':>9} {'ESS/s':>9} "
-        f"{'|z| vs ref':>10} {'R-hat':>6}"
+        f"{'ESS/1e3 rec':>11} {'|z| vs ref':>10} {'R-hat':>6}"
     )
-    for eps, name, cpu, ess, z, r in rows:
-        print(f"  {eps:>5g} {name:<26} {cpu:8.1f} {ess:9.0f} {ess / cpu:9.2f} {z:10.2f} {r:6.3f}")
-    for eps in epsilons:
+    for eps, name, cpu, ess, z, r, records in rows:
+        per_sim = ess / (records / 1000)
+        print(
+            f"  {eps:>5g} {name:<26} {cpu:8.1f} {ess:9.0f} {ess / cpu:9.2f} {per_sim:11.3g} "
+            f"{z:10.2f} {r:6.3f}"
+        )
+    for eps in dict.fromkeys(row[0] for row in rows):
         da_rate = next(e / c for x, n, c, e, *_ in rows if x == eps and n == "da_mcmc")
         for x, name, cpu, ess, *_ in rows:
             if x == eps and name != "da_mcmc":
                 print(f"  eps {eps:g}: da_mcmc ESS/s = {da_rate / (ess / cpu):.2g} x {name}")
 
 
+# --- naive Bayes at epsilon = 10 ---------------------------------------------------------
+
+
+def z_against_exact(idata, exact) -> float:
+    """Largest |z| of the means and 5/50/95% quantiles against exact laws, ESS-based errors.
+
+    A quantile is checked through the fraction of draws below the exact quantile, whose
+    standard error uses the ESS of that indicator.
+    """
+    worst = 0.0
+    for name, law in exact.items():
+        draws = np.asarray(idata.posterior[name], dtype=float)
+        se_mean = draws.std() / math.sqrt(effective_sample_size(draws))
+        worst = max(worst, abs(draws.mean() - law.mean()) / se_mean)
+        for q in QUANTILES:
+            below = (draws <= law.ppf(q)).astype(float)
+            se = math.sqrt(q * (1 - q) / effective_sample_size(below))
+            worst = max(worst, abs(below.mean() - q) / se)
+    return worst
+
+
+def naive_bayes(quick: bool, run_nuts: bool) -> None:
+    print("\n== naive Bayes (Xiong et al. 2023, S3.3) at epsilon = 10: ESS per second, one core")
+    mech, names = nb.mechanism(epsilon=10.0), list(nb.PARAMETER_NAMES)
+    exact = nb.exact_posterior(nb.RELEASED, epsilon=10.0)
+    rows = []
+    da, cpu, _ = run_da(
+        nb.record_model(),
+        mech,
+        nb.RELEASED,
+        n=nb.N,
+        draws=750 if quick else 3000,
+        tune=200,
+        rng=10,
+    )
+    rows.append(da_row(10.0, da, cpu, z_against_exact(da, exact), names))
+    smc = (nb.model(), mech, nb.RELEASED)
+    check = partial(z_against_exact, exact=exact)
+    rows.append(smc_row(10.0, *smc, quick=quick, n=nb.N, check=check, names=names))
+    if run_nuts:
+        steps = 300 if quick else 1000
+        nuts, cpu_n, _ = cpu_timed(
+            nb.pymc_reference, nb.RELEASED, epsilon=10.0, draws=steps, tune=steps, chains=2, rng=9
+        )
+        rows.append(
+            (
+                10.0,
+                "NUTS (exact likelihood)",
+                cpu_n,
+                min_bulk_ess(nuts, names),
+                z_against_exact(nuts, exact),
+                float(nuts.posterior.attrs["rhat_max"]),
+                math.nan,
+            )
+        )
+    print("  reference: the exact posterior by finite sums (naive_bayes.exact_posterior)")
+    print_table(rows)
+
+
+# --- the paper's release: Xiong et al. (2023), Table 1 -----------------------------------
+
+PAPER_TABLE_1 = {  # epsilon = 10: posterior mean (95% interval) of beta_0, beta_1, beta_2
+    "SMC-ABC (paper)": ((-0.59, -2.28, 0.93), (-2.44, -3.67, -0.38), (0.85, -0.88, 2.77)),
+    "DA-MCMC (paper)": ((-0.62, -2.50, 0.99), (-2.72, -3.74, -0.96), (0.54, -1.06, 2.46)),
+}
+
+
+def paper_table(quick: bool) -> None:
+    print("\n== the published epsilon = 10 release (Xiong et al. 2023, Table 1)")
+    mech = lr.mechanism(epsilon=10.0)
+    draws = 2500 if quick else 20_000
+    da, cpu, _ = run_da(
+        lr.record_model(), mech, lr.RELEASED, n=lr.N, draws=draws, tune=500, rng=31
+    )
+    smc, cpu_s, _ = cpu_timed(
+        dp.smc_abc,
+        lr.model(),
+        mech,
+        lr.RELEASED,
+        particles=1000 if quick else 4000,
+        rng=32,
+        progressbar=False,
+    )
+    rows = dict(PAPER_TABLE_1)
+    for label, idata in (("da_mcmc (dpinfer)", da), ("smc_abc (dpinfer)", smc)):
+        beta = np.asarray(idata.posterior["beta"]).reshape(-1, 3)
+        lo, hi = np.quantile(beta, [0.025, 0.975], axis=0)
+        rows[label] = tuple(zip(beta.mean(axis=0), lo, hi, strict=True))
+    print(f"  {'method':<20}" + "".join(f"{f'beta_{j}':>22}" for j in range(3)))
+    for label, cells in rows.items():
+        text = "".join(f"{f'{m:.2f} ({a:.2f}, {b:.2f})':>22}" for m, a, b in cells)
+        print(f"  {label:<20}{text}")
+    print(
+        f"  da_mcmc: {cpu:.1f} CPU s, min ESS {min_bulk_ess(da):.0f}, R-hat "
+        f"{da.attrs['rhat_max']:.3f}; smc_abc: {cpu_s:.1f} CPU s, "
+        f"{smc.posterior.attrs['n_distinct']} distinct particles"
+    )
+    print(
+        "  largest |z| of da_mcmc against smc_abc (means, 5/50/95% quantiles): "
+        f"{accuracy(da, smc):.2f}"
+    )
+
+
 # --- scaling in n ------------------------------------------------------------------------
 
 
+SCALING_DRAWS = {100: 5000, 1000: 5000, 10_000: 2000, 100_000: 400}  # about 10 CPU s each
+
+
 def scaling(quick: bool) -> None:
-    sizes = [100, 1000, 10_000] if quick else [100, 1000, 10_000, 100_000]
-    draws, tune = (100, 25) if quick else (400, 100)
+    sizes = [100, 1000, 10_000] if quick else list(SCALING_DRAWS)
+    tune = 50 if quick else 200
     print(
-        f"\n== cost as n grows: regression at epsilon = 10, 2 chains of {tune} + {draws} "
-        "iterations"
+        f"\n== cost as n grows: regression at epsilon = 10, 2 chains of {tune} + draws "
+        "iterations (CPU s include the starting datasets)"
     )
-    header = f"  {'n':>8} {'CPU s/iter':>11} {'updates/s':>12} {'acc.':>6} {'min ESS':>8}"
-    print(header + f" {'ESS/s':>8} {'noise / sd(s)':>14}")
+    header = f"  {'n':>8} {'draws':>6} {'CPU s/iter':>11} {'updates/s':>12} {'acc.':>6}"
+    print(header + f" {'min ESS':>8} {'ESS/s':>8} {'noise / sd(s)':>14}")
     for n in sizes:
         x, y = lr.confidential_data(n=n, rng=11)
         released = lr.release(x, y, epsilon=10.0, rng=12)
         mech = lr.mechanism(epsilon=10.0, n=n)
+        draws = SCALING_DRAWS[n] // (10 if quick else 1)
         # the noise shrinks like 1/n, the sampling spread of a mean like 1/sqrt(n)
         reps = max(20, min(400, 4_000_000 // n))
         spread = lr.simulate_statistics(np.tile(lr.TRUE_BETA, (reps, 1)), rng=1, n=n).std(axis=0)
@@ -348,7 +496,7 @@ def scaling(quick: bool) -> None:
         iters = 2 * (draws + tune)
         ess = min_bulk_ess(idata)
         print(
-            f"  {n:>8,} {cpu / iters:11.2e} {n * iters / cpu:12,.0f} "
+            f"  {n:>8,} {draws:6} {cpu / iters:11.2e} {n * iters / cpu:12,.0f} "
             f"{idata.attrs['acceptance_rate']:6.3f} {ess:8.0f} {ess / cpu:8.2f} "
             f"{np.median(mech.scale / spread):14.3f}"
         )
@@ -496,6 +644,13 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="shorter runs")
     parser.add_argument("--grid", action="store_true", help="epsilon in {1, 10, 30, 100}")
     parser.add_argument("--no-nuts", action="store_true", help="stored NUTS times, no NUTS run")
+    parser.add_argument(
+        "--sections",
+        nargs="+",
+        choices=SECTIONS,
+        default=list(SECTIONS),
+        help="run only these sections (default: all)",
+    )
     args = parser.parse_args(argv)
     # PyMC's progress messages and PyTensor's BLAS notice are not results; PyMC sets its
     # logger's level when imported, so import it first
@@ -506,11 +661,20 @@ def main(argv=None) -> int:
     for name in ("pymc", "pytensor"):
         logging.getLogger(name).setLevel(logging.ERROR)
     print(f"dpinfer {dp.__version__}; load average {os.getloadavg()[0]:.1f}")
-    throughput(args.quick)
-    regression(args.quick, args.grid, not args.no_nuts)
-    scaling(args.quick)
-    soma(args.quick)
+    runs = {
+        "throughput": lambda: throughput(args.quick),
+        "regression": lambda: regression(args.quick, args.grid, not args.no_nuts),
+        "naive_bayes": lambda: naive_bayes(args.quick, not args.no_nuts),
+        "paper": lambda: paper_table(args.quick),
+        "scaling": lambda: scaling(args.quick),
+        "soma": lambda: soma(args.quick),
+    }
+    for section in args.sections:
+        runs[section]()
     return 0
+
+
+SECTIONS = ("throughput", "regression", "naive_bayes", "paper", "scaling", "soma")
 
 
 if __name__ == "__main__":

@@ -717,7 +717,7 @@ def naive_mle(released) -> dict:
     --------
     >>> naive = naive_mle([6.9, 4.1, 55.0, 33.0])
     >>> round(naive["estimate"]["tau"], 3), round(naive["standard_error"]["tau"], 3)
-    (2.8, 0.645)
+    (2.8, 0.65)
     """
     released = np.asarray(released, dtype=float)
     nan = {k: math.nan for k in PARAMETERS}
@@ -752,7 +752,7 @@ def exact_log_likelihood(theta, released) -> float:
     Examples
     --------
     >>> round(exact_log_likelihood([2.0, 4.0, 7.0, 5.0], [6.9, 4.1, 55.0, 33.0]), 4)
-    -11.2193
+    -11.0963
     """
     tau, mu, sig_t, sig_c = (
         [float(theta[k]) for k in PARAMETERS] if isinstance(theta, dict) else map(float, theta)
