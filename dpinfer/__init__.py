@@ -19,6 +19,7 @@ from .record_model import RecordModel
 from .reference import sample_reference
 from .samplers import (
     AscentSchedule,
+    BoundaryEstimateWarning,
     MCEMResult,
     SimulationBudgetExceeded,
     StagedSchedule,
@@ -36,6 +37,7 @@ from .samplers import (
 __all__ = [
     "AscentSchedule",
     "BinomialRelease",
+    "BoundaryEstimateWarning",
     "DiscreteGaussian",
     "DiscreteLaplace",
     "ExponentialFamily",
