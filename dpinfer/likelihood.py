@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _support
+from . import _support, _validate
 
 __all__ = ["ExponentialFamily", "Likelihood", "ParameterSpace"]
 
@@ -146,7 +146,7 @@ class ParameterSpace:
                 f"missing {missing}, unknown {extra}"
             )
         for key in self.names:
-            value = np.asarray(params[key], dtype=float)
+            value = _validate.numeric_array(f"{name}[{key!r}]", params[key]).astype(float)
             if value.shape != self.shapes[key]:
                 raise ValueError(
                     f"{name}[{key!r}] must have shape {self.shapes[key]}, got {value.shape}"

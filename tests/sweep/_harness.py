@@ -79,9 +79,18 @@ class Param:
     extra: tuple = ()
     #: Text the message must contain (default: the parameter's name).
     named: str = ""
+    #: None is a valid value (an optional setting).
+    optional: bool = False
+    #: An elementwise (NumPy-like) argument: an empty array gives an empty result.
+    elementwise: bool = False
 
     def bad_values(self) -> list:
-        return [*BAD.get(self.kind, []), *self.extra]
+        values = [*BAD.get(self.kind, []), *self.extra]
+        if self.optional:
+            values = [v for v in values if v is not None]
+        if self.elementwise:
+            values = [v for v in values if not (isinstance(v, list) and not v)]
+        return values
 
 
 @dataclass(frozen=True)
