@@ -105,7 +105,7 @@ def flag(name: str, value) -> bool:
     reads any truthy object as on is a switch that cannot be trusted.
     """
     if not isinstance(value, bool | np.bool_):
-        raise TypeError(f"{name} must be True or False, got {_short_repr(value)}")
+        raise TypeError(f"{name} must be a bool, got {_short_repr(value)}")
     return bool(value)
 
 

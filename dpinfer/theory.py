@@ -48,7 +48,7 @@ def flip_probability(a, b) -> np.ndarray:
     a = _validate.finite_array("a", a)
     b = _validate.positive_finite("b", b)
     if np.any(a < 0):
-        raise ValueError(f"a must be |rho - epsilon_abc| >= 0, got {a!r}")
+        raise ValueError(f"a = |rho - epsilon_abc| must be >= 0, got {a!r}")
     return (4 * np.exp(-a / (2 * b)) - np.exp(-a / b)) / 6
 
 
