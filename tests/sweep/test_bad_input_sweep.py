@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import dpinfer as dp
 from dpinfer import _validate
 
-from . import _api, _harness
+from . import _api, _cli, _harness
 from ._harness import Entry, Param, classify, sweep, tally
 
 MODULES = [
@@ -65,6 +65,21 @@ def test_every_bad_value_is_refused_by_name(outcomes):
     counts = tally(outcomes)
     assert counts["calls"] > 2500
     assert counts["silent"] == 0 and counts["obscure"] == 0, text
+
+
+def test_every_bad_command_line_value_is_refused_by_name(tmp_path):
+    # each valid call reaches the (replaced) run, so a refusal is the option's own check
+    outcomes = sweep(_cli.cli_entries(str(tmp_path / "out")))
+    text = _harness.report(outcomes)
+    print(text)
+    counts = tally(outcomes)
+    assert counts["calls"] > 400
+    assert counts["silent"] == 0 and counts["obscure"] == 0, text
+
+
+def test_the_command_line_sweep_sees_an_accepted_value_as_silent(tmp_path):
+    entry = _cli.cli_entries(str(tmp_path / "out"))[0]  # dpinfer mechanisms
+    assert classify(lambda: entry.call(**{"--value": "40"}), "--value")[0] == "silent"
 
 
 def test_the_sweep_covers_the_public_api():
