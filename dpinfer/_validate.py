@@ -109,6 +109,28 @@ def flag(name: str, value) -> bool:
     return bool(value)
 
 
+def names(name: str, value, *, single: bool = False) -> list[str]:
+    """Return a list of names from a sequence of strings (or one string when ``single``)."""
+    if single and isinstance(value, str):
+        return [value]
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise TypeError(f"{name} must be a list of names (strings), got {_short_repr(value)}")
+    if not all(isinstance(v, str) and v for v in value):
+        raise TypeError(f"{name} must hold non-empty strings, got {_short_repr(value)}")
+    return list(value)
+
+
+def mapping(name: str, value) -> dict:
+    """Return ``value`` as a dict (None: empty), or raise unless it is a mapping."""
+    from collections.abc import Mapping
+
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict, got {_short_repr(value)}")
+    return dict(value)
+
+
 def delta(name: str, value) -> float:
     """Return ``value`` as a float, or raise unless it lies in ``[0, 1)``."""
     x = _real(name, value)

@@ -73,7 +73,7 @@ class ParameterSpace:
         if isinstance(params, Mapping):
             shapes = {str(k): _as_shape(v) for k, v in params.items()}
         elif isinstance(params, Sequence) and not isinstance(params, str):
-            shapes = {str(k): () for k in params}
+            shapes = {k: () for k in _validate.names("params", params)}
         else:
             raise TypeError(
                 "params must be a sequence of parameter names or a mapping from name to "
@@ -81,7 +81,7 @@ class ParameterSpace:
             )
         if not shapes:
             raise ValueError("params must name at least one parameter, got none")
-        support = dict(support or {})
+        support = _validate.mapping("support", support)
         unknown = set(support) - set(shapes)
         if unknown:
             raise ValueError(

@@ -299,13 +299,10 @@ class _SummedRecordLoglik:
 
 def _check_support(support, names) -> dict:
     """``{name: named support or (lower, upper)}`` for parameters of the prior (when named)."""
-    if support is None:
-        return {}
-    if not isinstance(support, Mapping):
-        raise TypeError(f"support must be a dict from parameter name to support, got {support!r}")
+    support = _validate.mapping("support", support)
     unknown = sorted(set(support) - set(names)) if names is not None else []
     if unknown:
         raise ValueError(f"support names {unknown}, which are not parameters of the prior {names}")
     for name, spec in support.items():
         _as_bounds(name, spec)
-    return dict(support)
+    return support

@@ -209,6 +209,8 @@ class Mechanism(abc.ABC):
         """
         import pymc as pm
 
+        if not (isinstance(name, str) and name):
+            raise TypeError(f"name must be a non-empty str, got {name!r}")
         observed = self._check_released(observed, "observed")
         pt_ns = _pytensor_namespace()
         n_event = len(self.event_shape)

@@ -182,11 +182,11 @@ def _curator_entries():
     return entries
 
 
-def _to_pymc(**kwargs):
+def _to_pymc(name="r", **kwargs):
     import pymc as pm
 
     with pm.Model():
-        return dp.Laplace(1.0).to_pymc("r", 0.0, **kwargs)
+        return dp.Laplace(1.0).to_pymc(name, 0.0, **kwargs)
 
 
 def _svt():
@@ -996,6 +996,74 @@ def _pseudo_model():
     )
 
 
+@cache
+def _pymc_normal_model():
+    import pymc as pm
+
+    with pm.Model() as pm_model:
+        mu = pm.Normal("mu", 0.0, 10.0)
+        pm.Normal("s", mu, 1.0)
+    return pm_model
+
+
+def _poisson_factory(p):
+    import pymc as pm
+
+    return pm.Poisson.dist(mu=p["theta"])
+
+
+def pymc_entries():
+    family = dp.ExponentialFamily(statistic=lambda s: s, maximize=lambda m: {"theta": m[0]})
+    return [
+        Entry(
+            "ExponentialFamily",
+            dp.ExponentialFamily,
+            lambda: {"statistic": lambda s: s, "maximize": lambda m: {"theta": m[0]}},
+            (P("statistic", "callable_required"), P("maximize", "callable_required")),
+        ),
+        Entry(
+            "Likelihood.from_pymc",
+            dp.Likelihood.from_pymc,
+            lambda: {
+                "factory": _poisson_factory,
+                "params": ["theta"],
+                "support": {"theta": "positive"},
+                "exponential_family": family,
+            },
+            (
+                P("factory", "callable_required"),
+                P("params", "", 1.0, "theta", [], [1.0], None),
+                P("support", "", 1.0, "x", {"theta": "nope"}, {"q": "positive"}),
+                P("exponential_family", "", 1.0, "x", OTHER),
+            ),
+        ),
+        Entry(
+            "Model.from_pymc",
+            dp.Model.from_pymc,
+            lambda: {"pymc_model": _pymc_normal_model(), "statistic": "s"},
+            (
+                P("pymc_model", "", 1.0, "x", None, OTHER, named="pymc_model"),
+                P("statistic", "", 1.0, "nope", None, [], OTHER),
+                P("params", "", 1.0, "mu", ["nope"], []),
+                P("support", "", 1.0, "x", {"mu": "nope"}, {"q": "positive"}),
+                P("exponential_family", "", 1.0, "x", OTHER),
+            ),
+        ),
+        Entry(
+            "Mechanism.log_max_density_at",
+            lambda **kw: dp.Laplace(1.0).log_max_density_at(**kw),
+            lambda: {"released": 0.5},
+            (P("released", "finite_array", [1.0, 2.0]),),
+        ),
+        Entry(
+            "Mechanism.to_pymc(name)",
+            _to_pymc,
+            lambda: {"observed": 0.5},
+            (P("name", "", 1.0, None, OTHER, ""),),
+        ),
+    ]
+
+
 def all_entries():
     return [
         *mechanism_entries(),
@@ -1006,4 +1074,5 @@ def all_entries():
         *distance_entries(),
         *model_entries(),
         *sampler_entries(),
+        *pymc_entries(),
     ]
