@@ -22,8 +22,8 @@ from dpinfer import parallel
 
 MECH = dp.Laplace(1.0)
 SAMPLERS = {
-    "rejection": lambda model: dp.rejection_abc(
-        model, MECH, 3.0, draws=8, chains=2, rng=0, batch_size=50, progressbar=False
+    "rejection": lambda model, **kw: dp.rejection_abc(
+        model, MECH, 3.0, draws=8, chains=2, rng=0, batch_size=50, progressbar=False, **kw
     ),
     "importance": lambda model: dp.importance_abc(
         model, MECH, 3.0, draws=8, chains=2, rng=0, batch_size=50, progressbar=False
@@ -176,17 +176,7 @@ def test_companion_a_task_drawing_from_its_rng_is_not_warned_about(recwarn):
 def test_a_sampler_whose_simulator_uses_the_global_state_warns_on_an_executor():
     model = _poisson(lambda p, rng: np.random.poisson(p["theta"]))  # noqa: NPY002
     with ThreadPoolExecutor(2) as pool, pytest.warns(parallel.GlobalRandomStateWarning):
-        dp.rejection_abc(
-            model,
-            MECH,
-            3.0,
-            draws=8,
-            chains=2,
-            rng=0,
-            batch_size=50,
-            executor=pool,
-            progressbar=False,
-        )
+        SAMPLERS["rejection"](model, executor=pool)
 
 
 # --- per-chunk timeout -------------------------------------------------------------------
@@ -216,22 +206,9 @@ def test_a_hung_chunk_raises_a_timeout_naming_it():
 
 def test_companion_a_timed_executor_gives_the_serial_result():
     model = _poisson(poisson_counts)
-    serial = dp.rejection_abc(
-        model, MECH, 3.0, draws=8, chains=2, rng=0, batch_size=50, progressbar=False
-    )
+    serial = SAMPLERS["rejection"](model)
     with ThreadPoolExecutor(2) as pool:
-        timed_pool = parallel.with_timeout(pool, 60)
-        timed = dp.rejection_abc(
-            model,
-            MECH,
-            3.0,
-            draws=8,
-            chains=2,
-            rng=0,
-            batch_size=50,
-            executor=timed_pool,
-            progressbar=False,
-        )
+        timed = SAMPLERS["rejection"](model, executor=parallel.with_timeout(pool, 60))
     np.testing.assert_array_equal(serial.posterior["theta"], timed.posterior["theta"])
 
 
