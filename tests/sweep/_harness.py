@@ -136,6 +136,8 @@ def classify(call: Callable[[], object], named: str, *, seconds: float = CALL_SE
         return "silent", f"still running after {seconds:g} s"
     except (ValueError, TypeError) as err:
         message = str(err)
+        if "unexpected keyword argument" in message:  # the sweep's table is out of date
+            return "obscure", f"not a parameter of this entry point: {message}"
         if named in message:
             return "clear", message
         return "obscure", f"{type(err).__name__}: {message}"

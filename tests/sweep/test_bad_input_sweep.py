@@ -41,6 +41,7 @@ MODULES = [
 # library, abstract bases, an exception class.
 NOT_ENTRY_POINTS = {
     "AuditResult",
+    "BoundaryEstimateWarning",
     "Comparison",
     "Distance",
     "GaussianVerification",
@@ -125,6 +126,11 @@ def test_the_classifier_flags_planted_functions(function, expected):
         assert "obscure" in verdicts and "clear" not in verdicts
     else:
         assert verdicts == {expected}
+
+
+def test_a_parameter_the_entry_point_does_not_have_is_not_counted_as_clear():
+    entry = Entry("toy", _clear_scale, dict, (Param("scael", "positive"),))
+    assert {o.verdict for o in sweep([entry])} == {"obscure"}
 
 
 def test_a_call_that_runs_too_long_counts_as_silent():
