@@ -297,6 +297,7 @@ def sampler_entries():
                 P("move_probability", "probability"),
                 P("max_moves", "count"),
                 P("max_stages", "count"),
+                P("simulations_per_particle", "count"),
             ),
         ),
         Entry(
