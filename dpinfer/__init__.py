@@ -21,6 +21,7 @@ from .record_model import RecordModel
 from .reference import sample_reference
 from .samplers import (
     AscentSchedule,
+    BoundaryEstimateWarning,
     MCEMResult,
     SimulationBudgetExceeded,
     StagedSchedule,
@@ -38,6 +39,7 @@ from .samplers import (
 __all__ = [
     "AscentSchedule",
     "BinomialRelease",
+    "BoundaryEstimateWarning",
     "DiscreteGaussian",
     "DiscreteLaplace",
     "ExponentialFamily",

@@ -246,10 +246,10 @@ def run(
         post = idata_draws(out, PARAMETERS)
         fits = curve(post) if len(post["a0"]) else np.full((1, CASES.size), np.nan)
         rmse = float(np.sqrt(np.mean((fits - CASES) ** 2)))
+        queries = int(out.posterior.attrs["n_queries"])
         notes.append(
-            f"{name}: {len(post['a0'])} draws accepted after "
-            f"{int(out.posterior.attrs['n_queries']):,} distances; "
-            f"RMSE of their curves to the counts {rmse:,.0f} cases"
+            f"{name}: {len(post['a0'])} draws accepted after {queries:,} "
+            f"distances; RMSE of their curves to the counts {rmse:,.0f} cases"
         )
         diagnostics[f"{key}_rmse"] = rmse
     notes.append(f"privacy: {private.posterior.attrs['epsilon']}-DP, one day's count per record")

@@ -12,6 +12,8 @@ from typing import NamedTuple
 import numpy as np
 import scipy.optimize
 
+from ._mcem_boundary import in_closed_support
+
 __all__ = ["Louis", "exponential_mstep", "general_mstep", "louis", "q_increase"]
 
 
@@ -24,9 +26,19 @@ def exponential_mstep(sample, likelihood) -> np.ndarray:
     try:
         return space.check(theta, name="the exponential-family maximiser's result")
     except ValueError as err:
+        flat = _flat_or_none(space, theta)
+        if flat is not None and in_closed_support(space, flat):
+            return flat  # on a finite bound: the caller reports a boundary MLE
         raise ValueError(
             f"{err}; it was computed from E[b(s)] = {mean_b.tolist()} (Gong 2022, eq. 4.3)"
         ) from None
+
+
+def _flat_or_none(space, theta):
+    try:
+        return space.flatten(theta)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 class _Objective:
@@ -90,7 +102,7 @@ def general_mstep(sample, likelihood, theta0: np.ndarray, *, gtol: float = 1e-10
         options={"gtol": gtol, "maxiter": 200},
     )
     theta = space.to_natural(result.x)[0]
-    if not space.contains(theta):
+    if not in_closed_support(space, theta):  # a finite bound is reported as a boundary MLE
         raise ValueError(
             f"the numerical M-step left the parameter support: {space.unflatten(theta)}"
         )

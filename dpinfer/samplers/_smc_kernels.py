@@ -14,12 +14,34 @@ from ._simulate import BatchSimulator
 from ._transforms import ParameterSpace
 
 
-def proposal_factor(z, weights) -> np.ndarray:
-    """Return the Cholesky factor of the random-walk covariance (2.38^2/d times weighted)."""
+def proposal_factor(z, weights, integer=None) -> np.ndarray:
+    """Return the Cholesky factor of the random-walk covariance (2.38^2/d times weighted).
+
+    Rows of ``integer`` coordinates are scaled up to a standard deviation of at
+    least one, so that their rounded steps (:func:`random_walk`) are not mostly
+    zero when the population has collapsed onto a few integers.
+    """
     d = z.shape[1]
     cov = np.atleast_2d(np.cov(z, rowvar=False, aweights=weights))
     cov = cov + 1e-10 * np.eye(d) * max(1.0, float(np.trace(cov)) / d)
-    return np.linalg.cholesky(cov * (2.38**2 / d))
+    chol = np.linalg.cholesky(cov * (2.38**2 / d))
+    if integer is not None and np.any(integer):
+        sd = np.linalg.norm(chol, axis=1)
+        chol = chol * np.where(integer & (sd < 1), 1 / np.maximum(sd, 1e-300), 1.0)[:, None]
+    return chol
+
+
+def random_walk(z, chol, driver, integer=None) -> np.ndarray:
+    """Propose ``z + L xi``; integer coordinates take the rounded step.
+
+    Rounding a symmetric Gaussian step gives a symmetric integer step, so the
+    Metropolis-Hastings ratio needs no proposal term; the integer coordinates
+    of ``z`` stay integers.
+    """
+    step = driver.standard_normal(z.shape) @ chol.T
+    if integer is not None and np.any(integer):
+        step[:, integer] = np.rint(step[:, integer])
+    return z + step
 
 
 def moves_needed(rate, move_probability, max_moves) -> int:
@@ -130,8 +152,16 @@ def check_particles(sampler: str, particles: int, chains: int, per_chain: int) -
         )
 
 
-def n_distinct(z: np.ndarray) -> int:
-    """Return the number of distinct particles (rows of ``z``)."""
+def n_distinct(z: np.ndarray, simulation=None) -> int:
+    """Return the number of distinct particles: rows of ``z``, with their ``simulation``.
+
+    A particle lives on the extended space ``(theta, s)``: with a discrete
+    parameter many distinct particles share ``theta``, and only a copy left by
+    resampling shares its simulation too (given as any per-particle summary of
+    it, such as its mechanism log-density).
+    """
+    if simulation is not None:
+        z = np.column_stack([z, np.asarray(simulation, dtype=float).reshape(len(z), -1)])
     return len(np.unique(z, axis=0))
 
 
@@ -158,8 +188,9 @@ def warn_if_degenerate(sampler: str, attrs: dict, n: int, *, check_acceptance=Tr
         )
         warnings.warn(
             f"{sampler}: the final population is degenerate ({detail}); its Monte Carlo error "
-            "is much larger than the ESS suggests. Use more particles or max_moves, or a "
-            "PyMC reference when the mechanism noise is small.",
+            "is much larger than the ESS suggests. Use more particles or max_moves, several "
+            "simulations per particle (smc_abc's simulations_per_particle) or a PyMC "
+            "reference when the mechanism noise is small.",
             RuntimeWarning,
             stacklevel=4,
         )

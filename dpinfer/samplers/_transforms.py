@@ -6,6 +6,11 @@ the log-Jacobian ``log |dtheta/dz|``. The support is read from each frozen
 available (multivariate or callable priors) are moved on their own scale,
 which stays valid because proposals outside the support have zero prior
 density and are rejected.
+
+Integer parameters (a discrete ``scipy.stats`` prior such as ``randint``, or
+integer draws from a callable prior) stay on their own scale: their columns
+of ``z`` hold integers, the moves step them by integers, and
+:meth:`ParameterSpace.unflatten` returns them with the prior's integer dtype.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.stats
 
 from .. import _support
 
@@ -48,9 +54,15 @@ class ParameterSpace:
         self.names = list(example)
         self.shapes = {k: np.asarray(v).shape[1:] for k, v in example.items()}
         spec = getattr(prior, "_spec", None) or {}
-        self.transforms = {k: _transform_for(spec.get(k), self.shapes[k]) for k in self.names}
+        self.dtypes = {
+            k: _integer_dtype(spec.get(k), np.asarray(v).dtype) for k, v in example.items()
+        }
+        self.transforms = {
+            k: Transform() if self.dtypes[k] is not None else _transform_for(spec.get(k), s)
+            for k, s in self.shapes.items()
+        }
         for name, (lower, upper) in (support or {}).items():
-            if name in self.transforms:
+            if name in self.transforms and self.dtypes[name] is None:
                 self.transforms[name] = Transform(float(lower), float(upper))
         self._build_flat()
 
@@ -65,10 +77,11 @@ class ParameterSpace:
 
     @classmethod
     def from_bounds(cls, names, shapes: dict, bounds: dict) -> ParameterSpace:
-        """Rebuild a space from parameter names, shapes and ``(lower, upper)`` bounds."""
+        """Rebuild a space of continuous parameters from names, shapes and ``(lower, upper)``."""
         space = cls.__new__(cls)
         space.names = list(names)
         space.shapes = {k: tuple(shapes[k]) for k in space.names}
+        space.dtypes = dict.fromkeys(space.names)
         space.transforms = {k: Transform(*map(float, bounds[k])) for k in space.names}
         space._build_flat()
         return space
@@ -76,6 +89,12 @@ class ParameterSpace:
     def bounds(self) -> dict[str, tuple[float, float]]:
         """``(lower, upper)`` of each parameter's map (infinite where unbounded)."""
         return {k: (t.lower, t.upper) for k, t in self.transforms.items()}
+
+    @property
+    def integer(self) -> np.ndarray:
+        """Boolean mask of the columns of ``z`` that hold integer parameters."""
+        widths = [int(np.prod(self.shapes[k], dtype=int)) for k in self.names]
+        return np.repeat([self.dtypes[k] is not None for k in self.names], widths)
 
     @property
     def dim(self) -> int:
@@ -92,10 +111,21 @@ class ParameterSpace:
         x = self._flat.to_constrained(z)
         log_jac = self._flat.log_jacobian(z).sum(axis=1)
         blocks = np.split(x, self._splits, axis=1)
-        out = {
-            k: b.reshape(len(z), *self.shapes[k]) for k, b in zip(self.names, blocks, strict=True)
-        }
+        out = {}
+        for k, block in zip(self.names, blocks, strict=True):
+            if self.dtypes[k] is not None:
+                block = np.rint(block).astype(self.dtypes[k])
+            out[k] = block.reshape(len(z), *self.shapes[k])
         return out, log_jac
+
+
+def _integer_dtype(dist, dtype: np.dtype):
+    """Return the dtype of an integer parameter, or None for a continuous one."""
+    if dtype.kind in "iub":
+        return dtype
+    if isinstance(getattr(dist, "dist", None), scipy.stats.rv_discrete):
+        return np.dtype(np.int64)
+    return None
 
 
 def _transform_for(dist, shape) -> Transform:

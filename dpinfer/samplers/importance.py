@@ -13,9 +13,9 @@ from .. import _validate, parallel
 from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence, child_sequence, chunk_generator
 from ..model import as_prior
-from . import _weights
+from . import _mcse, _weights
 from ._chains import per_chain
-from ._common import abc_result, check_count, check_inputs
+from ._common import abc_result, check_count, check_inputs, check_options
 from .rejection import SimulationBudgetExceeded
 
 __all__ = ["ESS_WARNING_FRACTION", "importance_abc"]
@@ -74,7 +74,7 @@ def importance_abc(
         and ``logpdf(params)``; positive wherever the prior is. Default: the prior.
     target_ess : float, optional
         Keep simulating rounds of ``draws`` particles until the weights' ESS
-        (the sum of the chains' Kish ESS, ``attrs['ess_sampler']``) reaches
+        (the sum of the chains' Kish ESS, ``attrs['ess_kish']``) reaches
         ``target_ess``; the posterior then holds as many draws as particles.
         Default: one round.
     max_simulations : int, default 10**7
@@ -92,8 +92,10 @@ def importance_abc(
         ``sample_stats``: the raw particles
         (``particle_<name>``) of each chain and their ``log_weight``,
         normalised over all particles (the pooled estimator);
-        ``attrs``: ``ess`` (see :mod:`dpinfer.results`), per chain
-        ``chain_ess`` and ``chain_log_evidence``, and the log evidence
+        ``attrs``: ``ess`` (see :mod:`dpinfer.results`; ``ess_sampler`` is
+        the delta-method ESS of the weighted means), ``ess_kish`` (the sum
+        of the chains' Kish ESS, which ``target_ess`` and the warning use),
+        per chain ``chain_ess`` (Kish) and ``chain_log_evidence``, and the log evidence
         estimate ``log mean w`` over all particles.
 
     Warns
@@ -127,6 +129,7 @@ def importance_abc(
     ((4, 250), True)
     """
     released = check_inputs(model, mechanism, released)
+    check_options(rng=rng, executor=executor, progressbar=progressbar)
     chains, per = per_chain("draws", draws, chains)
     batch_size = check_count("batch_size", batch_size)
     max_simulations = check_count("max_simulations", max_simulations)
@@ -171,7 +174,8 @@ def importance_abc(
         root=root,
         n_simulations=stream.n,
         acceptance_rate=math.nan,
-        ess=float(chain_ess.sum()),
+        ess=_mcse.weighted_ess(_mcse.columns_by_chain(particles), log_w),
+        ess_kish=float(chain_ess.sum()),
         log_evidence=float(logsumexp(flat) - math.log(flat.size)),
         chain_ess=chain_ess,
         chain_log_evidence=logsumexp(log_w, axis=1) - math.log(log_w.shape[1]),

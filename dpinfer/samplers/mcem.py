@@ -13,21 +13,31 @@ errors that account for the privacy noise.
 from __future__ import annotations
 
 import math
+import warnings
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
+from .. import _validate
 from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence, seed_entropy
 from ..likelihood import Likelihood, needs_message
+from . import _mcem_boundary as _boundary
 from . import _mstep
-from ._common import check_count, check_inputs, privacy_attrs
+from ._common import check_count, check_inputs, check_options, privacy_attrs
 from ._estep import WeightedSample, make_draw
 from ._schedule import AscentSchedule, StagedSchedule, as_schedule
 
-__all__ = ["MCEMInfo", "MCEMResult", "MCEMState", "mcem"]
+__all__ = ["BoundaryEstimateWarning", "MCEMInfo", "MCEMResult", "MCEMState", "mcem"]
+
+_NO_Q = (math.nan, math.nan)  # no Q increase when the M-step lands on a bound
+
+
+class BoundaryEstimateWarning(UserWarning):
+    """The MLE lies on the boundary of the parameter space: no Wald interval applies."""
+
 
 REFERENCE = (
     "Gong, R. (2022). Exact inference with approximate computation for differentially "
@@ -73,7 +83,9 @@ class MCEMResult:
     covariance : ndarray (p, p)
         Its inverse: the asymptotic covariance of the MLE.
     standard_error : dict
-        Square roots of the covariance diagonal, per parameter.
+        Square roots of the covariance diagonal, per parameter; NaN for a
+        parameter whose MLE lies on the boundary (see :attr:`at_boundary`),
+        whose neighbours' covariance is then that of the free block.
     score : ndarray (p,)
         The observed score (4.6) at the estimate, on a fresh sample: zero up
         to Monte Carlo error.
@@ -96,7 +108,9 @@ class MCEMResult:
     naive_estimate, naive_information, naive_standard_error
         The naive analysis that treats the release as the confidential
         statistic: the maximiser of ``log pi(s_dp | theta)`` and
-        ``-d^2 log pi(s_dp | theta)`` there (NaN where it does not exist).
+        ``-d^2 log pi(s_dp | theta)`` there (NaN where it does not exist,
+        with the reason in ``attrs["naive_note"]``: e.g. a release that the
+        confidential model gives probability zero).
     labels : tuple of str
         Names of the flat parameters, the order of the matrices.
     n_simulations : int
@@ -125,6 +139,16 @@ class MCEMResult:
     def iterations(self) -> int:
         """Number of EM iterations."""
         return int(self.trace.sizes["iteration"])
+
+    @property
+    def at_boundary(self) -> tuple:
+        """Labels of the parameters whose MLE lies on a finite end of their support.
+
+        Their ``standard_error`` and Wald interval are NaN: a boundary MLE is
+        not a zero of the score and is not asymptotically normal.
+        """
+        names = self.attrs.get("at_boundary", "")
+        return tuple(names.split(", ")) if names else ()
 
     @property
     def fraction_missing_information(self) -> np.ndarray:
@@ -192,13 +216,16 @@ class MCEMResult:
         for i, label in enumerate(self.labels):
             est = _flat(self.estimate, self.labels)[i]
             lo, hi = est - 1.959964 * se[i], est + 1.959964 * se[i]
+            wald = "at boundary" if label in self.at_boundary else f"[{lo:.4g}, {hi:.4g}]"
             rows.append(
                 f"{label:<12}{est:>12.5g}{se[i]:>12.4g}{mc[i]:>11.2g}"
-                f"{f'[{lo:.4g}, {hi:.4g}]':>26}{nv[i]:>12.5g}{nse[i]:>12.4g}"
+                f"{wald:>26}{nv[i]:>12.5g}{nse[i]:>12.4g}"
             )
         info = np.array2string(self.observed_information, precision=4, separator=", ")
-        tail = f"observed information (Louis):\n{info}"
-        return "\n".join([head, *rows, tail])
+        tail = [f"observed information (Louis):\n{info}"]
+        if self.attrs.get("naive_note"):
+            tail.append(f"naive: {self.attrs['naive_note']}")
+        return "\n".join([head, *rows, *tail])
 
 
 # ----------------------------------------------------------------------------------------
@@ -291,6 +318,14 @@ def mcem(
     / \pi(s_i \mid \theta_t)` prefers it to the EM update; the fixed point
     (score zero) is the same, but the trace's Q increase may then be negative.
 
+    When the likelihood keeps rising toward a finite end of a parameter's
+    support, the MLE is that bound: EM stops there (or the score at its last
+    iterate points to the bound, less than 0.01 standard errors away), the
+    estimate is reported as
+    the bound, listed in ``MCEMResult.at_boundary``, without standard error or
+    Wald interval, and a :class:`BoundaryEstimateWarning` says what a
+    boundary MLE means (Self and Liang 1987).
+
     The information is computed on the natural scale of the parameters, on a
     fresh sample at the estimate of the schedule's final size; the M-step
     optimises on an unconstrained scale. EM converges to a stationary point:
@@ -304,6 +339,9 @@ def mcem(
        using the EM algorithm. JRSS B 44(2), 226-233.
     .. [3] Caffo, B. S., Jank, W. and Jones, G. L. (2005). Ascent-based Monte
        Carlo expectation-maximization. JRSS B 67(2), 235-251.
+    .. [4] Self, S. G. and Liang, K.-Y. (1987). Asymptotic properties of
+       maximum likelihood estimators and likelihood ratio tests under
+       nonstandard conditions. JASA 82(398), 605-610.
 
     Examples
     --------
@@ -320,6 +358,8 @@ def mcem(
     (37.2, 0.0158)
     """
     released = check_inputs(model, mechanism, released, needs_prior=False)
+    check_options(rng=rng, executor=executor, progressbar=progressbar)
+    _validate.flag("accelerate", accelerate)
     likelihood = _likelihood_of(model)
     space = likelihood.space
     theta = space.check(start, name="start")
@@ -350,6 +390,8 @@ def mcem(
                     theta_new = _mstep.exponential_mstep(sample, likelihood)
                 else:
                     theta_new = _mstep.general_mstep(sample, likelihood, state.theta)
+                if not space.contains(theta_new):  # the M-step returned a finite bound
+                    break
                 if accelerate:
                     theta_new, _ = _mstep.newton_update(sample, likelihood, state.theta, theta_new)
                 dq, se, ess = _mstep.q_increase(sample, likelihood, state.theta, theta_new)
@@ -359,6 +401,9 @@ def mcem(
                 sample = sample.extend(extra, batch_size)
             total_sims += sample.n
             step = float(np.max(np.abs(theta_new - state.theta)))
+            if not space.contains(theta_new):
+                infos.append(MCEMInfo(theta_new, sample.n, math.nan, *_NO_Q, step, state.stage, 0))
+                break
             cycled = schedule.common_random_numbers and theta_new.tobytes() in seen
             seen.add(theta_new.tobytes())
             infos.append(MCEMInfo(theta_new, sample.n, ess, dq, se, step, state.stage, cycled))
@@ -384,25 +429,41 @@ def mcem(
                 break
     converged = all(outcomes)
 
+    # Louis at the last interior iterate; EM stopped before when an M-step returned a bound
     final_size = max(schedule.final_size, infos[-1].n_simulations)
     info_sample = sample_at(state.theta, final_size, _child(root, 2))
     louis = _mstep.louis(info_sample, likelihood, state.theta)
     total_sims += info_sample.n
-    naive_theta, naive_info = _naive(likelihood, released, theta, use_family)
+    bounded = _boundary.on_closed_bound(space, infos[-1].theta)
+    bound = infos[-1].theta  # the bound the M-step returned
+    if not bounded.any():
+        bounded = _boundary.at_bound(space, state.theta, louis.score, louis.information)
+        bound = _boundary.nearest_bound(space, state.theta)
+    estimate = np.where(bounded, bound, state.theta)
+    if bounded.any():
+        idx = np.flatnonzero(bounded)
+        message = _boundary.boundary_message(
+            [space.labels[i] for i in idx], estimate[idx], state.theta[idx], louis.score[idx]
+        )
+        warnings.warn(message, BoundaryEstimateWarning, stacklevel=2)
+    naive_theta, naive_info, naive_note = _naive(likelihood, released, theta, use_family)
     # the estimate's Monte Carlo error comes from the last E-step's sample size
     louis = louis._replace(
         score_covariance=louis.score_covariance * info_sample.n / infos[-1].n_simulations
     )
     return _result(
         space,
-        state.theta,
+        estimate,
         louis,
         infos,
         converged,
         naive_theta,
         naive_info,
         total_sims,
+        bounded,
         attrs={
+            "at_boundary": ", ".join(space.labels[i] for i in np.flatnonzero(bounded)),
+            "naive_note": naive_note,
             "method": "mcem",
             "reference": REFERENCE,
             "mechanism": repr(mechanism),
@@ -460,18 +521,22 @@ def _naive(likelihood, released, start, use_family):
     """Maximise ``log pi(s_dp | theta)`` as if the release were the confidential statistic."""
     space = likelihood.space
     s = np.asarray(released, dtype=float)[np.newaxis]
-    nan = np.full(space.size, np.nan)
+    nan = np.full(space.size, np.nan), np.full((space.size, space.size), np.nan)
     try:
         if use_family:
             family = likelihood.exponential_family
             theta = space.check(family.maximize(family.mean_statistic(s)[0]), name="naive MLE")
         else:
-            sample = _SingleRow(s)
-            theta = _mstep.general_mstep(sample, likelihood, start)
+            why = _boundary.naive_failure(likelihood, released, start)
+            if why is not None:
+                return (*nan, why)
+            theta = _mstep.general_mstep(_SingleRow(s), likelihood, start)
+            if not space.contains(theta):
+                return (*nan, f"the naive likelihood is maximised on a bound, at {theta.tolist()}")
         hess = likelihood.derivatives(s, theta, order=2)[2][0]
-    except (ValueError, FloatingPointError, np.linalg.LinAlgError):
-        return nan, np.full((space.size, space.size), np.nan)
-    return theta, -hess
+    except (ValueError, FloatingPointError, np.linalg.LinAlgError) as err:
+        return (*nan, f"no naive MLE: {err}")
+    return theta, -hess, ""
 
 
 class _SingleRow:
@@ -488,14 +553,15 @@ class _SingleRow:
         return Means(first, {"one": 1.0}, 1.0, 0.0)
 
 
-def _result(space, theta, louis, infos, converged, naive_theta, naive_info, sims, attrs):
+def _result(space, theta, louis, infos, converged, naive_theta, naive_info, sims, bounded, attrs):
     import xarray as xr
 
-    cov = _inverse(louis.information)
+    cov = _boundary.restricted_covariance(louis.information, bounded)
     se = np.sqrt(np.where(np.diag(cov) >= 0, np.diag(cov), np.nan))
-    mc_cov = cov @ louis.score_covariance @ cov
-    mc_se = np.sqrt(np.clip(np.diag(mc_cov), 0, None))
-    naive_cov = _inverse(naive_info)
+    free_cov = np.nan_to_num(cov) if bounded.any() else cov
+    mc_cov = free_cov @ louis.score_covariance @ free_cov
+    mc_se = np.where(bounded, np.nan, np.sqrt(np.clip(np.diag(mc_cov), 0, None)))
+    naive_cov = _boundary.restricted_covariance(naive_info, np.zeros(len(naive_theta), bool))
     naive_se = np.sqrt(np.where(np.diag(naive_cov) >= 0, np.diag(naive_cov), np.nan))
 
     thetas = np.array([i.theta for i in infos])
@@ -526,16 +592,6 @@ def _result(space, theta, louis, infos, converged, naive_theta, naive_info, sims
         n_simulations=int(sims),
         attrs=attrs,
     )
-
-
-def _inverse(matrix) -> np.ndarray:
-    matrix = np.asarray(matrix, dtype=float)
-    if not np.all(np.isfinite(matrix)):
-        return np.full_like(matrix, np.nan)
-    try:
-        return np.linalg.inv(matrix)
-    except np.linalg.LinAlgError:
-        return np.full_like(matrix, np.nan)
 
 
 def _slice(space, name) -> slice:

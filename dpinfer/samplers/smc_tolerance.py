@@ -14,7 +14,7 @@ from .. import _validate
 from .._rng import RNGLike, as_seed_sequence
 from . import _weights
 from ._chains import ChainRun, per_chain
-from ._common import abc_result, check_count, check_inputs
+from ._common import abc_result, check_count, check_inputs, check_options
 from ._smc_kernels import COMBINE_RULES as SMC_RULES
 from ._smc_kernels import (
     check_particles,
@@ -22,6 +22,7 @@ from ._smc_kernels import (
     moves_needed,
     n_distinct,
     proposal_factor,
+    random_walk,
     run_smc_chains,
     start_chain,
     take,
@@ -124,6 +125,7 @@ def tolerance_smc_abc(
         quarter of its particles distinct.
     """
     released = check_inputs(model, mechanism, released)
+    check_options(rng=rng, executor=executor, progressbar=progressbar)
     chains, n = per_chain("particles", particles, chains)
     check_particles("tolerance_smc_abc", particles, chains, n)
     final = _validate.non_negative("final_tolerance", final_tolerance)
@@ -203,7 +205,9 @@ def _run_chain(model, mechanism, released, settings, seed, executor, advance) ->
         state, rate = _rejuvenate(
             state, model, sim, space, driver, settings.move_probability, settings.max_moves
         )
-        stages.append((tolerance, rate, sim.n_simulations - before, n_distinct(state.z)))
+        stages.append(
+            (tolerance, rate, sim.n_simulations - before, n_distinct(state.z, state.distance))
+        )
         advance(1)
         if tolerance <= settings.final_tolerance or rate < settings.min_acceptance:
             break
@@ -241,7 +245,7 @@ def _resample_alive(state: _State, driver) -> _State:
 
 
 def _rejuvenate(state, model, sim, space, driver, move_probability, max_moves):
-    chol = proposal_factor(state.z, np.ones(len(state.z)))
+    chol = proposal_factor(state.z, np.ones(len(state.z)), space.integer)
     accepted, moves, needed = 0, 0, 1
     while moves < needed:
         state, n_acc = _abc_mcmc_move(state, model, sim, space, chol, driver)
@@ -254,7 +258,7 @@ def _rejuvenate(state, model, sim, space, driver, move_probability, max_moves):
 
 def _abc_mcmc_move(state, model, sim, space, chol, driver):
     n = len(state.z)
-    z_new = state.z + driver.standard_normal(state.z.shape) @ chol.T
+    z_new = random_walk(state.z, chol, driver, space.integer)
     params_new, log_jac = space.unflatten(z_new)
     log_prior_new = np.asarray(model.prior.logpdf(params_new), dtype=float) + log_jac
     prior_ok = np.log(driver.random(n)) < log_prior_new - state.log_prior

@@ -35,7 +35,7 @@ def test_importance_warns_when_the_ess_fraction_is_small():
     assert "below 5%" in message
     for remedy in ("smc_abc", "proposal=", "target_ess="):
         assert remedy in message
-    assert idata.attrs["ess_sampler"] < 0.05 * 2000
+    assert idata.attrs["ess_kish"] < 0.05 * 2000
 
 
 def test_importance_near_the_prior_does_not_warn():
@@ -43,7 +43,7 @@ def test_importance_near_the_prior_does_not_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         idata = _importance(NEAR)
-    assert idata.attrs["ess_sampler"] > 0.05 * 2000
+    assert idata.attrs["ess_kish"] > 0.05 * 2000
 
 
 @pytest.mark.parametrize(("ess", "warns"), [(99.0, True), (101.0, False)])
@@ -60,7 +60,7 @@ def test_target_ess_keeps_simulating_until_reached():
         warnings.simplefilter("error", RuntimeWarning)  # the target replaces the warning
         idata = _importance(MIDDLE, target_ess=300)  # one round: ESS about 60
     attrs = idata.attrs
-    assert attrs["ess_sampler"] >= 300
+    assert attrs["ess_kish"] >= 300
     assert attrs["n_rounds"] > 1
     assert attrs["n_simulations"] == 2000 * attrs["n_rounds"]
     # one posterior draw per particle, per chain

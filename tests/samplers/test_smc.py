@@ -420,7 +420,8 @@ def test_stage_records_are_consistent():
     assert np.all((attrs["stage_n_distinct"] >= 1) & (attrs["stage_n_distinct"] <= n))
     assert attrs["n_simulations"] == attrs["chain_n_simulations"].sum()
     assert np.all(attrs["stage_n_simulations"] <= n * attrs["stage_n_moves"])
-    assert attrs["ess_sampler"] == pytest.approx(attrs["chain_ess"].sum())
+    assert attrs["ess_kish"] == pytest.approx(attrs["chain_ess"].sum())
+    assert attrs["ess_method"] == "lineage" and attrs["ess_sampler"] > 0
     assert attrs["ess"] == min(attrs["ess_sampler"], attrs["ess_bulk"])
     assert attrs["n_distinct"] == attrs["chain_n_distinct"].sum()
     assert idata.posterior["theta"].shape == (chains, n)
