@@ -154,7 +154,12 @@ def smc_abc(
         warning says when 64 falls short). The run then uses that ``m`` fixed:
         it is the run ``simulations_per_particle=m`` gives with the same seed,
         and its reported error is as honest; the pilot's simulations are added
-        to ``n_simulations``.
+        to ``n_simulations``. On the benchmark's example it chose ``m = 1``,
+        4, 32 to 64 and 64 (the cap) at epsilon = 1, 10, 100 and 1000, with
+        the real error 0.91 to 1.06 times the reported one, but a well chosen
+        fixed ``m`` did as well for fewer simulations and less CPU time at
+        every epsilon (auto costs a pilot, and its target acceptance asks
+        for more simulations than the ESS needs at epsilon = 10).
     batch_size : int, default 100_000
         Simulations per chunk.
     executor : concurrent.futures.Executor, optional
