@@ -11,6 +11,8 @@ import contextlib
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from ._validate import flag
+
 
 class _Silent:
     def advance(self, amount: float = 1) -> None:
@@ -33,8 +35,11 @@ class _Bar:
 
 @contextlib.contextmanager
 def progress_bar(description: str, *, total: float | None, enabled: bool):
-    """Yield an object with ``advance(n)`` and ``update(**fields)``; a no-op when disabled."""
-    if not enabled:
+    """Yield an object with ``advance(n)`` and ``update(**fields)``; a no-op when disabled.
+
+    ``enabled`` is the caller's ``progressbar`` argument and is checked under that name.
+    """
+    if not flag("progressbar", enabled):
         yield _Silent()
         return
     columns = (

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from . import _validate
 from .likelihood import ExponentialFamily, Likelihood, ParameterSpace
 
 __all__ = ["model_parts"]
@@ -41,7 +42,7 @@ def model_parts(
 
     if not isinstance(pymc_model, pm.Model):
         raise TypeError(f"pymc_model must be a pymc.Model, got {type(pymc_model).__name__}")
-    stat_names = [statistic] if isinstance(statistic, str) else list(statistic)
+    stat_names = _validate.names("statistic", statistic, single=True)
     if not stat_names:
         raise ValueError("statistic must name at least one random variable of the model")
     rv_names = [rv.name for rv in pymc_model.basic_RVs]
@@ -52,11 +53,11 @@ def model_parts(
                 f"its random variables are {rv_names}"
             )
     free = [rv.name for rv in pymc_model.free_RVs if rv.name not in stat_names]
-    params = list(free if params is None else params)
+    params = free if params is None else _validate.names("params", params)
     for name in params:
         if name not in free:
             raise ValueError(
-                f"parameter {name!r} is not a free random variable of the PyMC model "
+                f"params: {name!r} is not a free random variable of the PyMC model "
                 f"(other than the statistic); candidates are {free}"
             )
     param_rvs = [pymc_model[name] for name in params]
@@ -64,7 +65,7 @@ def model_parts(
     _check_closed(stat_rvs, param_rvs, pymc_model)
     shapes = {rv.name: tuple(int(d) for d in rv.shape.eval()) for rv in param_rvs}
     bounds = {rv.name: _support_of(pymc_model, rv) for rv in param_rvs}
-    bounds.update(dict(support or {}))
+    bounds.update(_validate.mapping("support", support))
     space = ParameterSpace(shapes, support=bounds)
     graphs = _Graphs(pymc_model, params, stat_names)
     likelihood = Likelihood(

@@ -16,14 +16,21 @@ import numpy as np
 RNGLike = None | int | np.random.SeedSequence | np.random.Generator
 
 
-def as_generator(rng: RNGLike) -> np.random.Generator:
-    """Return a Generator for ``rng`` (None draws fresh OS entropy)."""
+def as_generator(rng: RNGLike, *, name: str = "rng") -> np.random.Generator:
+    """Return a Generator for ``rng`` (None draws fresh OS entropy); errors name ``name``."""
     if isinstance(rng, np.random.Generator):
         return rng
-    return np.random.default_rng(as_seed_sequence(rng))
+    return np.random.default_rng(as_seed_sequence(rng, name=name))
 
 
-def as_seed_sequence(rng: RNGLike) -> np.random.SeedSequence:
+def check_rng(rng: RNGLike, *, name: str = "rng") -> RNGLike:
+    """Return ``rng`` unchanged, or raise unless it is a valid seed (nothing is consumed)."""
+    if not isinstance(rng, np.random.Generator | np.random.SeedSequence) and rng is not None:
+        as_seed_sequence(rng, name=name)
+    return rng
+
+
+def as_seed_sequence(rng: RNGLike, *, name: str = "rng") -> np.random.SeedSequence:
     """Return a root SeedSequence for ``rng``.
 
     A Generator is consumed (four 64-bit words are drawn from it), so
@@ -39,10 +46,10 @@ def as_seed_sequence(rng: RNGLike) -> np.random.SeedSequence:
         return np.random.SeedSequence([int(w) for w in words])
     if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
         if rng < 0:
-            raise ValueError(f"rng must be a non-negative integer seed, got {rng!r}")
+            raise ValueError(f"{name} must be a non-negative integer seed, got {rng!r}")
         return np.random.SeedSequence(int(rng))
     raise TypeError(
-        "rng must be None, an int, a numpy SeedSequence or a numpy Generator, "
+        f"{name} must be None, an int, a numpy SeedSequence or a numpy Generator, "
         f"got {type(rng).__name__}: {rng!r}"
     )
 

@@ -61,12 +61,128 @@ def positive_int(name: str, value) -> int:
     return int(value)
 
 
+#: The largest sample size, chunk size or count of simulations accepted: 2**40 draws of one
+#: float64 each take 8 TiB, so a larger size cannot fit and is refused before any work.
+MAX_SIZE = 2**40
+
+
+def size(name: str, value, *, maximum: int = MAX_SIZE) -> int:
+    """Return ``value`` as an int, or raise unless it is an integer in ``[1, maximum]``.
+
+    For sizes that allocate memory or run work (draws, particles, batch sizes):
+    a size that cannot fit is refused up front rather than after a long run.
+
+    Examples
+    --------
+    >>> size("draws", 1000)
+    1000
+    >>> size("draws", 2**70)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: draws must be at most 1,099,511,627,776 (larger cannot fit in memory), got ...
+    """
+    n = positive_int(name, value)
+    if n > maximum:
+        raise ValueError(
+            f"{name} must be at most {maximum:,} (larger cannot fit in memory), got {value!r}"
+        )
+    return n
+
+
+def non_negative_int(name: str, value, *, maximum: int = MAX_SIZE) -> int:
+    """Return ``value`` as an int, or raise unless it is an integer in ``[0, maximum]``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral | float | np.floating):
+        raise TypeError(f"{name} must be a non-negative integer, got {value!r}")
+    if not (0 <= value <= maximum and float(value).is_integer()):
+        raise ValueError(f"{name} must be an integer from 0 to {maximum:,}, got {value!r}")
+    return int(value)
+
+
+def flag(name: str, value) -> bool:
+    """Return ``value`` as a bool, or raise unless it is ``True`` or ``False``.
+
+    ``"no"``, ``0``, ``None`` and the like are refused: a switch that silently
+    reads any truthy object as on is a switch that cannot be trusted.
+    """
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be a bool, got {_short_repr(value)}")
+    return bool(value)
+
+
+def names(name: str, value, *, single: bool = False) -> list[str]:
+    """Return a list of names from a sequence of strings (or one string when ``single``)."""
+    if single and isinstance(value, str):
+        return [value]
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise TypeError(f"{name} must be a list of names (strings), got {_short_repr(value)}")
+    if not all(isinstance(v, str) and v for v in value):
+        raise TypeError(f"{name} must hold non-empty strings, got {_short_repr(value)}")
+    return list(value)
+
+
+def mapping(name: str, value) -> dict:
+    """Return ``value`` as a dict (None: empty), or raise unless it is a mapping."""
+    from collections.abc import Mapping
+
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict, got {_short_repr(value)}")
+    return dict(value)
+
+
+def delta(name: str, value) -> float:
+    """Return ``value`` as a float, or raise unless it lies in ``[0, 1)``."""
+    x = _real(name, value)
+    if not (0 <= x < 1):
+        raise ValueError(f"{name} must lie in [0, 1), got {value!r}")
+    return x
+
+
+def optional_callable(name: str, value):
+    """Return ``value``, or raise unless it is None or callable."""
+    if value is not None and not callable(value):
+        raise TypeError(f"{name} must be a callable (or None), got {_short_repr(value)}")
+    return value
+
+
+def required_callable(name: str, value):
+    """Return ``value``, or raise unless it is callable."""
+    if not callable(value):
+        raise TypeError(f"{name} must be a callable, got {_short_repr(value)}")
+    return value
+
+
+def executor(name: str, value):
+    """Return ``value``, or raise unless it is None or has a ``submit`` method."""
+    if value is not None and not callable(getattr(value, "submit", None)):
+        raise TypeError(
+            f"{name} must be a concurrent.futures.Executor (or have a submit method), "
+            f"got {type(value).__name__}: {_short_repr(value)}"
+        )
+    return value
+
+
+def instance(name: str, value, kind: type | tuple, what: str):
+    """Return ``value``, or raise :class:`TypeError` unless it is an instance of ``kind``."""
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}: {_short_repr(value)}")
+    return value
+
+
 def integer_sensitivity(value) -> int:
     """Return a sensitivity as an int, or raise unless it is a positive integer."""
     sens = positive_finite("sensitivity", value)
     if not sens.is_integer():
         raise ValueError(f"sensitivity must be a positive integer here, got {value!r}")
     return int(sens)
+
+
+def non_empty(name: str, arr: np.ndarray) -> np.ndarray:
+    """Return ``arr``, or raise unless it has at least one entry."""
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+    return arr
 
 
 def numeric_array(name: str, value) -> np.ndarray:
@@ -85,7 +201,12 @@ def numeric_array(name: str, value) -> np.ndarray:
     ...
     TypeError: scale must be a number or an array of numbers, got '2'
     """
-    arr = np.asarray(value)
+    try:
+        arr = np.asarray(value)
+    except ValueError:  # ragged nesting
+        raise TypeError(
+            f"{name} must be a number or an array of numbers, got {_short_repr(value)}"
+        ) from None
     if arr.dtype.kind in "iuf":
         return arr
     if arr.dtype.kind == "O" and all(_is_number(x) for x in arr.ravel()):
@@ -101,6 +222,70 @@ def finite_array(name: str, value, *, shape: tuple[int, ...] | None = None) -> n
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite, got {_short(arr)}")
     return arr
+
+
+def finite_vector(name: str, value, *, min_size: int = 1) -> np.ndarray:
+    """Return ``value`` as a 1-d float array of at least ``min_size`` finite numbers."""
+    arr = finite_array(name, value)
+    if arr.ndim > 1:
+        raise ValueError(f"{name} must be a number or a 1-d array, got shape {arr.shape}")
+    arr = arr.reshape(-1)
+    if arr.size < min_size:
+        raise ValueError(f"{name} must hold at least {min_size} value(s), got {_short(arr)}")
+    return arr
+
+
+def weights(name: str, value) -> np.ndarray | None:
+    """Return None, or coordinate weights: a 1-d array of finite numbers >= 0, not all 0.
+
+    A weight of 0 drops a coordinate; all zeros would make every distance 0.
+    """
+    if value is None:
+        return None
+    arr = finite_array(name, value)
+    if arr.ndim > 1 or arr.size == 0:
+        raise ValueError(
+            f"{name} must be a number or a non-empty 1-d array, got shape {arr.shape}"
+        )
+    if not (np.all(arr >= 0) and np.any(arr > 0)):
+        raise ValueError(f"{name} must be non-negative and not all zero, got {_short(arr)}")
+    return arr
+
+
+def numeric_output(value, *, source: str, allow_bool: bool = False) -> np.ndarray:
+    """Return what user code returned as an integer or float array, or say why it cannot be.
+
+    ``source`` names the code (``"the simulator poisson_sim"``, ``"the prior"``).
+    Booleans are refused rather than read as 0/1: a simulator that returns
+    ``x > 0`` where a count was meant gives a silently wrong posterior, and
+    NumPy subtracts and compares booleans as logical values. Object arrays,
+    strings and complex numbers are refused too. ``allow_bool`` admits booleans
+    where user code reads them next (records passed on to a statistic).
+
+    Examples
+    --------
+    >>> numeric_output(np.array([1, 2]), source="the simulator").dtype.kind
+    'i'
+    >>> numeric_output(np.array([True, False]), source="the simulator")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: the simulator returned an array of dtype bool; dpinfer needs numbers ...
+    """
+    try:
+        arr = np.asarray(value)
+    except ValueError:  # ragged
+        raise TypeError(f"{source} returned a ragged sequence, not an array of numbers") from None
+    if arr.dtype.kind in "iuf" or (allow_bool and arr.dtype.kind == "b"):
+        return arr
+    hint = (
+        ": return x.astype(int) or x.astype(float) if 0/1 is meant"
+        if arr.dtype.kind == "b"
+        else ""
+    )
+    raise TypeError(
+        f"{source} returned an array of dtype {arr.dtype}; dpinfer needs numbers (int or "
+        f"float){hint}"
+    )
 
 
 def integer_array(name: str, value) -> np.ndarray:

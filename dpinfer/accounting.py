@@ -223,7 +223,7 @@ def rdp_to_approx(orders, rdp_epsilons, delta) -> float:
         The smallest epsilon over the given orders.
     """
     alphas = _validate.finite_array("orders", orders).ravel()
-    rdp = np.asarray(rdp_epsilons, dtype=float).ravel()
+    rdp = _validate.numeric_array("rdp_epsilons", rdp_epsilons).astype(float).ravel()
     dlt = _validate.probability_open("delta", delta)
     if alphas.size == 0 or alphas.shape != rdp.shape:
         raise ValueError(
@@ -250,7 +250,7 @@ def svt_epsilon(scale, sensitivity, c, *, resample: bool) -> float:
     b = _validate.positive_finite("scale", scale)
     sens = _validate.positive_finite("sensitivity", sensitivity)
     c = _validate.positive_int("c", c)
-    return (2 * c if resample else c + 1) * sens / b
+    return (2 * c if _validate.flag("resample", resample) else c + 1) * sens / b
 
 
 def svt_scale(epsilon, sensitivity, c, *, resample: bool) -> float:
@@ -258,7 +258,7 @@ def svt_scale(epsilon, sensitivity, c, *, resample: bool) -> float:
     eps = _validate.positive_finite("epsilon", epsilon)
     sens = _validate.positive_finite("sensitivity", sensitivity)
     c = _validate.positive_int("c", c)
-    return (2 * c if resample else c + 1) * sens / eps
+    return (2 * c if _validate.flag("resample", resample) else c + 1) * sens / eps
 
 
 # --- Binomial release ------------------------------------------------------------------
@@ -325,7 +325,10 @@ def soft_abcdp_rdp(alpha, sigma, *, sensitivity, epsilon_abc, steps) -> np.ndarr
     sens = _validate.positive_finite("sensitivity", sensitivity)
     eps_abc = _validate.positive_finite("epsilon_abc", epsilon_abc)
     t = _validate.positive_int("steps", steps)
-    return np.asarray(alpha, dtype=float) * sens**2 * t / (2 * sig**2 * eps_abc**2)
+    orders = _validate.non_empty("alpha", _validate.finite_array("alpha", alpha))
+    if not np.all(orders >= 1):
+        raise ValueError(f"alpha (Renyi orders) must all be at least 1, got {alpha!r}")
+    return orders * sens**2 * t / (2 * sig**2 * eps_abc**2)
 
 
 def soft_abcdp_epsilon(sigma, delta, *, sensitivity, epsilon_abc, steps) -> float:

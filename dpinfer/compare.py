@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.stats as st
 
-from ._rng import RNGLike, as_generator
+from . import _validate
+from ._rng import RNGLike, as_generator, check_rng
 from .results import effective_sample_size
 
 __all__ = ["Comparison", "compare_posteriors"]
@@ -104,15 +105,26 @@ def compare_posteriors(
     >>> c.max_abs_z() < 4
     True
     """
-    draws_a, ess_a = _as_draws(a)
-    draws_b, ess_b = _as_draws(b)
+    draws_a, ess_a = _as_draws("a", a)
+    draws_b, ess_b = _as_draws("b", b)
+    quantiles = _check_quantiles(quantiles)
+    _validate.size("mmd_points", mmd_points)
+    check_rng(rng)
+    if var_names is not None and (
+        not isinstance(var_names, list | tuple) or not all(isinstance(n, str) for n in var_names)
+    ):
+        raise TypeError(f"var_names must be a list of parameter names, got {var_names!r}")
     names = var_names or [n for n in draws_a if n in draws_b]
     if not names:
-        raise ValueError("the two posteriors share no parameter names")
+        raise ValueError(
+            f"a and b share no parameter names (a has {sorted(draws_a)}, b has {sorted(draws_b)})"
+        )
     per = {}
     for name in names:
         if name not in draws_a or name not in draws_b:
-            raise ValueError(f"parameter {name!r} is missing from one of the posteriors")
+            raise ValueError(
+                f"var_names: parameter {name!r} is missing from one of the posteriors"
+            )
         per[name] = _compare_one(draws_a[name], draws_b[name], ess_a[name], ess_b[name], quantiles)
     joint_a = np.column_stack([draws_a[n] for n in names])
     joint_b = np.column_stack([draws_b[n] for n in names])
@@ -121,9 +133,15 @@ def compare_posteriors(
 
 def mmd(x: np.ndarray, y: np.ndarray, *, max_points: int = 2000, rng: RNGLike = 0) -> float:
     """Unsquared biased MMD with a Gaussian kernel on coordinates standardised by ``y``."""
+    x, y = _sample_matrix("x", x), _sample_matrix("y", y)
+    if x.shape[1] != y.shape[1]:
+        raise ValueError(
+            f"x and y must have the same number of columns, got {x.shape[1]} and {y.shape[1]}"
+        )
+    max_points = _validate.size("max_points", max_points)
     gen = as_generator(rng)
-    x = _subsample(np.atleast_2d(np.asarray(x, float).T).T, max_points, gen)
-    y = _subsample(np.atleast_2d(np.asarray(y, float).T).T, max_points, gen)
+    x = _subsample(x, max_points, gen)
+    y = _subsample(y, max_points, gen)
     scale = y.std(axis=0)
     scale[scale == 0] = 1.0
     x, y = x / scale, y / scale
@@ -134,6 +152,21 @@ def mmd(x: np.ndarray, y: np.ndarray, *, max_points: int = 2000, rng: RNGLike = 
     n = len(x)
     value = k[:n, :n].mean() + k[n:, n:].mean() - 2 * k[:n, n:].mean()
     return float(np.sqrt(max(value, 0.0)))
+
+
+def _sample_matrix(name: str, value) -> np.ndarray:
+    """Draws as an ``(n, d)`` array of finite numbers, ``n >= 1`` (a vector is one column)."""
+    arr = _validate.non_empty(name, _validate.finite_array(name, value))
+    if arr.ndim > 2:
+        raise ValueError(f"{name} must be a 1-d or 2-d array of draws, got shape {arr.shape}")
+    return np.atleast_2d(arr.T).T
+
+
+def _check_quantiles(quantiles) -> np.ndarray:
+    levels = _validate.non_empty("quantiles", _validate.finite_array("quantiles", quantiles))
+    if levels.ndim != 1 or not np.all((levels > 0) & (levels < 1)):
+        raise ValueError(f"quantiles must be a list of levels in (0, 1), got {quantiles!r}")
+    return levels
 
 
 def _compare_one(xa, xb, ess_a, ess_b, quantiles) -> dict[str, float]:
@@ -158,7 +191,7 @@ def _quantile_se(x, q, xq, ess) -> float:
     return float(np.sqrt(q * (1 - q) / ess) / max(density, 1e-300))
 
 
-def _as_draws(sample) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+def _as_draws(which: str, sample) -> tuple[dict[str, np.ndarray], dict[str, float]]:
     posterior = getattr(sample, "posterior", None)
     if posterior is not None:
         # dpinfer results carry their conservative ESS in attrs (see dpinfer.results): a cap.
@@ -172,14 +205,18 @@ def _as_draws(sample) -> tuple[dict[str, np.ndarray], dict[str, float]]:
                 ess[label] = min(effective_sample_size(comp), cap)
         return draws, ess
     if isinstance(sample, Mapping):
+        if not sample:
+            raise ValueError(f"{which} must hold at least one parameter, got an empty dict")
         draws = {}
         for name, values in sample.items():
-            arr = np.asarray(values, dtype=float)
+            arr = _validate.finite_array(f"{which}[{name!r}]", values)
+            if arr.ndim == 0 or arr.shape[0] < 2:
+                raise ValueError(f"{which}[{name!r}] must hold at least 2 draws, got {arr.shape}")
             for label, comp in _components(name, arr.reshape(1, arr.shape[0], -1)):
                 draws[label] = comp.ravel()
         return draws, {k: float(len(v)) for k, v in draws.items()}
     raise TypeError(
-        "posteriors must be InferenceData-like (with .posterior) or dicts of arrays, "
+        f"{which} must be InferenceData-like (with .posterior) or a dict of arrays, "
         f"got {type(sample).__name__}"
     )
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _support
+from . import _support, _validate
 
 __all__ = ["ExponentialFamily", "Likelihood", "ParameterSpace"]
 
@@ -73,7 +73,7 @@ class ParameterSpace:
         if isinstance(params, Mapping):
             shapes = {str(k): _as_shape(v) for k, v in params.items()}
         elif isinstance(params, Sequence) and not isinstance(params, str):
-            shapes = {str(k): () for k in params}
+            shapes = {k: () for k in _validate.names("params", params)}
         else:
             raise TypeError(
                 "params must be a sequence of parameter names or a mapping from name to "
@@ -81,7 +81,7 @@ class ParameterSpace:
             )
         if not shapes:
             raise ValueError("params must name at least one parameter, got none")
-        support = dict(support or {})
+        support = _validate.mapping("support", support)
         unknown = set(support) - set(shapes)
         if unknown:
             raise ValueError(
@@ -146,7 +146,7 @@ class ParameterSpace:
                 f"missing {missing}, unknown {extra}"
             )
         for key in self.names:
-            value = np.asarray(params[key], dtype=float)
+            value = _validate.numeric_array(f"{name}[{key!r}]", params[key]).astype(float)
             if value.shape != self.shapes[key]:
                 raise ValueError(
                     f"{name}[{key!r}] must have shape {self.shapes[key]}, got {value.shape}"

@@ -7,6 +7,9 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import scipy.stats
 
+from . import _validate
+from ._rng import RNGLike, as_generator
+
 __all__ = ["Model", "Prior", "as_prior"]
 
 
@@ -24,7 +27,8 @@ class Prior:
     logpdf : callable, optional
         With a callable ``spec``: ``logpdf(params) -> (n,)``. Samplers that
         need prior densities (importance sampling with a proposal, SMC) refuse
-        a prior without one.
+        a prior without one. A dict ``spec`` has its densities already, so a
+        ``logpdf`` beside it is refused rather than ignored.
 
     Examples
     --------
@@ -36,6 +40,12 @@ class Prior:
     """
 
     def __init__(self, spec, *, logpdf: Callable | None = None):
+        _validate.optional_callable("logpdf", logpdf)
+        if isinstance(spec, Mapping) and logpdf is not None:
+            raise ValueError(
+                "logpdf is for a prior given as a sample function; a dict of scipy.stats "
+                "distributions has its own densities (drop logpdf=)"
+            )
         if isinstance(spec, Mapping):
             if not spec:
                 raise ValueError("prior must name at least one parameter, got an empty mapping")
@@ -61,21 +71,40 @@ class Prior:
         """Whether the prior density can be evaluated."""
         return self._spec is not None or self._logpdf_fn is not None
 
-    def sample(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        """Draw ``n`` parameter sets as a dict of arrays with leading dimension ``n``."""
+    def sample(self, n: int, rng: RNGLike = None) -> dict[str, np.ndarray]:
+        """Draw ``n`` parameter sets as a dict of arrays with leading dimension ``n``.
+
+        ``rng`` is a seed or Generator (None: fresh OS entropy; NumPy's global
+        state is never used). The draws are checked: numbers, finite, leading
+        dimension ``n``; an error names the prior as their source.
+        """
+        n = _validate.size("n", n)
+        rng = as_generator(rng)
         if self._spec is not None:
-            return {name: _batch_rvs(dist, n, rng) for name, dist in self._spec.items()}
-        draws = self._sample_fn(n, rng)
-        if not isinstance(draws, Mapping):
-            raise TypeError(f"the prior's sample function must return a dict, got {type(draws)}")
-        draws = {k: np.asarray(v) for k, v in draws.items()}
-        for name, value in draws.items():
-            if value.shape[:1] != (n,):
-                raise ValueError(
-                    f"the prior's sample function returned {name!r} with shape {value.shape}; "
-                    f"expected a leading dimension of {n}"
+            draws = {name: _batch_rvs(dist, n, rng) for name, dist in self._spec.items()}
+        else:
+            draws = self._sample_fn(n, rng)
+            if not isinstance(draws, Mapping):
+                raise TypeError(
+                    f"the prior's sample function must return a dict, got {type(draws)}"
                 )
-        return draws
+        return {name: self._checked_draws(name, value, n) for name, value in draws.items()}
+
+    def _checked_draws(self, name: str, value, n: int) -> np.ndarray:
+        source = f"the prior of {name!r}"
+        arr = _validate.numeric_output(value, source=source)
+        if arr.shape[:1] != (n,):
+            raise ValueError(
+                f"{source} returned draws of shape {arr.shape}; expected a leading "
+                f"dimension of {n} (one draw per parameter set)"
+            )
+        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+            bad = int(np.sum(~np.isfinite(arr).reshape(n, -1).all(axis=1)))
+            raise ValueError(
+                f"{source} returned non-finite draws (NaN or inf) in {bad} of {n} parameter "
+                "sets; a proper prior draws finite values"
+            )
+        return arr
 
     def logpdf(self, params: Mapping[str, np.ndarray]) -> np.ndarray:
         """Log prior density of a batch of parameter sets, shape ``(n,)``."""
@@ -225,14 +254,16 @@ class Model:
         sets that produced them.
         """
         n = len(next(iter(params.values())))
-        s = np.asarray(self.simulate(params, rng))
+        s = _validate.numeric_output(
+            self.simulate(params, rng), source=f"the simulator {_callable_name(self.simulate)}"
+        )
         expected = (n, *event_shape)
         if s.shape != expected:
             raise ValueError(
                 f"simulate returned an array of shape {s.shape} for a batch of {n} parameter "
                 f"sets; the mechanism expects (batch, *event_shape) = {expected}"
             )
-        if s.dtype.kind in "fc":
+        if s.dtype.kind == "f":
             bad = ~np.isfinite(s).reshape(n, -1).all(axis=1)
             if bad.any():
                 raise ValueError(self._non_finite_message(params, bad))

@@ -11,22 +11,97 @@ process unpickles it once and keeps it (by a key of the run) for the run's later
 and twice as many chunks as the executor has workers are kept in flight, so that no worker
 waits while the results of another are collected. ``benchmarks/parallel.py`` measures the
 speed-up and the per-chunk costs.
+
+Faulty user code on an executor: a chunk that raises an exception the parent process
+cannot unpickle (a class defined in the ``__main__`` of a spawned worker) is reported as a
+:class:`ChunkError` with the original type, message and traceback; a simulator that draws
+from NumPy's global random state in a worker is detected (the state changes across the
+chunk) and warned about, since its results are not reproducible from ``rng``; and
+:func:`with_timeout` bounds the wait for each chunk.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import secrets
+import traceback
+import warnings
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import cloudpickle
 import numpy as np
 
 from ._rng import chunk_generator
 
-__all__ = ["iter_chunks", "map_chunks"]
+__all__ = [
+    "ChunkError",
+    "ChunkTimeoutError",
+    "GlobalRandomStateWarning",
+    "iter_chunks",
+    "map_chunks",
+    "with_timeout",
+]
+
+
+class ChunkError(RuntimeError):
+    """A chunk raised an exception that cannot travel back from its worker as itself."""
+
+
+class ChunkTimeoutError(TimeoutError):
+    """A chunk's result did not arrive within the executor's per-chunk timeout."""
+
+
+class GlobalRandomStateWarning(RuntimeWarning):
+    """User code drew from NumPy's global random state inside a worker."""
+
+
+class _TimedExecutor:
+    """An executor whose chunks must each finish within ``chunk_timeout`` seconds."""
+
+    def __init__(self, executor: Executor, chunk_timeout: float):
+        self._executor = executor
+        self.chunk_timeout = chunk_timeout
+
+    def submit(self, fn, /, *args, **kwargs):
+        return self._executor.submit(fn, *args, **kwargs)
+
+    def __getattr__(self, name):  # _max_workers, _client, shutdown, ...
+        return getattr(self._executor, name)
+
+    def __repr__(self) -> str:
+        return f"with_timeout({self._executor!r}, {self.chunk_timeout:g})"
+
+
+def with_timeout(executor: Executor, timeout: float):
+    """Return ``executor`` with a per-chunk ``timeout`` (seconds), for a sampler's ``executor=``.
+
+    A chunk whose result has not arrived ``timeout`` seconds after the sampler starts
+    waiting for it raises :class:`ChunkTimeoutError` naming the chunk; the chunks not yet
+    started are cancelled. A hung chunk keeps its worker busy: shut the pool down (for a
+    process pool, ``executor.shutdown(cancel_futures=True)`` and let the worker exit, or
+    terminate its processes). Serial runs (``executor=None``) cannot be timed out.
+
+    Examples
+    --------
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> import numpy as np
+    >>> with ThreadPoolExecutor(2) as pool:
+    ...     out = map_chunks(lambda i, rng: i, np.random.SeedSequence(0), 3,
+    ...                      executor=with_timeout(pool, 60))
+    >>> out
+    [0, 1, 2]
+    """
+    from ._validate import executor as check_executor
+    from ._validate import positive_finite
+
+    check_executor("executor", executor)
+    if executor is None:
+        raise ValueError("with_timeout needs an executor (serial runs cannot be timed out)")
+    return _TimedExecutor(executor, positive_finite("timeout", timeout))
 
 
 #: Tasks a worker process has unpickled, by run key, most recent last.
@@ -35,7 +110,39 @@ _TASKS_KEPT = 4
 
 
 def _run_chunk(key: str, origin: int, blob: bytes, root: np.random.SeedSequence, index: int):
-    return _task(key, origin, blob)(index, chunk_generator(root, index))
+    """Run chunk ``index`` on the executor; return ``(result, global state was used)``."""
+    task = _task(key, origin, blob)
+    before = _global_state()
+    try:
+        result = task(index, chunk_generator(root, index))
+    except Exception as err:
+        if os.getpid() == origin or _travels(err):
+            raise
+        raise ChunkError(
+            f"chunk {index} raised {type(err).__module__}.{type(err).__qualname__}: {err}\n"
+            "(the exception class cannot be unpickled outside the worker, e.g. because it is "
+            "defined in __main__; define it in an importable module to get it back as itself)"
+            f"\n--- traceback in the worker ---\n{''.join(traceback.format_exception(err))}"
+        ) from None
+    return result, _global_state_changed(before)
+
+
+def _travels(err: BaseException) -> bool:
+    """Whether ``err`` survives the trip back to the parent (standard pickle both ways)."""
+    try:
+        pickle.loads(pickle.dumps(err))
+    except Exception:
+        return False
+    return True
+
+
+def _global_state():
+    return np.random.get_state()  # noqa: NPY002 - reading the legacy state is the point
+
+
+def _global_state_changed(before) -> bool:
+    after = _global_state()
+    return before[2] != after[2] or not np.array_equal(before[1], after[1])
 
 
 def _task(key: str, origin: int, blob: bytes) -> Callable:
@@ -73,25 +180,52 @@ def iter_chunks(
             yield task(i, chunk_generator(root, i))
         return
     _check_executor(executor)
+    timeout = getattr(executor, "chunk_timeout", None)
     if in_flight is None:
         in_flight = max(4, 2 * _workers(executor))
     run = (secrets.token_hex(8), os.getpid(), cloudpickle.dumps(task))
     pending: deque = deque()
     index_iter = iter(indices)
+    warned = False
     try:
         for i in index_iter:
-            pending.append(executor.submit(_run_chunk, *run, root, i))
+            pending.append((i, executor.submit(_run_chunk, *run, root, i)))
             if len(pending) >= in_flight:
                 break
         while pending:
-            result = pending.popleft().result()
+            index, future = pending.popleft()
+            result, used_global_state = _collect(future, index, timeout)
+            if used_global_state and not warned:
+                warned = True
+                _warn_global_state(index)
             nxt = next(index_iter, None)
             if nxt is not None:
-                pending.append(executor.submit(_run_chunk, *run, root, nxt))
+                pending.append((nxt, executor.submit(_run_chunk, *run, root, nxt)))
             yield result
     finally:
-        for future in pending:
+        for _, future in pending:
             future.cancel()
+
+
+def _collect(future, index: int, timeout: float | None):
+    try:
+        return future.result(timeout=timeout)
+    except FutureTimeout:
+        raise ChunkTimeoutError(
+            f"chunk {index} did not finish within the per-chunk timeout of {timeout:g} s "
+            "(a hung simulator?); its worker may still be busy, so shut the executor down"
+        ) from None
+
+
+def _warn_global_state(index: int) -> None:
+    warnings.warn(
+        f"NumPy's global random state changed while chunk {index} ran in a worker: the "
+        "simulator (or prior) draws from np.random.* instead of the rng it is given, so the "
+        "results are not reproducible under process or dask executors. Draw from the "
+        "rng argument.",
+        GlobalRandomStateWarning,
+        stacklevel=3,
+    )
 
 
 def map_chunks(

@@ -17,7 +17,9 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from .model import Prior
+from . import _validate
+from .likelihood import _as_bounds
+from .model import Prior, _callable_name
 
 __all__ = ["RecordModel"]
 
@@ -113,7 +115,7 @@ class RecordModel:
         self.summary = summary
         self.loglik = loglik
         self.update = update
-        self.support = dict(support or {})
+        self.support = _check_support(support, self.prior.names)
         self.pymc_model = None
 
     @classmethod
@@ -186,7 +188,11 @@ class RecordModel:
     def simulate_records(self, params, n: int, rng) -> np.ndarray:
         """Simulate ``n`` records per parameter set; check the leading axes ``(batch, n)``."""
         batch = _batch_size(params)
-        records = np.asarray(self.simulate(params, n, rng))
+        records = _validate.numeric_output(
+            self.simulate(params, n, rng),
+            source=f"the record simulator {_callable_name(self.simulate)}",
+            allow_bool=True,
+        )
         if records.ndim < 2 or records.shape[:2] != (batch, n):
             raise ValueError(
                 f"simulate must return records with leading axes (batch, n) = ({batch}, {n}) "
@@ -289,3 +295,14 @@ class _SummedRecordLoglik:
         repeated = {k: np.repeat(np.asarray(v, dtype=float), n, axis=0) for k, v in params.items()}
         flat = records.reshape(batch * n, *records.shape[2:])
         return self.likelihood.logp(flat, repeated).reshape(batch, n).sum(axis=1)
+
+
+def _check_support(support, names) -> dict:
+    """``{name: named support or (lower, upper)}`` for parameters of the prior (when named)."""
+    support = _validate.mapping("support", support)
+    unknown = sorted(set(support) - set(names)) if names is not None else []
+    if unknown:
+        raise ValueError(f"support names {unknown}, which are not parameters of the prior {names}")
+    for name, spec in support.items():
+        _as_bounds(name, spec)
+    return support

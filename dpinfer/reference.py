@@ -16,10 +16,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from . import _validate
 from ._rng import RNGLike, as_seed_sequence, seed_entropy
+from .mechanisms.base import Mechanism
 from .model import Model
 from .results import to_inference_data
-from .samplers._common import check_count, mechanism_constants, privacy_attrs
+from .samplers._common import check_count, check_options, mechanism_constants, privacy_attrs
 
 __all__ = ["reference_model", "sample_nuts", "sample_reference"]
 
@@ -144,6 +146,11 @@ def sample_reference(
     >>> dp.sample_reference(build, mech, 4.2, draws=200, tune=200, rng=1).attrs["chains"]
     2
     """
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(
+            f"mechanism must be a dpinfer Mechanism, got {type(mechanism).__name__}: {mechanism!r}"
+        )
+    _check_nuts_options(draws, tune, chains, rng, progressbar, var_names)
     pymc_model = reference_model(model, mechanism, released, support=support, loglik=loglik)
     return sample_nuts(
         pymc_model,
@@ -269,18 +276,18 @@ def sample_nuts(
     """
     import pymc as pm
 
-    draws = check_count("draws", draws)
-    chains = check_count("chains", chains)
-    if isinstance(tune, bool) or not (isinstance(tune, int | np.integer) and tune >= 0):
-        raise ValueError(f"tune must be a non-negative integer, got {tune!r}")
+    draws, tune, chains = _check_nuts_options(draws, tune, chains, rng, progressbar, var_names)
     root = as_seed_sequence(rng)
     seed = int(root.generate_state(1)[0])  # PyMC spawns the per-chain seeds from one int
     names = list(var_names) if var_names is not None else _default_names(pymc_model)
+    missing = [n for n in names if n not in pymc_model.named_vars]
+    if missing:
+        raise ValueError(f"var_names {missing} are not variables of the model")
     nuts_kwargs.setdefault("cores", 1)
     with pymc_model:
         trace = pm.sample(
             draws=draws,
-            tune=int(tune),
+            tune=tune,
             chains=chains,
             random_seed=seed,
             progressbar=progressbar,
@@ -432,3 +439,16 @@ def _path(support, loglik) -> str:
 
 def _default_names(pymc_model) -> list[str]:
     return [v.name for v in pymc_model.free_RVs] + [v.name for v in pymc_model.deterministics]
+
+
+def _check_nuts_options(draws, tune, chains, rng, progressbar, var_names) -> tuple[int, int, int]:
+    check_options(rng=rng, executor=None, progressbar=progressbar)
+    if var_names is not None and (
+        not isinstance(var_names, list | tuple) or not all(isinstance(n, str) for n in var_names)
+    ):
+        raise TypeError(f"var_names must be a list of variable names, got {var_names!r}")
+    return (
+        check_count("draws", draws),
+        _validate.non_negative_int("tune", tune),
+        check_count("chains", chains),
+    )

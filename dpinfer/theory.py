@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import accounting
+from . import _validate, accounting
 from ._rng import RNGLike, as_generator
 
 __all__ = [
@@ -29,7 +29,8 @@ def noise_difference_pdf(z, b) -> np.ndarray:
 
     ``f(z) = (2 exp(-|z|/(2b)) - exp(-|z|/b)) / (6b)``.
     """
-    a = np.abs(np.asarray(z, dtype=float))
+    a = np.abs(_validate.finite_array("z", z))
+    b = _validate.positive_finite("b", b)
     return (2 * np.exp(-a / (2 * b)) - np.exp(-a / b)) / (6 * b)
 
 
@@ -44,15 +45,17 @@ def flip_probability(a, b) -> np.ndarray:
     answers before them (halting, or rejections since the last redraw) and
     flip at other rates.
     """
-    a = np.asarray(a, dtype=float)
+    a = _validate.finite_array("a", a)
+    b = _validate.positive_finite("b", b)
     if np.any(a < 0):
-        raise ValueError("flip_probability takes a = |rho - epsilon_abc| >= 0")
+        raise ValueError(f"a = |rho - epsilon_abc| must be >= 0, got {a!r}")
     return (4 * np.exp(-a / (2 * b)) - np.exp(-a / b)) / 6
 
 
 def noise_difference_cdf(a, b) -> np.ndarray:
     """CDF of ``Z``: ``F(a) = H(a) + (1 - 2 H(a)) G_b(|a|)`` (Lemma 2)."""
-    a = np.asarray(a, dtype=float)
+    a = _validate.finite_array("a", a)
+    b = _validate.positive_finite("b", b)
     step = (a >= 0).astype(float)
     return step + (1 - 2 * step) * flip_probability(np.abs(a), b)
 
@@ -75,18 +78,45 @@ def theorem2_bound(distances, epsilon_abc, b, f_values, n_accepted_abc) -> float
     n_accepted_abc : int
         ``c'``, the number of proposals non-private ABC accepts.
     """
-    f = np.asarray(f_values, dtype=float).reshape(len(distances), -1)
+    rho, eps_abc, b, f, c_abc = _theorem2_inputs(
+        distances, epsilon_abc, b, f_values, n_accepted_abc
+    )
     k_t = float(np.max(np.linalg.norm(f, axis=1)))
-    flips = flip_probability(np.abs(np.asarray(distances) - epsilon_abc), b)
-    return 2 * k_t / n_accepted_abc * float(np.sum(flips))
+    flips = flip_probability(np.abs(rho - eps_abc), b)
+    return 2 * k_t / c_abc * float(np.sum(flips))
 
 
 def theorem2_tail_bound(distances, epsilon_abc, b, f_values, n_accepted_abc, a) -> float:
-    """Theorem 2 (3): lower bound on ``P(error <= a)``."""
-    f = np.asarray(f_values, dtype=float).reshape(len(distances), -1)
+    """Theorem 2 (3): lower bound on ``P(error <= a)`` (parameters as :func:`theorem2_bound`).
+
+    ``a > 0`` is the error level; the bound can be negative (then it says nothing).
+    """
+    rho, eps_abc, b, f, c_abc = _theorem2_inputs(
+        distances, epsilon_abc, b, f_values, n_accepted_abc
+    )
+    a = _validate.positive_finite("a", a)
     k_t = float(np.max(np.linalg.norm(f, axis=1)))
-    terms = np.exp(-np.abs(np.asarray(distances) - epsilon_abc) / (2 * b))
-    return 1 - 4 * k_t / (3 * a * n_accepted_abc) * float(np.sum(terms))
+    terms = np.exp(-np.abs(rho - eps_abc) / (2 * b))
+    return 1 - 4 * k_t / (3 * a * c_abc) * float(np.sum(terms))
+
+
+def _theorem2_inputs(distances, epsilon_abc, b, f_values, n_accepted_abc):
+    rho = _validate.finite_vector("distances", distances)
+    if np.any(rho < 0):
+        raise ValueError(f"distances must be non-negative, got {distances!r}")
+    f = _validate.finite_array("f_values", f_values)
+    if f.ndim not in (1, 2) or f.shape[0] != rho.size:
+        raise ValueError(
+            f"f_values must have shape (T,) or (T, k) with T = {rho.size} distances, "
+            f"got shape {f.shape}"
+        )
+    return (
+        rho,
+        _validate.non_negative("epsilon_abc", epsilon_abc),
+        _validate.positive_finite("b", b),
+        f.reshape(rho.size, -1),
+        _validate.positive_int("n_accepted_abc", n_accepted_abc),
+    )
 
 
 def plot_flip_probability(
@@ -109,9 +139,18 @@ def plot_flip_probability(
     -------
     matplotlib.figure.Figure
     """
+    sizes = _positive_ints("sizes", sizes)
+    accepted = _positive_ints("accepted", accepted)
+    epsilon_totals = [
+        _validate.positive_finite(f"epsilon_totals[{i}]", e) for i, e in enumerate(epsilon_totals)
+    ]
+    epsilon_abc = _validate.non_negative("epsilon_abc", epsilon_abc)
+    n_points = _validate.size("n_points", n_points, maximum=10**7)
+    resample = _validate.flag("resample", resample)
+    generator = as_generator(rng)
     import matplotlib.pyplot as plt
 
-    rho = np.sort(as_generator(rng).uniform(0, 1, size=n_points))
+    rho = np.sort(generator.uniform(0, 1, size=n_points))
     fig, axes = plt.subplots(
         len(accepted),
         len(sizes),
@@ -139,3 +178,12 @@ def plot_flip_probability(
     axes[0, 0].legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def _positive_ints(name: str, values) -> list[int]:
+    if isinstance(values, str) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of positive integers, got {values!r}")
+    out = [_validate.positive_int(f"{name}[{i}]", v) for i, v in enumerate(values)]
+    if not out:
+        raise ValueError(f"{name} must not be empty")
+    return out

@@ -36,7 +36,7 @@ def test_mmd_separates_and_matches():
 
 
 def test_bad_inputs():
-    with pytest.raises(TypeError, match="posteriors must be"):
+    with pytest.raises(TypeError, match="a must be InferenceData-like"):
         compare_posteriors([1, 2], {"x": [1, 2]})
     with pytest.raises(ValueError, match="share no parameter"):
         compare_posteriors({"x": np.ones(5)}, {"y": np.ones(5)})

@@ -112,6 +112,24 @@ def test_da_mcmc_leaves_the_global_state_alone(seed):
     )
 
 
+@pytest.mark.parametrize("seed", SEEDS, ids=["None", "int", "SeedSequence", "Generator"])
+def test_prior_sample_leaves_the_global_state_alone(seed):
+    import scipy.stats as st
+
+    prior = dp.Prior({"theta": st.gamma(3.0), "mu": st.norm(0, 1)})
+    _check(lambda: prior.sample(5, _rng(seed)))
+    _check(lambda: prior.sample(5))  # rng left out: fresh OS entropy, not np.random
+
+
+def test_companion_a_prior_drawn_from_the_global_state_is_caught():
+    import scipy.stats as st
+
+    prior = dp.Prior({"theta": st.gamma(3.0)})
+    # scipy draws from NumPy's global RandomState when random_state is None
+    with pytest.raises(AssertionError, match="global random state was advanced"):
+        _check(lambda: prior._spec["theta"].rvs(size=5, random_state=None))
+
+
 def test_companion_a_global_draw_is_caught():
     class LegacyLaplace(dp.Laplace):
         def _sample(self, value, rng):

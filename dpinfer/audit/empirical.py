@@ -118,8 +118,13 @@ def clopper_pearson(k, n, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     >>> float(lo), round(float(hi), 5)
     (0.0, 0.00368)
     """
-    k = np.asarray(k, dtype=float)
-    n = np.asarray(n, dtype=float)
+    k = _validate.finite_array("k", k)
+    n = _validate.finite_array("n", n)
+    alpha = _validate.probability_open("alpha", alpha)
+    if not np.all((n >= 1) & (n == np.round(n))):
+        raise ValueError(f"n must hold positive integers (numbers of trials), got {n}")
+    if not np.all((k >= 0) & (k <= n)):
+        raise ValueError(f"k must lie between 0 and n, got k={k} with n={n}")
     with np.errstate(invalid="ignore", divide="ignore"):
         lower = np.where(k > 0, st.beta.ppf(alpha, np.maximum(k, 1e-300), n - k + 1), 0.0)
         upper = np.where(k < n, st.beta.isf(alpha, k + 1, np.maximum(n - k, 1e-300)), 1.0)
@@ -218,9 +223,9 @@ def audit_epsilon(
     >>> 0.8 < res.epsilon_lower <= 1.0
     True
     """
-    n_select = _validate.positive_int("n_select", n_select)
-    n_test = _validate.positive_int("n_test", n_test)
-    n_thresholds = _validate.positive_int("n_thresholds", n_thresholds)
+    n_select = _validate.size("n_select", n_select)
+    n_test = _validate.size("n_test", n_test)
+    n_thresholds = _validate.size("n_thresholds", n_thresholds)
     dlt = _validate.non_negative("delta", delta)
     if not dlt < 1:
         raise ValueError(f"delta must lie in [0, 1), got {delta!r}")
@@ -287,8 +292,7 @@ def hockey_stick_delta(log_p, log_q, epsilon) -> float:
     >>> hockey_stick_delta(np.log([0.5, 0.5]), np.log([0.25, 0.75]), 0.0)
     0.25
     """
-    lp = np.asarray(log_p, dtype=float)
-    lq = np.asarray(log_q, dtype=float)
+    lp, lq = _log_pmf("log_p", log_p), _log_pmf("log_q", log_q)
     if lp.shape != lq.shape:
         raise ValueError(
             f"log_p and log_q must have the same shape, got {lp.shape} and {lq.shape}"
@@ -298,6 +302,17 @@ def hockey_stick_delta(log_p, log_q, epsilon) -> float:
     with np.errstate(invalid="ignore"):
         terms = np.exp(lp[keep]) * -np.expm1(lq[keep] + eps - lp[keep])
     return math.fsum(terms.tolist())
+
+
+def _log_pmf(name: str, value) -> np.ndarray:
+    """Log-probabilities: numbers <= 0 (``-inf`` allowed; NaN refused), rounding aside."""
+    arr = _validate.numeric_array(name, value).astype(float)
+    if arr.size == 0 or not np.all(arr <= 1e-9):
+        raise ValueError(
+            f"{name} must be a non-empty array of log-probabilities (<= 0, -inf allowed), "
+            f"got {value!r:.100}"
+        )
+    return arr
 
 
 # --- candidate events ------------------------------------------------------------------

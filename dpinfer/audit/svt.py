@@ -182,6 +182,11 @@ def svt_privacy_loss(svt: SparseVector, queries, *, neighbour=None) -> SVTPrivac
             raise ValueError(
                 f"neighbour must have the shape of queries {q.shape}, got shape {b.shape}"
             )
+        if np.any(np.abs(b - q) > svt.sensitivity * (1 + 1e-12)):
+            raise ValueError(
+                f"neighbour must lie within the sensitivity {svt.sensitivity:g} of queries in "
+                f"every query, got {neighbour!r:.100}"
+            )
         corners = [(b, b), (b, b)]
     law = _Law(svt, [q, *corners[0], *corners[1]])
     worst = _resampled_worst if svt.resample else _once_worst

@@ -8,6 +8,8 @@ from collections import deque
 
 import numpy as np
 
+from .. import _validate
+
 __all__ = ["DataDerived", "Distance", "fingerprint_rows", "recent_data_derived", "record_rows"]
 
 # The latest data-derived values of this process and the rows they came from, so that
@@ -44,8 +46,8 @@ class DataDerived(float):
     rows: frozenset[bytes]
 
     def __new__(cls, value: float, *, data):  # noqa: D102
-        obj = super().__new__(cls, value)
-        obj.rows = record_rows(data)
+        obj = super().__new__(cls, _validate.positive_finite("value", value))
+        obj.rows = record_rows(_validate.non_empty("data", _validate.finite_array("data", data)))
         _RECENT.append((float(obj), obj.rows))
         return obj
 

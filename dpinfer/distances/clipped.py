@@ -36,8 +36,8 @@ class ClippedL2(Distance):
 
     def __init__(self, clip, *, weights=None, summary: Callable | None = None):
         self.clip = _validate.positive_finite("clip", clip)
-        self.weights = None if weights is None else _validate.finite_array("weights", weights)
-        self.summary = summary
+        self.weights = _validate.weights("weights", weights)
+        self.summary = _validate.optional_callable("summary", summary)
 
     def sensitivity(self, n_observations: int) -> float:
         """Return the clip bound ``C``, whatever the data size."""
@@ -61,6 +61,10 @@ class ClippedL2(Distance):
             )
         diff = pse - obs
         if self.weights is not None:
+            if self.weights.size not in (1, diff.shape[1]):
+                raise ValueError(
+                    f"weights has {self.weights.size} entries, the statistics have {diff.shape[1]}"
+                )
             diff = diff * self.weights
         with np.errstate(invalid="ignore", over="ignore"):
             dist = np.sqrt(np.sum(diff**2, axis=1))

@@ -62,7 +62,8 @@ def median_heuristic(data, *, max_points: int = 1000, rng: RNGLike = 0) -> DataD
 
 def heuristic_points(data, *, max_points: int = 1000, rng: RNGLike = 0) -> np.ndarray:
     """Return the points :func:`median_heuristic` uses: rows of ``data``, subsampled."""
-    arr = np.asarray(data, dtype=float)
+    arr = _validate.non_empty("data", _validate.finite_array("data", data))
+    max_points = _validate.size("max_points", max_points)
     pts = arr.reshape(-1, arr.shape[-1]) if arr.ndim > 1 else arr.reshape(-1, 1)
     gen = as_generator(rng)
     if len(pts) > max_points:
@@ -76,7 +77,7 @@ def median_distance(pts: np.ndarray) -> float:
     positive = diff[np.triu_indices(len(pts), k=1)]
     positive = positive[positive > 0]
     if positive.size == 0:
-        raise ValueError("median_heuristic needs at least two distinct points")
+        raise ValueError("median_heuristic needs data with at least two distinct points")
     return float(np.median(positive))
 
 

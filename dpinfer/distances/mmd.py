@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -52,7 +53,17 @@ class MMD(Distance):
     """
 
     def __init__(self, kernel):
-        self.kernel = kernel if hasattr(kernel, "gram") else GaussianKernel(kernel)
+        if not hasattr(kernel, "gram"):
+            if isinstance(kernel, bool) or not isinstance(kernel, numbers.Real | DataDerived):
+                raise TypeError(
+                    f"kernel must be a kernel (with a gram method) or a positive bandwidth, "
+                    f"got {kernel!r}"
+                )
+            try:
+                kernel = GaussianKernel(kernel)
+            except ValueError as err:
+                raise ValueError(f"kernel (a bandwidth): {err}") from None
+        self.kernel = kernel
 
     def sensitivity(self, n_observations: int) -> float:
         """``2 sqrt(B_k) / N``."""
@@ -105,7 +116,7 @@ class RandomFeatureMMD(Distance):
     """
 
     def __init__(self, n_features: int, bandwidth, *, dim: int = 1, rng: RNGLike = None):
-        self.n_features = _validate.positive_int("n_features", n_features)
+        self.n_features = _validate.size("n_features", n_features, maximum=10**8)
         self.bandwidth = (
             bandwidth
             if isinstance(bandwidth, DataDerived)

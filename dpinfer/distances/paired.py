@@ -64,10 +64,13 @@ class PairedClippedL2(Distance):
 
     def __init__(self, clip, *, weights=None, relative=()):
         self.clip = _validate.positive_finite("clip", clip)
-        self.weights = None if weights is None else _validate.finite_array("weights", weights)
+        self.weights = _validate.weights("weights", weights)
         if self.weights is not None and self.weights.ndim != 1:
             raise ValueError(f"weights must be one-dimensional, got shape {self.weights.shape}")
-        self.relative = tuple(int(k) for k in _validate.integer_array("relative", relative))
+        indices = _validate.integer_array("relative", relative)
+        if indices.ndim != 1:
+            raise ValueError(f"relative must be a list of coordinate indices, got {relative!r}")
+        self.relative = tuple(int(k) for k in indices)
         if any(k < 0 for k in self.relative):
             raise ValueError(f"relative must hold non-negative indices, got {relative!r}")
 

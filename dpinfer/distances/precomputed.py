@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _validate
 from .base import Distance, fingerprint_rows
 
 __all__ = ["PrecomputedDistances"]
@@ -38,9 +39,13 @@ class PrecomputedDistances(Distance):
     """
 
     def __init__(self, base: Distance, observed, values):
-        self.base = base
-        self.values = np.asarray(values, dtype=float)
-        self._rows = fingerprint_rows(observed)
+        self.base = _validate.instance("base", base, Distance, "a dpinfer Distance")
+        self.values = _validate.non_empty("values", _validate.finite_array("values", values))
+        if self.values.ndim != 1 or np.any(self.values < 0):
+            raise ValueError(f"values must be a 1-d array of distances >= 0, got {values!r:.100}")
+        self._rows = fingerprint_rows(
+            _validate.non_empty("observed", _validate.finite_array("observed", observed))
+        )
 
     def sensitivity(self, n_observations: int) -> float:
         """Return the sensitivity of the base distance."""

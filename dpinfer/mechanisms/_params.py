@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _validate
@@ -14,7 +16,7 @@ def noise_array(name: str, value, event_shape) -> tuple[np.ndarray, tuple[int, .
     when ``event_shape`` is None).
     """
     arr = _validate.numeric_array(name, value).astype(float)
-    if not np.all((arr > 0) & np.isfinite(arr)):
+    if arr.size == 0 or not np.all((arr > 0) & np.isfinite(arr)):
         raise ValueError(
             f"{name} must be positive and finite (0 is not 'no noise'), got {value!r}"
         )
@@ -30,12 +32,21 @@ def noise_array(name: str, value, event_shape) -> tuple[np.ndarray, tuple[int, .
 
 def as_shape(event_shape) -> tuple[int, ...]:
     """Return ``event_shape`` as a tuple of non-negative ints (an int means ``(int,)``)."""
+    if isinstance(event_shape, str) or not (
+        np.ndim(event_shape) == 0 or isinstance(event_shape, tuple | list)
+    ):
+        raise TypeError(f"event_shape must be a tuple of non-negative ints, got {event_shape!r}")
     dims = (event_shape,) if np.ndim(event_shape) == 0 else tuple(event_shape)
     if not all(
         isinstance(d, int | np.integer) and not isinstance(d, bool) and d >= 0 for d in dims
     ):
         raise ValueError(f"event_shape must be a tuple of non-negative ints, got {event_shape!r}")
-    return tuple(int(d) for d in dims)
+    dims = tuple(int(d) for d in dims)
+    if math.prod(dims) > _validate.MAX_SIZE:
+        raise ValueError(
+            f"event_shape must have at most {_validate.MAX_SIZE:,} entries, got {event_shape!r}"
+        )
+    return dims
 
 
 def sensitivity_array(value, event_shape) -> np.ndarray | None:

@@ -11,7 +11,6 @@ plumbing live here.
 from __future__ import annotations
 
 import abc
-import math
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -65,12 +64,16 @@ class Privacy:
     neighbouring: str = ""
 
     def __post_init__(self):
-        if not self.epsilon > 0:
-            raise ValueError(f"epsilon must be positive (inf allowed), got {self.epsilon!r}")
-        if not 0 <= self.delta < 1:
-            raise ValueError(f"delta must lie in [0, 1), got {self.delta!r}")
-        if self.rho is not None and not (self.rho > 0 and math.isfinite(self.rho)):
-            raise ValueError(f"rho must be a positive finite number, got {self.rho!r}")
+        # frozen: the checked values (plain floats) are written through object.__setattr__
+        checked = {
+            "epsilon": _validate.positive_or_inf("epsilon", self.epsilon),
+            "delta": _validate.delta("delta", self.delta),
+            "rho": None if self.rho is None else _validate.positive_finite("rho", self.rho),
+        }
+        if not isinstance(self.neighbouring, str):
+            raise TypeError(f"neighbouring must be a str, got {self.neighbouring!r}")
+        for key, value in checked.items():
+            object.__setattr__(self, key, value)
 
     @property
     def notion(self) -> str:
@@ -206,7 +209,9 @@ class Mechanism(abc.ABC):
         """
         import pymc as pm
 
-        observed = self._check_released(observed)
+        if not (isinstance(name, str) and name):
+            raise TypeError(f"name must be a non-empty str, got {name!r}")
+        observed = self._check_released(observed, "observed")
         pt_ns = _pytensor_namespace()
         n_event = len(self.event_shape)
 
@@ -227,15 +232,15 @@ class Mechanism(abc.ABC):
         )
 
     # --- shape handling -----------------------------------------------------------
-    def _check_released(self, released) -> np.ndarray:
-        arr = _validate.finite_array("released", released)
+    def _check_released(self, released, name: str = "released") -> np.ndarray:
+        arr = _validate.finite_array(name, released)
         if arr.shape != self.event_shape:
             raise ValueError(
-                f"released must have shape {self.event_shape} (the mechanism's event_shape), "
+                f"{name} must have shape {self.event_shape} (the mechanism's event_shape), "
                 f"got shape {arr.shape}"
             )
         if self.discrete:
-            arr = _validate.integer_array("released", arr)
+            arr = _validate.integer_array(name, arr)
         return arr
 
     def _check_value(self, value) -> np.ndarray:

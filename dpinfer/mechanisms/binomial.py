@@ -56,17 +56,18 @@ class BinomialRelease(Mechanism):
     discrete = True
 
     def __init__(self, *, n, m, population, length):
-        self.n = _validate.positive_int("n", n)
+        # n trials per coordinate are drawn by NumPy's binomial (int64), so sizes are bounded
+        self.n = _validate.size("n", n)
         self.m = _validate.positive_finite("m", m)
-        self.population = _validate.positive_int("population", population)
-        self.event_shape = (_validate.positive_int("length", length),)
+        self.population = _validate.size("population", population)
+        self.event_shape = (_validate.size("length", length),)
 
     @classmethod
     def from_privacy(cls, *, epsilon, n, population, length) -> BinomialRelease:
         """Choose ``m = n L / epsilon`` so that Proposition 4 gives ``epsilon``."""
         eps = _validate.positive_finite("epsilon", epsilon)
-        n = _validate.positive_int("n", n)
-        length = _validate.positive_int("length", length)
+        n = _validate.size("n", n)
+        length = _validate.size("length", length)
         return cls(n=n, m=n * length / eps, population=population, length=length)
 
     def success_probability(self, value):
@@ -109,10 +110,10 @@ class BinomialRelease(Mechanism):
             )
         return arr
 
-    def _check_released(self, released):
-        arr = super()._check_released(released)
+    def _check_released(self, released, name: str = "released"):
+        arr = super()._check_released(released, name)
         if np.any((arr < 0) | (arr > self.n)):
-            raise ValueError(f"released must be counts in [0, n={self.n}], got {arr}")
+            raise ValueError(f"{name} must be counts in [0, n={self.n}], got {arr}")
         return arr
 
     @property

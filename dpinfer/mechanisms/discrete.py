@@ -15,7 +15,7 @@ from .._validate import integer_sensitivity as _integer_sensitivity
 from . import _exact
 from ._bits import word_source
 from ._coordinate import GAUSSIAN, LAPLACE, CoordinateForm
-from ._params import noise_array, require_sensitivity
+from ._params import as_shape, noise_array, require_sensitivity
 from .base import Mechanism, Privacy
 
 __all__ = ["DiscreteGaussian", "DiscreteLaplace", "discrete_gaussian_sf"]
@@ -192,7 +192,7 @@ class DiscreteGaussian(_IntegerNoise):
         dlt = _validate.probability_open("delta", delta)
         sens = _integer_sensitivity(sensitivity)
         mech = cls(
-            _solve_sigma(eps, dlt, sens, math.prod(event_shape) if event_shape else 1),
+            _solve_sigma(eps, dlt, sens, math.prod(as_shape(event_shape))),
             sensitivity=sens,
             delta=dlt,
             event_shape=event_shape,

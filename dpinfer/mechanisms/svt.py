@@ -89,13 +89,11 @@ class SparseVector:
     """
 
     def __init__(self, threshold, *, scale, c, sensitivity, resample=False):
-        self.threshold = _finite("threshold", threshold)
+        self.threshold = _validate.finite("threshold", threshold)
         self.scale = _validate.positive_finite("scale", scale)
         self.c = _validate.positive_int("c", c)
         self.sensitivity = _validate.positive_finite("sensitivity", sensitivity)
-        if not isinstance(resample, bool | np.bool_):
-            raise TypeError(f"resample must be a bool, got {resample!r}")
-        self.resample = bool(resample)
+        self.resample = _validate.flag("resample", resample)
 
     @classmethod
     def from_privacy(cls, *, epsilon, threshold, c, sensitivity, resample=False) -> SparseVector:
@@ -182,10 +180,3 @@ class SparseVector:
             else:
                 pos += block.size
         return answers, q.size
-
-
-def _finite(name, value) -> float:
-    x = float(value)
-    if not np.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return x

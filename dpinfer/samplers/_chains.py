@@ -51,8 +51,8 @@ def per_chain(name: str, total, chains) -> tuple[int, int]:
     cost of a call does not grow with ``chains``; every chain gets the same
     number, rounded up.
     """
-    total = _validate.positive_int(name, total)
-    chains = _validate.positive_int("chains", chains)
+    total = _validate.size(name, total)
+    chains = _validate.size("chains", chains)
     return chains, -(-total // chains)
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .. import _validate
-from .._rng import seed_entropy
+from .._rng import check_rng, seed_entropy
 from ..mechanisms.base import Mechanism
 from ..model import Model
 from ..results import to_inference_data
@@ -31,8 +31,17 @@ def check_inputs(model, mechanism, released, *, needs_prior: bool = True) -> np.
 
 
 def check_count(name: str, value) -> int:
-    """Return a positive integer count (draws, batch sizes, particles)."""
-    return _validate.positive_int(name, value)
+    """Return a positive integer size (draws, batch sizes, particles) that can fit in memory."""
+    return _validate.size(name, value)
+
+
+def check_options(*, rng, executor, progressbar, batch_size=None) -> None:
+    """Check the options every sampler shares, up front, whichever path uses them."""
+    check_rng(rng)
+    _validate.executor("executor", executor)
+    _validate.flag("progressbar", progressbar)
+    if batch_size is not None:
+        check_count("batch_size", batch_size)
 
 
 def privacy_attrs(mechanism: Mechanism) -> dict:

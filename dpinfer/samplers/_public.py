@@ -12,7 +12,7 @@ from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence, seed_entropy
 from ..distances.base import Distance
 from ..model import Model
-from ._common import stack_draws
+from ._common import check_options, stack_draws
 
 
 @dataclass(frozen=True)
@@ -45,9 +45,9 @@ def public_distances(
     """
     if not isinstance(distance, Distance):
         raise TypeError(f"distance must be a dpinfer Distance, got {type(distance).__name__}")
-    observed = np.asarray(observed, dtype=float)
-    if not np.all(np.isfinite(observed)):
-        raise ValueError("observed must be finite")
+    observed = check_observed(observed)
+    check_options(rng=rng, executor=executor, progressbar=progressbar)
+    _validate.size("batch_size", batch_size)
     if model is not None:
         if params is not None or pseudo_data is not None:
             raise ValueError("give either model (with n_proposals) or params and pseudo_data")
@@ -56,7 +56,13 @@ def public_distances(
         )
     if params is None or pseudo_data is None:
         raise ValueError("give either model and n_proposals, or params and pseudo_data")
-    params = {k: np.asarray(v) for k, v in params.items()}
+    if not isinstance(params, dict) or not params:
+        raise TypeError(f"params must be a non-empty dict of parameter draws, got {params!r:.80}")
+    params = {k: _validate.finite_array(f"params[{k!r}]", v) for k, v in params.items()}
+    if not hasattr(pseudo_data, "__len__"):
+        raise TypeError(
+            f"pseudo_data must be an array of pseudo-datasets, got {pseudo_data!r:.80}"
+        )
     t = len(pseudo_data)
     for name, value in params.items():
         if len(value) != t:
@@ -64,17 +70,24 @@ def public_distances(
     return PublicDraws(params, _finite(distance(observed, pseudo_data)), "given")
 
 
+def check_observed(observed) -> np.ndarray:
+    """Return the confidential observations as a non-empty float array of finite numbers."""
+    return _validate.non_empty("observed", _validate.finite_array("observed", observed))
+
+
 def _simulated(observed, distance, model, n_proposals, rng, batch_size, executor, progressbar):
     if not isinstance(model, Model):
         raise TypeError(f"model must be a dpinfer.Model, got {type(model).__name__}")
-    total = _validate.positive_int("n_proposals", n_proposals)
-    batch_size = _validate.positive_int("batch_size", batch_size)
+    total = _validate.size("n_proposals", n_proposals)
+    batch_size = _validate.size("batch_size", batch_size)
     sizes = [min(batch_size, total - start) for start in range(0, total, batch_size)]
     root = as_seed_sequence(rng)
 
     def task(index, chunk_rng):
         params = model.prior.sample(sizes[index], chunk_rng)
-        pseudo = np.asarray(model.simulate(params, chunk_rng))
+        pseudo = _validate.numeric_output(
+            model.simulate(params, chunk_rng), source="the simulator of pseudo-datasets"
+        )
         return {**params, "_distance": distance(observed, pseudo)}
 
     with progress_bar("distances", total=total, enabled=progressbar) as bar:

@@ -61,6 +61,8 @@ class StagedSchedule:
     max_iterations: int = 500
 
     def __post_init__(self):
+        if isinstance(self.stages, str) or not hasattr(self.stages, "__iter__"):
+            raise TypeError(f"stages must be a sequence of (N, tol) pairs, got {self.stages!r}")
         if not self.stages:
             raise ValueError("stages must hold at least one (N, tol) pair, got none")
         stages = []
@@ -71,7 +73,7 @@ class StagedSchedule:
                 raise ValueError(f"stages[{i}] must be a pair (N, tol), got {stage!r}") from None
             stages.append(
                 (
-                    _validate.positive_int(f"stages[{i}] N", n),
+                    _validate.size(f"stages[{i}] N", n),
                     _validate.positive_finite(f"stages[{i}] tol", tol),
                 )
             )
@@ -173,13 +175,13 @@ class AscentSchedule:
     information_size: int = 10**6
 
     def __post_init__(self):
-        _validate.positive_int("start", self.start)
-        _validate.positive_int("information_size", self.information_size)
+        _validate.size("start", self.start)
+        _validate.size("information_size", self.information_size)
         _validate.positive_finite("tol", self.tol)
         for name in ("alpha", "beta", "gamma"):
             _validate.probability_open(name, getattr(self, name))
         _validate.positive_finite("k", self.k)
-        _validate.positive_int("max_size", self.max_size)
+        _validate.size("max_size", self.max_size)
         _validate.positive_int("max_iterations", self.max_iterations)
         if self.start > self.max_size:
             raise ValueError(f"start must not exceed max_size, got {self.start} > {self.max_size}")

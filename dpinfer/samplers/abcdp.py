@@ -14,7 +14,7 @@ from ..mechanisms.base import Privacy
 from ..mechanisms.svt import SparseVector
 from ..results import to_inference_data
 from ._privacy_seed import check_privacy_rng, privacy_noise_label
-from ._public import public_distances
+from ._public import check_observed, public_distances
 
 __all__ = ["abcdp"]
 
@@ -135,11 +135,10 @@ def abcdp(
     True
     """
     eps_total = _validate.positive_or_inf("epsilon_total", epsilon_total)
-    eps_abc = _finite("epsilon_abc", epsilon_abc)
+    eps_abc = _validate.finite("epsilon_abc", epsilon_abc)
     c = _validate.positive_int("c", c)
-    if not isinstance(resample, bool | np.bool_):
-        raise TypeError(f"resample must be a bool, got {resample!r}")
-    observed = np.asarray(observed, dtype=float)
+    resample = _validate.flag("resample", resample)
+    observed = check_observed(observed)
     _check_settings(distance, observed, charged, epsilon_abc=eps_abc)
     check_privacy_rng(privacy_rng, rng=rng, published_seed="")
     public = public_distances(
@@ -167,7 +166,9 @@ def abcdp(
             resample=resample,
         )
         indicators, b = (
-            svt.run(public.distances, rng=as_generator(privacy_rng)).indicators,
+            svt.run(
+                public.distances, rng=as_generator(privacy_rng, name="privacy_rng")
+            ).indicators,
             svt.scale,
         )
     accepted = np.flatnonzero(indicators)
@@ -233,10 +234,3 @@ def _check_settings(
         )
     if charged is not None and not isinstance(charged, Privacy):
         raise TypeError(f"charged must be a Privacy, got {type(charged).__name__}")
-
-
-def _finite(name, value) -> float:
-    x = float(value)
-    if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return x

@@ -11,7 +11,7 @@ from .._rng import RNGLike, as_generator
 from ..results import to_inference_data
 from . import _weights
 from ._privacy_seed import check_privacy_rng, privacy_noise_label
-from ._public import public_distances
+from ._public import check_observed, public_distances
 from .abcdp import _check_settings
 
 __all__ = ["rejection_abcdp_gaussian", "soft_abcdp"]
@@ -62,7 +62,7 @@ def rejection_abcdp_gaussian(
     """
     eps_total = _validate.positive_finite("epsilon_total", epsilon_total)
     bound = _validate.positive_finite("distance_bound", distance_bound)
-    observed = np.asarray(observed, dtype=float)
+    observed = check_observed(observed)
     _check_settings(distance, observed, None, epsilon_abc=epsilon_abc, can_charge=False)
     check_privacy_rng(privacy_rng, rng=public.get("rng"), published_seed="")
     draws = public_distances(observed, distance, **public)
@@ -75,7 +75,7 @@ def rejection_abcdp_gaussian(
         distance_bound=bound,
         epsilon_abc=epsilon_abc,
     )
-    noise = as_generator(privacy_rng).standard_normal(steps) * sigma
+    noise = as_generator(privacy_rng, name="privacy_rng").standard_normal(steps) * sigma
     # Theorem 3.1 needs rho <= B_rho; min(rho, B_rho) keeps the sensitivity (1-Lipschitz).
     clipped = np.minimum(draws.distances, bound)
     accepted = np.flatnonzero(clipped + noise <= epsilon_abc)
@@ -140,7 +140,8 @@ def soft_abcdp(
     eps_total = _validate.positive_finite("epsilon_total", epsilon_total)
     delta = _validate.probability_open("delta_total", delta_total)
     eps_abc = _validate.positive_finite("epsilon_abc", epsilon_abc)
-    observed = np.asarray(observed, dtype=float)
+    n_draws = None if draws is None else _validate.size("draws", draws)
+    observed = check_observed(observed)
     _check_settings(distance, observed, None, epsilon_abc=eps_abc, can_charge=False)
     check_privacy_rng(privacy_rng, rng=public.get("rng"), published_seed="")
     pub = public_distances(observed, distance, **public)
@@ -150,11 +151,16 @@ def soft_abcdp(
     sigma = accounting.soft_abcdp_sigma(
         eps_total, delta, sensitivity=sensitivity, epsilon_abc=eps_abc, steps=steps
     )
-    noisy = pub.distances / eps_abc + as_generator(privacy_rng).standard_normal(steps) * sigma
+    noisy = (
+        pub.distances / eps_abc
+        + as_generator(privacy_rng, name="privacy_rng").standard_normal(steps) * sigma
+    )
     log_w = -np.maximum(noisy, 0.0)
     weights = _weights.normalise(log_w)
-    n_draws = steps if draws is None else _validate.positive_int("draws", draws)
-    index = _weights.systematic_resample(weights, n_draws, as_generator(resample_rng))
+    n_draws = steps if n_draws is None else n_draws
+    index = _weights.systematic_resample(
+        weights, n_draws, as_generator(resample_rng, name="resample_rng")
+    )
     return to_inference_data(
         {k: v[index] for k, v in pub.params.items()},
         prior={**pub.params, "log_weight": np.log(weights)},

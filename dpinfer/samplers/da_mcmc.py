@@ -14,7 +14,7 @@ from .._rng import RNGLike, as_seed_sequence
 from ..mechanisms.base import Mechanism
 from ..record_model import RecordModel
 from ..results import effective_sample_size, rhat
-from ._common import abc_result, check_count
+from ._common import abc_result, check_count, check_options
 from ._da_init import initial_records
 from ._da_records import RecordUpdater
 from ._da_theta import ThetaKernel
@@ -194,6 +194,7 @@ def da_mcmc(
     released, settings = _check_arguments(
         record_model, mechanism, released, n, draws, tune, chains, theta_steps, init_datasets
     )
+    check_options(rng=rng, executor=executor, progressbar=progressbar)
     root = as_seed_sequence(rng)
     chains = settings["chains"]
     total_iterations = settings["tune"] + settings["draws"]
@@ -231,9 +232,8 @@ def _check_arguments(record_model, mechanism, released, n, draws, tune, chains, 
     if _IMPUTED in (record_model.prior.names or ()):
         raise ValueError(f"a parameter may not be called {_IMPUTED!r} (the imputed statistic)")
     released = mechanism._check_released(released)
-    n = _validate.positive_int("n", n)
-    if isinstance(tune, bool) or not (isinstance(tune, int | np.integer) and tune >= 0):
-        raise ValueError(f"tune must be a non-negative integer, got {tune!r}")
+    n = check_count("n", n)
+    tune = _validate.non_negative_int("tune", tune)
     init = max(1, min(1000, 10**6 // n)) if init is None else check_count("init_datasets", init)
     settings = {
         "n": n,

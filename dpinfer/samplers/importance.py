@@ -15,7 +15,7 @@ from .._rng import RNGLike, as_seed_sequence, child_sequence, chunk_generator
 from ..model import as_prior
 from . import _mcse, _weights
 from ._chains import per_chain
-from ._common import abc_result, check_count, check_inputs
+from ._common import abc_result, check_count, check_inputs, check_options
 from .rejection import SimulationBudgetExceeded
 
 __all__ = ["ESS_WARNING_FRACTION", "importance_abc"]
@@ -129,6 +129,7 @@ def importance_abc(
     ((4, 250), True)
     """
     released = check_inputs(model, mechanism, released)
+    check_options(rng=rng, executor=executor, progressbar=progressbar)
     chains, per = per_chain("draws", draws, chains)
     batch_size = check_count("batch_size", batch_size)
     max_simulations = check_count("max_simulations", max_simulations)

@@ -20,12 +20,13 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import _validate
 from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence, seed_entropy
 from ..likelihood import Likelihood, needs_message
 from . import _mcem_boundary as _boundary
 from . import _mstep
-from ._common import check_count, check_inputs, privacy_attrs
+from ._common import check_count, check_inputs, check_options, privacy_attrs
 from ._estep import WeightedSample, make_draw
 from ._schedule import AscentSchedule, StagedSchedule, as_schedule
 
@@ -357,6 +358,8 @@ def mcem(
     (37.2, 0.0158)
     """
     released = check_inputs(model, mechanism, released, needs_prior=False)
+    check_options(rng=rng, executor=executor, progressbar=progressbar)
+    _validate.flag("accelerate", accelerate)
     likelihood = _likelihood_of(model)
     space = likelihood.space
     theta = space.check(start, name="start")

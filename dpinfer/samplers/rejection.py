@@ -11,7 +11,7 @@ from .. import parallel
 from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence
 from ._chains import per_chain
-from ._common import abc_result, check_count, check_inputs, stack_draws
+from ._common import abc_result, check_count, check_inputs, check_options, stack_draws
 
 __all__ = ["SimulationBudgetExceeded", "rejection_abc"]
 
@@ -104,6 +104,7 @@ def rejection_abc(
     (4, 50)
     """
     released = check_inputs(model, mechanism, released)
+    check_options(rng=rng, executor=executor, progressbar=progressbar)
     chains, per = per_chain("draws", draws, chains)
     draws = chains * per
     batch_size = check_count("batch_size", batch_size)

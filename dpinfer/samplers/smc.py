@@ -17,7 +17,7 @@ from .._rng import RNGLike, as_seed_sequence
 from . import _mcse, _smc_pilot, _weights
 from . import _pseudo_marginal as _pm
 from ._chains import ChainRun, per_chain
-from ._common import abc_result, check_count, check_inputs
+from ._common import abc_result, check_count, check_inputs, check_options
 from ._smc_kernels import COMBINE_RULES as SMC_RULES
 from ._smc_kernels import (
     check_particles,
@@ -248,6 +248,7 @@ def smc_abc(
     (4,)
     """
     released = check_inputs(model, mechanism, released)
+    check_options(rng=rng, executor=executor, progressbar=progressbar)
     chains, n = per_chain("particles", particles, chains)
     check_particles("smc_abc", particles, chains, n)
     for name, value in (

@@ -14,7 +14,7 @@ from .. import _validate
 from .._rng import RNGLike, as_seed_sequence
 from . import _weights
 from ._chains import ChainRun, per_chain
-from ._common import abc_result, check_count, check_inputs
+from ._common import abc_result, check_count, check_inputs, check_options
 from ._smc_kernels import COMBINE_RULES as SMC_RULES
 from ._smc_kernels import (
     check_particles,
@@ -125,6 +125,7 @@ def tolerance_smc_abc(
         quarter of its particles distinct.
     """
     released = check_inputs(model, mechanism, released)
+    check_options(rng=rng, executor=executor, progressbar=progressbar)
     chains, n = per_chain("particles", particles, chains)
     check_particles("tolerance_smc_abc", particles, chains, n)
     final = _validate.non_negative("final_tolerance", final_tolerance)

@@ -169,7 +169,7 @@ def test_event_shape_is_checked(bad):
 
 @pytest.mark.parametrize("bad", [0, -1, NAN])
 def test_privacy_epsilon_is_checked(bad):
-    with pytest.raises(ValueError, match=rf"epsilon must be positive.*got {bad!r}"):
+    with pytest.raises(ValueError, match=rf"epsilon must be a positive number.*got {bad!r}"):
         dp.Privacy(epsilon=bad)
 
 

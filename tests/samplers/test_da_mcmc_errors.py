@@ -106,7 +106,7 @@ def test_release_of_the_wrong_shape_or_not_finite(released):
         ("chains", 0, ValueError),
         ("chains", "4", TypeError),
         ("tune", -1, ValueError),
-        ("tune", True, ValueError),
+        ("tune", True, TypeError),
         ("theta_steps", 0, ValueError),
         ("init_datasets", 0, ValueError),
     ],

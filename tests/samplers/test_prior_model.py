@@ -93,7 +93,9 @@ def test_callable_prior():
 
 def test_callable_prior_with_the_wrong_batch():
     prior = dp.Prior(lambda n, rng: {"mu": rng.standard_normal(n + 1)})
-    with pytest.raises(ValueError, match=re.escape("'mu' with shape (6,)") + ".*leading.* 5"):
+    with pytest.raises(
+        ValueError, match=re.escape("'mu' returned draws of shape (6,)") + ".*leading.* 5"
+    ):
         prior.sample(5, _rng())
 
 

@@ -1,0 +1,30 @@
+"""The public API as a list of entry points, each with tiny valid arguments.
+
+Every entry is called once per bad value of each listed parameter while the other
+arguments stay valid (``_harness.sweep``).
+"""
+
+from __future__ import annotations
+
+from ._api_analyst import (
+    compare_entries,
+    distance_entries,
+    model_entries,
+    pymc_entries,
+    sampler_entries,
+)
+from ._api_curator import accounting_entries, audit_entries, mechanism_entries, theory_entries
+
+
+def all_entries():
+    return [
+        *mechanism_entries(),
+        *accounting_entries(),
+        *theory_entries(),
+        *audit_entries(),
+        *compare_entries(),
+        *distance_entries(),
+        *model_entries(),
+        *sampler_entries(),
+        *pymc_entries(),
+    ]

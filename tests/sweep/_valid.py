@@ -1,0 +1,135 @@
+"""Tiny valid arguments for the sweep: models, mechanisms, data and PyMC pieces.
+
+They are small so that a bad value that is silently accepted costs milliseconds,
+not a sampler run.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import scipy.stats as st
+
+import dpinfer as dp
+from dpinfer import distances as dist
+from dpinfer import theory
+
+from ._harness import Param
+
+
+def P(name, kind="", *extra, named="", optional=False, elementwise=False):  # noqa: N802
+    return Param(name, kind, tuple(extra), named, optional, elementwise)
+
+
+def _simulate(p, rng):
+    return p["theta"] + rng.standard_normal(len(p["theta"]))
+
+
+def model():
+    return dp.Model(prior={"theta": st.norm(0.0, 1.0)}, simulate=_simulate)
+
+
+def _records(params, n, rng):
+    return (rng.random((len(params["p"]), n)) < params["p"][:, None]).astype(np.int64)
+
+
+def _update(records, rng):
+    ones = records.sum(axis=1)
+    return {"p": rng.beta(2 + ones, 2 + records.shape[1] - ones)}
+
+
+def record_model():
+    return dp.RecordModel({"p": st.beta(2, 2)}, _records, lambda x: x, update=_update)
+
+
+@cache
+def _poisson_likelihood():
+    import pymc as pm
+
+    return dp.Likelihood.from_pymc(
+        lambda p: pm.Poisson.dist(mu=p["theta"]),
+        params=["theta"],
+        support={"theta": "positive"},
+        exponential_family=dp.ExponentialFamily(
+            statistic=lambda s: s, maximize=lambda m: {"theta": m[0]}
+        ),
+    )
+
+
+def poisson_model():
+    return dp.Model(
+        simulate=lambda p, rng: rng.poisson(p["theta"]), likelihood=_poisson_likelihood()
+    )
+
+
+MECH = dp.Laplace(1.0)
+
+OBS = np.random.default_rng(5).normal(size=(10, 1))
+
+THETA = {"mu": np.linspace(-1.0, 1.0, 30)}
+
+PSEUDO = THETA["mu"][:, None, None] + np.zeros((30, 10, 1))
+
+
+def _rfmmd():
+    return dist.RandomFeatureMMD(8, 1.3, rng=1)
+
+
+def _mech_method(make, method, **fixed):
+    def call(**kwargs):
+        return getattr(make(), method)(**{**fixed, **kwargs})
+
+    return call
+
+
+def _to_pymc(name="r", **kwargs):
+    import pymc as pm
+
+    with pm.Model():
+        return dp.Laplace(1.0).to_pymc(name, 0.0, **kwargs)
+
+
+def _svt():
+    return dp.SparseVector(0.0, scale=1.0, c=1, sensitivity=1.0)
+
+
+def _binomial():
+    return {"n": 10, "m": 4, "population": 100, "length": 3}
+
+
+def _plot_flip(**kwargs):
+    import matplotlib.pyplot as plt
+
+    fig = theory.plot_flip_probability(**kwargs)
+    plt.close(fig)
+
+
+def _build_normal():
+    import pymc as pm
+
+    mu = pm.Normal("mu", 0.0, 10.0)
+    return pm.Normal("s", mu, 1.0)
+
+
+def _pseudo_model():
+    return dp.Model(
+        prior={"mu": st.norm(0, 1)},
+        simulate=lambda p, rng: p["mu"][:, None, None] + rng.normal(size=(len(p["mu"]), 10, 1)),
+    )
+
+
+@cache
+def _pymc_normal_model():
+    import pymc as pm
+
+    with pm.Model() as pm_model:
+        mu = pm.Normal("mu", 0.0, 10.0)
+        pm.Normal("s", mu, 1.0)
+    return pm_model
+
+
+def _poisson_factory(p):
+    import pymc as pm
+
+    return pm.Poisson.dist(mu=p["theta"])

@@ -1,0 +1,260 @@
+"""Faulty user code is caught with a clear error or warning.
+
+Simulators returning booleans or objects, priors returning NaN or the wrong shape,
+simulators drawing from NumPy's global random state in a worker, hung chunks
+(``parallel.with_timeout``) and exception classes that cannot travel back from a
+spawned worker (defined in ``__main__``). Each check comes with a companion
+showing the correct variant goes through.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import scipy.stats as st
+
+import dpinfer as dp
+from dpinfer import parallel
+
+MECH = dp.Laplace(1.0)
+SAMPLERS = {
+    "rejection": lambda model, **kw: dp.rejection_abc(
+        model, MECH, 3.0, draws=8, chains=2, rng=0, batch_size=50, progressbar=False, **kw
+    ),
+    "importance": lambda model: dp.importance_abc(
+        model, MECH, 3.0, draws=8, chains=2, rng=0, batch_size=50, progressbar=False
+    ),
+    "smc": lambda model: dp.smc_abc(
+        model, MECH, 3.0, particles=40, chains=2, max_stages=2, rng=0, progressbar=False
+    ),
+}
+
+
+def _poisson(simulate):
+    return dp.Model(prior={"theta": st.gamma(3.0)}, simulate=simulate)
+
+
+def poisson_counts(p, rng):
+    return rng.poisson(p["theta"])
+
+
+def poisson_positive(p, rng):
+    return rng.poisson(p["theta"]) > 0  # a bool where a count was meant
+
+
+def poisson_objects(p, rng):
+    return rng.poisson(p["theta"]).astype(object)
+
+
+# --- simulator outputs of the wrong dtype ------------------------------------------------
+
+
+@pytest.mark.parametrize("sampler", list(SAMPLERS))
+@pytest.mark.parametrize(
+    ("simulate", "dtype"), [(poisson_positive, "bool"), (poisson_objects, "object")]
+)
+def test_a_simulator_returning_non_numbers_is_refused(sampler, simulate, dtype):
+    with pytest.raises(
+        TypeError, match=rf"simulator {simulate.__name__} returned .*dtype {dtype}"
+    ):
+        SAMPLERS[sampler](_poisson(simulate))
+
+
+@pytest.mark.parametrize("sampler", list(SAMPLERS))
+def test_companion_the_same_simulator_returning_counts_runs(sampler):
+    idata = SAMPLERS[sampler](_poisson(poisson_counts))
+    assert np.all(np.isfinite(idata.posterior["theta"].values))
+
+
+def test_abcdp_refuses_boolean_pseudo_datasets():
+    observed = np.random.default_rng(3).normal(size=(10, 1))
+    model = dp.Model(
+        prior={"mu": st.norm(0, 1)},
+        simulate=lambda p, rng: rng.normal(p["mu"][:, None, None], size=(len(p["mu"]), 10, 1)) > 0,
+    )
+    with pytest.raises(TypeError, match="pseudo-datasets returned an array of dtype bool"):
+        dp.abcdp(
+            observed,
+            dp.distances.RandomFeatureMMD(8, 1.3, rng=1),
+            model=model,
+            n_proposals=20,
+            epsilon_total=1.0,
+            epsilon_abc=0.2,
+            c=2,
+            rng=0,
+            privacy_rng=1,
+            progressbar=False,
+        )
+
+
+def test_record_simulator_returning_objects_is_refused_and_booleans_pass():
+    def records(p, n, rng):
+        return rng.random((len(p["p"]), n)) < p["p"][:, None]
+
+    def update(x, rng):
+        ones = x.sum(axis=1)
+        return {"p": rng.beta(2 + ones, 2 + x.shape[1] - ones)}
+
+    def run(simulate):
+        model = dp.RecordModel({"p": st.beta(2, 2)}, simulate, lambda x: x, update=update)
+        return dp.da_mcmc(
+            model, MECH, 5.2, n=10, draws=3, tune=2, chains=2, rng=0, progressbar=False
+        )
+
+    # booleans are records here (a binary attribute), read by the statistic: accepted
+    assert run(records).posterior["p"].shape == (2, 3)
+
+    def objects(p, n, rng):
+        return records(p, n, rng).astype(object)
+
+    with pytest.raises(TypeError, match="record simulator .*objects returned .*dtype object"):
+        run(objects)
+
+
+# --- prior draws -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sample", "message"),
+    [
+        (lambda n, rng: {"mu": np.full(n, np.nan)}, r"prior of 'mu' returned non-finite draws"),
+        (lambda n, rng: {"mu": rng.normal(size=n + 1)}, r"prior of 'mu' returned draws of shape"),
+        (lambda n, rng: {"mu": rng.normal(size=n) > 0}, r"prior of 'mu' returned .*dtype bool"),
+    ],
+    ids=["nan", "shape", "bool"],
+)
+def test_bad_prior_draws_are_named_as_coming_from_the_prior(sample, message):
+    model = dp.Model(
+        prior=dp.Prior(sample), simulate=lambda p, rng: rng.poisson(3.0, len(p["mu"]))
+    )
+    with pytest.raises((ValueError, TypeError), match=message):
+        SAMPLERS["rejection"](model)
+
+
+def test_companion_a_finite_prior_of_the_right_shape_runs():
+    model = dp.Model(
+        prior=dp.Prior(lambda n, rng: {"mu": rng.gamma(3.0, size=n)}),
+        simulate=lambda p, rng: rng.poisson(p["mu"]),
+    )
+    assert SAMPLERS["rejection"](model).posterior["mu"].shape == (2, 4)
+
+
+def test_prior_logpdf_must_be_callable_and_only_for_a_sample_function():
+    with pytest.raises(TypeError, match="logpdf must be a callable"):
+        dp.Prior(lambda n, rng: {"mu": rng.normal(size=n)}, logpdf=1.0)
+    with pytest.raises(ValueError, match="drop logpdf="):
+        dp.Prior({"mu": st.norm(0, 1)}, logpdf=lambda p: p["mu"])
+
+
+# --- NumPy's global random state in a worker ---------------------------------------------
+
+
+def _global_draw(i, rng):
+    return np.random.random()  # noqa: NPY002 - the fault under test
+
+
+def _rng_draw(i, rng):
+    return rng.random()
+
+
+def test_a_task_drawing_from_the_global_state_in_a_worker_is_warned_about():
+    with ThreadPoolExecutor(2) as pool, pytest.warns(parallel.GlobalRandomStateWarning) as rec:
+        parallel.map_chunks(_global_draw, np.random.SeedSequence(0), 4, executor=pool)
+    assert len(rec) == 1 and "not reproducible under process or dask" in str(rec[0].message)
+
+
+def test_companion_a_task_drawing_from_its_rng_is_not_warned_about(recwarn):
+    with ThreadPoolExecutor(2) as pool:
+        parallel.map_chunks(_rng_draw, np.random.SeedSequence(0), 4, executor=pool)
+    assert not [w for w in recwarn if issubclass(w.category, parallel.GlobalRandomStateWarning)]
+
+
+def test_a_sampler_whose_simulator_uses_the_global_state_warns_on_an_executor():
+    model = _poisson(lambda p, rng: np.random.poisson(p["theta"]))  # noqa: NPY002
+    with ThreadPoolExecutor(2) as pool, pytest.warns(parallel.GlobalRandomStateWarning):
+        SAMPLERS["rejection"](model, executor=pool)
+
+
+# --- per-chunk timeout -------------------------------------------------------------------
+
+
+RELEASE = threading.Event()
+
+
+def _hangs_at_chunk_2(i, rng):
+    if i == 2:
+        RELEASE.wait(30)  # hangs until the test releases it
+    return i
+
+
+def test_a_hung_chunk_raises_a_timeout_naming_it():
+    RELEASE.clear()
+    with ThreadPoolExecutor(2) as pool:
+        timed = parallel.with_timeout(pool, 0.2)
+        try:
+            with pytest.raises(parallel.ChunkTimeoutError, match="chunk 2 did not finish"):
+                parallel.map_chunks(
+                    _hangs_at_chunk_2, np.random.SeedSequence(0), 4, executor=timed
+                )
+        finally:
+            RELEASE.set()
+
+
+def test_companion_a_timed_executor_gives_the_serial_result():
+    model = _poisson(poisson_counts)
+    serial = SAMPLERS["rejection"](model)
+    with ThreadPoolExecutor(2) as pool:
+        timed = SAMPLERS["rejection"](model, executor=parallel.with_timeout(pool, 60))
+    np.testing.assert_array_equal(serial.posterior["theta"], timed.posterior["theta"])
+
+
+@pytest.mark.parametrize("timeout", [0, -1.0, float("nan"), "5", True])
+def test_with_timeout_checks_its_timeout(timeout):
+    with ThreadPoolExecutor(1) as pool, pytest.raises((TypeError, ValueError), match="timeout"):
+        parallel.with_timeout(pool, timeout)
+
+
+# --- exceptions that cannot travel back from a spawned worker -----------------------------
+
+# A class as a script's ``__main__`` defines it: cloudpickle sends it to the worker by
+# value, and the worker's instance cannot be pickled back by reference.
+MainError = type("MainError", (Exception,), {"__module__": "__main__"})
+
+
+def _raise_main_error(i, rng):
+    if i == 1:
+        raise MainError(f"bad simulation in chunk {i}")
+    return i
+
+
+def _raise_value_error(i, rng):
+    if i == 1:
+        raise ValueError("an importable exception")
+    return i
+
+
+@pytest.fixture(scope="module")
+def spawn_pool():
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield pool
+
+
+def test_an_exception_class_from_main_surfaces_as_a_clear_error(spawn_pool):
+    with pytest.raises(parallel.ChunkError, match="chunk 1 raised __main__.MainError") as info:
+        parallel.map_chunks(_raise_main_error, np.random.SeedSequence(0), 3, executor=spawn_pool)
+    assert "bad simulation in chunk 1" in str(info.value)
+    assert "traceback in the worker" in str(info.value)
+
+
+def test_companion_an_importable_exception_comes_back_as_itself(spawn_pool):
+    with pytest.raises(ValueError, match="an importable exception"):
+        parallel.map_chunks(_raise_value_error, np.random.SeedSequence(0), 3, executor=spawn_pool)
+
+
+def test_the_global_state_is_detected_in_a_process_worker(spawn_pool):
+    with pytest.warns(parallel.GlobalRandomStateWarning):
+        parallel.map_chunks(_global_draw, np.random.SeedSequence(0), 2, executor=spawn_pool)
