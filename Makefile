@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# torch is installed first, pinned: this CPU build is on the machines' disks, and the unpinned
+# torch that the neural extra asks for would otherwise download a multi-GB CUDA build.
+TORCH_VERSION ?= 2.13.0
 
 .PHONY: demo test lint fast bench clean
 
@@ -11,7 +14,8 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --quiet -e ".[test,distributed]"
+	$(BIN)/python -m pip install --quiet --quiet "torch==$(TORCH_VERSION)"
+	$(BIN)/python -m pip install --quiet --quiet -e ".[test,distributed,neural]"
 	touch $(STAMP)
 
 demo: $(STAMP)

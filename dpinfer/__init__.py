@@ -1,5 +1,7 @@
 """dpinfer: statistical inference from differentially private data."""
 
+import importlib
+
 from . import accounting, distances, theory
 from ._version import __version__
 from .likelihood import ExponentialFamily, Likelihood
@@ -69,3 +71,10 @@ __all__ = [
     "theory",
     "tolerance_smc_abc",
 ]
+
+
+def __getattr__(name):
+    # dpinfer.neural needs the optional extra (torch); import it on first use only
+    if name == "neural":
+        return importlib.import_module(".neural", __name__)
+    raise AttributeError(f"module 'dpinfer' has no attribute {name!r}")

@@ -2,7 +2,8 @@
 
 Each test saves ``np.random.get_state()``, calls public functions with ``rng=None``
 and with seeds, and asserts the state is unchanged. The companion shows the
-check catches a function that draws from the global state.
+check catches a function that draws from the global state. The neural methods
+(``dpinfer.neural``) are checked against torch's global generator as well.
 """
 
 from __future__ import annotations
@@ -137,3 +138,50 @@ def test_companion_a_global_draw_is_caught():
 
     with pytest.raises(AssertionError, match="global random state was advanced"):
         _check(lambda: LegacyLaplace(1.0).release(np.zeros(3), rng=0))
+
+
+def _torch_check(fn):
+    """Run ``fn`` under :func:`_check` and assert torch's global generator did not move."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(2024)
+    before = torch.random.get_rng_state()
+    _check(fn)
+    assert torch.equal(torch.random.get_rng_state(), before), "torch's global state was advanced"
+
+
+@pytest.mark.parametrize("seed", SEEDS, ids=["None", "int", "SeedSequence", "Generator"])
+def test_neural_methods_leave_numpy_and_torch_global_states_alone(seed):
+    pytest.importorskip("torch")
+    import scipy.stats as st
+
+    from dpinfer.neural import MCMC, SplineFlow, Training, c2st, sple, sppe
+
+    model = dp.Model(
+        prior={"theta": st.norm(0, 1)},
+        simulate=lambda p, rng: p["theta"] + rng.standard_normal(len(p["theta"])),
+    )
+    tiny = dict(
+        rounds=2,
+        simulations=60,
+        noise_copies=2,
+        draws=40,
+        flow=SplineFlow(transforms=1, hidden_features=4, residual_blocks=1, bins=3),
+        training=Training(max_epochs=1, batch_size=30),
+        progressbar=False,
+    )
+
+    def work():
+        _, post = sppe(model, dp.Laplace(1.0), 0.5, rng=_rng(seed), **tiny)
+        post.sample(0.1, draws=8, rng=_rng(seed))
+        mcmc = MCMC(warmup=5, thin=1, proposal_chains=2, initial_candidates=20)
+        _, lik = sple(model, dp.Laplace(1.0), 0.5, rng=_rng(seed), mcmc=mcmc, **tiny)
+        lik.posterior(0.1, model.prior, draws=8, mcmc=mcmc, rng=_rng(seed))
+        c2st(np.zeros((40, 1)), np.ones((40, 1)), folds=2, epochs=1, rng=_rng(seed))
+
+    _torch_check(work)
+
+
+def test_companion_a_global_torch_draw_is_caught():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(AssertionError, match="torch's global state was advanced"):
+        _torch_check(lambda: torch.randn(2))

@@ -101,6 +101,9 @@ class BinomialRelease(Mechanism):
     def _sample(self, value, rng):
         return rng.binomial(self.n, self.success_probability(value))
 
+    def _quantile(self, value, u):
+        return st.binom.ppf(u, self.n, self.success_probability(value)).astype(np.int64)
+
     def _check_value(self, value):
         arr = super()._check_value(value)
         if np.any((arr < 0) | (arr > self.population)):

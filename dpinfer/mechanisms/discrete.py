@@ -15,6 +15,7 @@ from .._validate import integer_sensitivity as _integer_sensitivity
 from . import _exact
 from ._bits import word_source
 from ._coordinate import GAUSSIAN, LAPLACE, CoordinateForm
+from ._discrete_quantiles import discrete_gaussian_quantile, discrete_laplace_quantile
 from ._params import as_shape, noise_array, require_sensitivity
 from .base import Mechanism, Privacy
 
@@ -119,6 +120,9 @@ class DiscreteLaplace(_IntegerNoise):
     def _log_density(self, xp, released, value):
         return self._log_norm - xp.abs(released - value) / self.scale
 
+    def _quantile(self, value, u):
+        return value + discrete_laplace_quantile(u, self.scale)
+
     def _coordinate_form(self, released):
         return CoordinateForm.build(LAPLACE, released, a=self.scale, c=self._log_norm)
 
@@ -206,6 +210,9 @@ class DiscreteGaussian(_IntegerNoise):
 
     def _log_density(self, xp, released, value):
         return self._log_norm - xp.square(released - value) / (2 * self.sigma**2)
+
+    def _quantile(self, value, u):
+        return value + discrete_gaussian_quantile(u, self.sigma)
 
     def _coordinate_form(self, released):
         return CoordinateForm.build(GAUSSIAN, released, a=2 * self.sigma**2, c=self._log_norm)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import ndtri
 
 from .. import _validate, accounting
 from ._coordinate import GAUSSIAN, CoordinateForm
@@ -116,6 +117,9 @@ class Gaussian(Mechanism):
 
     def _sample(self, value, rng):
         return value + rng.standard_normal(size=value.shape) * self.sigma
+
+    def _quantile(self, value, u):
+        return value + ndtri(u) * self.sigma
 
     @property
     def log_max_density(self) -> float:

@@ -82,6 +82,13 @@ class Laplace(Mechanism):
     def _sample(self, value, rng):
         return value + rng.laplace(0.0, 1.0, size=value.shape) * self.scale
 
+    def _quantile(self, value, u):
+        # b log(2u) below the median, -b log(2(1 - u)) above it, where 1 - u is exact
+        lower = u < 0.5
+        below = np.log(2 * np.where(lower, u, 0.5))
+        above = -np.log(2 * (1 - np.where(lower, 0.5, u)))
+        return value + np.where(lower, below, above) * self.scale
+
     @property
     def log_max_density(self) -> float:
         """``log sup eta(s_dp | s)`` over releases and confidential values."""

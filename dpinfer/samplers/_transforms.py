@@ -64,6 +64,9 @@ class ParameterSpace:
         for name, (lower, upper) in (support or {}).items():
             if name in self.transforms and self.dtypes[name] is None:
                 self.transforms[name] = Transform(float(lower), float(upper))
+        self._build_flat()
+
+    def _build_flat(self) -> None:
         # per-coordinate bounds, so that one call maps every parameter of a batch
         widths = [int(np.prod(self.shapes[k], dtype=int)) for k in self.names]
         self._flat = Transform(
@@ -71,6 +74,21 @@ class ParameterSpace:
             np.repeat([self.transforms[k].upper for k in self.names], widths),
         )
         self._splits = np.cumsum(widths)[:-1]
+
+    @classmethod
+    def from_bounds(cls, names, shapes: dict, bounds: dict) -> ParameterSpace:
+        """Rebuild a space of continuous parameters from names, shapes and ``(lower, upper)``."""
+        space = cls.__new__(cls)
+        space.names = list(names)
+        space.shapes = {k: tuple(shapes[k]) for k in space.names}
+        space.dtypes = dict.fromkeys(space.names)
+        space.transforms = {k: Transform(*map(float, bounds[k])) for k in space.names}
+        space._build_flat()
+        return space
+
+    def bounds(self) -> dict[str, tuple[float, float]]:
+        """``(lower, upper)`` of each parameter's map (infinite where unbounded)."""
+        return {k: (t.lower, t.upper) for k, t in self.transforms.items()}
 
     @property
     def integer(self) -> np.ndarray:

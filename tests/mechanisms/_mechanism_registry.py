@@ -16,7 +16,10 @@ Each row gives
   ``logpdf(released, .)`` is attained (checked against ``log_max_density_at``);
 - ``translation``: whether ``eta(s_dp | s)`` depends on ``s_dp - s`` only; otherwise
   ``release_candidates(mech)`` lists releases among which ``log_max_density`` is attained;
-- ``audit``: the worst-case neighbours and sample sizes for the empirical audit.
+- ``audit``: the worst-case neighbours and sample sizes for the empirical audit;
+- ``ppf(mech, value, u)``: for continuous families, the inverse CDF from scipy.stats
+  (discrete families are inverted by brute force from ``oracle``, see
+  :func:`oracle_quantile`).
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ class Case:
     normalisation_range: tuple[int, int] = (-400, 401)
     translation: bool = True
     release_candidates: Callable[[dp.Mechanism], list] | None = None
+    ppf: Callable[[dp.Mechanism, np.ndarray, np.ndarray], np.ndarray] | None = None
 
     def __str__(self) -> str:
         return self.name
@@ -140,6 +144,41 @@ def _perturb_binomial(mech, f):
     return dp.BinomialRelease(
         n=mech.n, m=mech.m * f, population=mech.population, length=mech.event_shape[0]
     )
+
+
+def with_planted_quantile(case: Case, mech: dp.Mechanism, factor: float) -> dp.Mechanism:
+    """A copy of ``mech`` whose inverse CDF uses the noise parameter times ``factor``."""
+    wrong = case.perturb(mech, factor)
+
+    class Planted(type(mech)):
+        def _quantile(self, value, u):
+            return wrong._quantile(value, u)
+
+    planted = copy.copy(mech)
+    planted.__class__ = Planted
+    return planted
+
+
+def oracle_quantile(case: Case, mech: dp.Mechanism, value, u) -> np.ndarray:
+    """The release at uniforms ``u``, independently of ``release_from_uniform``.
+
+    Continuous rows use scipy's ``ppf``; discrete rows sum the oracle pmf over
+    ``normalisation_range`` (around the value for translation families) and
+    take the smallest support point whose CDF reaches ``u``, coordinate by
+    coordinate. Keep ``u`` within ``[1e-9, 1 - 1e-9]``: the cumulative sum is
+    accurate to about 1e-15.
+    """
+    value, u = np.broadcast_arrays(np.asarray(value), np.asarray(u, dtype=float))
+    if not mech.discrete:
+        return case.ppf(mech, value, u)
+    lo, hi = case.normalisation_range
+    out = np.empty(u.shape, dtype=np.int64)
+    for idx in np.ndindex(u.shape):
+        v = int(value[idx])
+        support = np.arange(lo, hi) + (v if case.translation else 0)
+        pmf = np.exp(case.oracle(mech, support, np.full(support.shape, v)))
+        out[idx] = support[np.searchsorted(np.cumsum(pmf), u[idx], side="left")]
+    return out
 
 
 def with_planted_sampler(case: Case, mech: dp.Mechanism, factor: float) -> dp.Mechanism:
@@ -236,6 +275,7 @@ CASES: list[Case] = [
             n_test=200_000,
         ),
         gof_value=1.5,
+        ppf=lambda mech, value, u: st.laplace.ppf(u, loc=value, scale=mech.scale),
     ),
     Case(
         name="Laplace-per-coordinate",
@@ -255,6 +295,7 @@ CASES: list[Case] = [
             n_test=200_000,
             code=_privacy_loss_code,
         ),
+        ppf=lambda mech, value, u: st.laplace.ppf(u, loc=value, scale=mech.scale),
     ),
     Case(
         name="Gaussian",
@@ -275,6 +316,7 @@ CASES: list[Case] = [
             planted_factor=0.25,
         ),
         gof_value=-2.0,
+        ppf=lambda mech, value, u: st.norm.ppf(u, loc=value, scale=mech.sigma),
     ),
     Case(
         name="DiscreteLaplace",

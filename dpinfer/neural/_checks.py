@@ -1,0 +1,112 @@
+"""Argument checks shared by :func:`sppe` and :func:`sple`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _validate
+from .._rng import as_seed_sequence, child_sequence
+from ..mechanisms.base import Mechanism
+from ..samplers._common import check_inputs
+from ._flows import SplineFlow
+from ._rqmc import is_power_of_two
+from ._sequential import SPACE, Setup
+from ._simulations import space_for
+from ._training import Training
+
+NOISE = ("rqmc", "mc")
+# the options SPPE and SPLE share, validated by :func:`setup`
+SHARED = (
+    "rounds",
+    "simulations",
+    "noise_copies",
+    "noise",
+    "flow",
+    "training",
+    "rng",
+    "executor",
+    "progressbar",
+    "callback",
+)
+
+
+def shared(namespace: dict) -> dict:
+    """Pick the shared options out of a public function's arguments."""
+    return {name: namespace[name] for name in SHARED}
+
+
+def setup(
+    model,
+    mechanism,
+    released,
+    *,
+    rounds,
+    simulations,
+    noise_copies,
+    noise,
+    flow,
+    training,
+    rng,
+    executor,
+    progressbar,
+    callback,
+    dequantise=False,
+) -> tuple[Setup, int, int]:
+    """Validate the arguments common to SPPE and SPLE; return the setup, rounds, simulations."""
+    released = check_inputs(model, mechanism, released)
+    rounds = _validate.positive_int("rounds", rounds)
+    simulations = _validate.positive_int("simulations", simulations)
+    if simulations < 2:
+        raise ValueError("simulations must be at least 2 (training and validation), got 1")
+    copies = _validate.positive_int("noise_copies", noise_copies)
+    if noise not in NOISE:
+        raise ValueError(f"noise must be one of {NOISE}, got {noise!r}")
+    qmc = noise == "rqmc"
+    if qmc and not is_power_of_two(copies):
+        raise ValueError(
+            f"noise_copies must be a power of two with noise='rqmc' (Sobol points), got {copies!r}"
+        )
+    if qmc and type(mechanism)._quantile is Mechanism._quantile:
+        raise TypeError(
+            f"{type(mechanism).__name__} has no release_from_uniform (inverse CDF), which "
+            "noise='rqmc' needs; pass noise='mc' to privatise with independent releases"
+        )
+    if training is None:
+        training = Training()
+    elif not isinstance(training, Training):
+        raise TypeError(f"training must be a dpinfer.neural.Training, got {training!r}")
+    if flow is None:
+        flow = SplineFlow()
+    elif not callable(flow):
+        raise TypeError(f"flow must be a callable flow(features, context), got {flow!r}")
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable or None, got {callback!r}")
+    if not isinstance(progressbar, bool | np.bool_):
+        raise TypeError(f"progressbar must be True or False, got {progressbar!r}")
+    root = as_seed_sequence(rng)
+    # the space needs two prior draws to learn the parameters' shapes
+    space = space_for(model, np.random.default_rng(child_sequence(root, SPACE)))
+    return (
+        Setup(
+            model=model,
+            mechanism=mechanism,
+            released=released,
+            space=space,
+            copies=copies,
+            qmc=qmc,
+            training=training,
+            flow=flow,
+            root=root,
+            executor=executor,
+            progressbar=bool(progressbar),
+            dequantise=dequantise,
+        ),
+        rounds,
+        simulations,
+    )
+
+
+def require_prior_density(model, why: str) -> None:
+    """Refuse a prior without a log density where the method needs one."""
+    if not model.prior.has_logpdf:
+        raise ValueError(f"{why} needs a prior with a logpdf (pass logpdf= to a callable Prior)")

@@ -1,0 +1,362 @@
+"""Trained estimators: a neural posterior ``q(theta | s_dp)`` and likelihood ``q(s_dp | theta)``.
+
+Both keep what they need to be used again on a new release without retraining
+and without the objects they were trained with: the parameter names, shapes and
+support maps, the release's shape, and a description of the mechanism for the
+results' metadata. They save to one file (:meth:`save`) that :func:`load` reads
+back with ``torch.load(..., weights_only=True)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .. import _validate
+from .._rng import RNGLike, as_generator, as_seed_sequence, child_sequence
+from ..model import as_prior
+from ._io import read, save
+from ._mcmc import MCMC, Chains, random_walk_metropolis
+from ._result import neural_result, total_draws
+from ._torch_rng import forked
+
+__all__ = ["NeuralLikelihood", "NeuralPosterior", "load"]
+
+_SAMPLE_BATCH = 100_000
+_MIN_SUPPORT_RATE = 1e-3
+
+
+class _Estimator:
+    """A trained :class:`~dpinfer.neural._flows.ConditionalDensity` and its problem."""
+
+    kind = ""
+
+    def __init__(self, density, space, info: dict, flow_spec: dict | None):
+        self.density = density
+        self.space = space
+        self.info = info
+        self.flow_spec = flow_spec
+
+    @property
+    def names(self) -> list[str]:
+        """Parameter names."""
+        return list(self.space.names)
+
+    @property
+    def event_shape(self) -> tuple[int, ...]:
+        """Shape of one release."""
+        return tuple(self.info["event_shape"])
+
+    def save(self, path) -> None:
+        """Save the estimator to ``path`` (read back with :func:`dpinfer.neural.load`)."""
+        save(self, path)
+
+    def _released(self, released) -> np.ndarray:
+        arr = _validate.finite_array("released", released)
+        if arr.shape != self.event_shape:
+            raise ValueError(
+                f"released must have shape {self.event_shape} (the release the estimator "
+                f"was trained on), got shape {arr.shape}"
+            )
+        if self.info["discrete"]:
+            arr = _validate.integer_array("released", arr).astype(float)
+        return arr.reshape(-1)
+
+    def _params(self, params) -> np.ndarray:
+        """Unconstrained ``z`` of a dict of parameter arrays with a leading batch axis."""
+        if not isinstance(params, dict) or set(params) != set(self.names):
+            raise ValueError(f"params must be a dict with keys {self.names}, got {params!r}")
+        return self.space.flatten({k: np.asarray(params[k], dtype=float) for k in self.names})
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(params={self.names}, event_shape={self.event_shape}, "
+            f"mechanism={self.info['mechanism']})"
+        )
+
+
+def _tensor(x) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(x), dtype=torch.float32)
+
+
+class NeuralPosterior(_Estimator):
+    """A neural posterior estimate ``q(theta | s_dp)``, as trained by :func:`sppe`.
+
+    Attributes
+    ----------
+    density : torch.nn.Module
+        The conditional flow of the unconstrained parameters given a release,
+        with its standardisations.
+    names : list of str
+        Parameter names.
+
+    Notes
+    -----
+    After SPPE's first round the estimate is amortised: trained on the prior
+    predictive, it applies to any release. Later rounds train on parameters
+    proposed near the observed release, so the estimate is accurate there only.
+    """
+
+    kind = "posterior"
+
+    def log_prob(self, params: dict, released) -> np.ndarray:
+        """``log q(theta | released)`` of a batch of parameters (on their own scale).
+
+        Parameters
+        ----------
+        params : dict
+            Parameter arrays with a leading batch axis.
+        released : array_like
+            One release.
+
+        Returns
+        -------
+        numpy.ndarray
+            Log densities, shape ``(n,)``.
+        """
+        z = self._params(params)
+        _, log_jac = self.space.unflatten(z)
+        context = _tensor(self._released(released))
+        with torch.no_grad():
+            log_q = self.density.log_prob(_tensor(z), context).double().numpy()
+        return log_q - log_jac
+
+    def sample(
+        self,
+        released,
+        *,
+        draws: int = 4000,
+        chains: int = 4,
+        prior=None,
+        rng: RNGLike = None,
+    ):
+        """Draw from the posterior estimate given a (new) release, without retraining.
+
+        Parameters
+        ----------
+        released : array_like
+            The release.
+        draws : int, default 4000
+            Draws over all chains together (rounded up to a multiple of ``chains``).
+        chains : int, default 4
+            Independent draws are split into this many chains.
+        prior : Prior or dict, optional
+            Restrict the draws to its support (the estimate already respects
+            the bounds of scalar ``scipy.stats`` priors).
+        rng : seed, optional
+
+        Returns
+        -------
+        arviz.InferenceData
+            ``posterior`` and, in ``sample_stats``, ``log_q`` (the estimate's
+            log density at each draw).
+        """
+        released = self._released(released)
+        chains, n = total_draws(draws, chains)
+        prior = None if prior is None else as_prior(prior)
+        root = as_seed_sequence(rng)
+        _, params, log_q, rate = self.draw(released, n, child_sequence(root, 0), prior)
+        return neural_result(
+            params,
+            info=self.info,
+            released=released.reshape(self.event_shape),
+            method="sppe",
+            root=root,
+            chains=chains,
+            sample_stats={"log_q": log_q},
+            support_rate=rate,
+        )
+
+    def draw(self, released: np.ndarray, n: int, seq, prior=None):
+        """Draw ``n`` times in the prior support; return ``z``, params, ``log q``, acceptance."""
+        context = _tensor(released)
+        kept, log_q, tried = [], [], 0
+        with forked(seq), torch.no_grad():
+            while sum(len(k) for k in kept) < n:
+                want = n - sum(len(k) for k in kept)
+                z = self.density.sample(context, min(_SAMPLE_BATCH, 2 * want + 100))
+                log_z = self.density.log_prob(z, context).double().numpy()
+                z = z.double().numpy()
+                tried += len(z)
+                ok = np.all(np.isfinite(z), axis=1) & np.isfinite(log_z)
+                if prior is not None:
+                    params, log_jac = self.space.unflatten(z[ok])
+                    ok[ok] = np.isfinite(np.asarray(prior.logpdf(params), dtype=float))
+                kept.append(z[ok])
+                log_q.append(log_z[ok])
+                accepted = sum(len(k) for k in kept)
+                if tried >= 10 * _SAMPLE_BATCH and accepted < _MIN_SUPPORT_RATE * tried:
+                    raise RuntimeError(
+                        f"the posterior estimate puts {accepted / tried:.2g} of its mass in the "
+                        "prior support; train longer or check the model"
+                    )
+        z = np.concatenate(kept)[:n]
+        params, log_jac = self.space.unflatten(z)
+        return z, params, np.concatenate(log_q)[:n] - log_jac, accepted / tried
+
+
+class NeuralLikelihood(_Estimator):
+    """A neural likelihood estimate ``q(s_dp | theta)``, as trained by :func:`sple`.
+
+    Notes
+    -----
+    For an integer-valued release the flow models ``s_dp + U(0, 1)``
+    (dequantisation): its density is then a piecewise-constant estimate of the
+    pmf on each cell, and :meth:`log_prob` evaluates it at the cell centre
+    ``s_dp + 1/2``. The estimate is trained on all rounds' simulations; it is
+    accurate where those parameters lie, which after several rounds is near the
+    posterior of the observed release.
+    """
+
+    kind = "likelihood"
+
+    def log_prob(self, released, params: dict) -> np.ndarray:
+        """``log q(released | theta)`` for a batch of parameters.
+
+        Parameters
+        ----------
+        released : array_like
+            One release.
+        params : dict
+            Parameter arrays with a leading batch axis.
+
+        Returns
+        -------
+        numpy.ndarray
+            Log likelihood estimates, shape ``(n,)``.
+        """
+        return self._log_lik(self._released(released), self._params(params))
+
+    def _log_lik(self, released: np.ndarray, z: np.ndarray) -> np.ndarray:
+        x = _tensor(released + (0.5 if self.info["dequantised"] else 0.0))
+        out = np.empty(len(z))
+        with torch.no_grad():
+            for lo in range(0, len(z), _SAMPLE_BATCH):
+                chunk = _tensor(z[lo : lo + _SAMPLE_BATCH])
+                out[lo : lo + len(chunk)] = self.density.log_prob(x, chunk).double().numpy()
+        return out
+
+    def posterior(
+        self,
+        released,
+        prior,
+        *,
+        draws: int = 4000,
+        chains: int = 4,
+        mcmc: MCMC | None = None,
+        rng: RNGLike = None,
+    ):
+        """Sample ``pi(theta) q(released | theta)`` by random-walk Metropolis, without retraining.
+
+        Parameters
+        ----------
+        released : array_like
+            The release.
+        prior : Prior or dict
+            The prior (a :class:`dpinfer.Prior`, or ``model.prior``).
+        draws : int, default 4000
+            Kept draws over all chains together (rounded up to a multiple of ``chains``).
+        chains : int, default 4
+            Independent Markov chains.
+        mcmc : MCMC, optional
+            Warm-up and thinning (default :class:`MCMC`).
+        rng : seed, optional
+
+        Returns
+        -------
+        arviz.InferenceData
+            ``posterior``; ``sample_stats``: ``log_likelihood_estimate`` and
+            ``lp`` (log prior plus log likelihood estimate) per draw; ``attrs``:
+            ``rhat_max`` and ``mcmc_acceptance_rate``.
+        """
+        released = self._released(released)
+        chains, n = total_draws(draws, chains)
+        mcmc = _check_mcmc(mcmc)
+        prior = as_prior(prior)
+        root = as_seed_sequence(rng)
+        run = self.chains(released, prior, chains, n // chains, mcmc, child_sequence(root, 0))
+        params, stats = self.chain_draws(released, run)
+        return neural_result(
+            params,
+            info=self.info,
+            released=released.reshape(self.event_shape),
+            method="sple",
+            root=root,
+            chains=chains,
+            sample_stats=stats,
+            rhat_max=run.rhat_max(),
+            mcmc_acceptance_rate=run.acceptance_rate,
+        )
+
+    def log_target(self, released: np.ndarray, prior):
+        """``z -> log pi(theta(z)) + log |J| + log q(released | theta(z))``."""
+
+        def target(z):
+            params, log_jac = self.space.unflatten(z)
+            lp = np.asarray(prior.logpdf(params), dtype=float) + log_jac
+            ok = np.isfinite(lp)
+            out = np.full(len(z), -np.inf)
+            if ok.any():
+                out[ok] = lp[ok] + self._log_lik(released, z[ok])
+            out[~np.isfinite(out)] = -np.inf
+            return out
+
+        return target
+
+    def chains(self, released, prior, n_chains, per_chain, mcmc: MCMC, seq) -> Chains:
+        """Run ``n_chains`` chains from resampled prior draws; keep ``per_chain`` draws each."""
+        gen = as_generator(seq)
+        candidates = self.space.flatten(prior.sample(mcmc.initial_candidates, gen))
+        log_w = self._log_lik(released, candidates)
+        log_w[~np.isfinite(log_w)] = -np.inf
+        if not np.isfinite(log_w).any():
+            raise RuntimeError("the likelihood estimate is zero at every initial candidate")
+        w = np.exp(log_w - log_w.max())
+        w /= w.sum()
+        start = candidates[gen.choice(len(candidates), size=n_chains, p=w)]
+        mean = w @ candidates
+        cov = ((candidates - mean) * w[:, None]).T @ (candidates - mean)
+        target = self.log_target(released, prior)
+        return random_walk_metropolis(target, start, cov, per_chain, mcmc, gen)
+
+    def chain_draws(self, released, run: Chains) -> tuple[dict, dict]:
+        """Parameters of the kept states (chain-major) and their per-draw statistics."""
+        z = run.z.reshape(-1, run.z.shape[-1])
+        params, _ = self.space.unflatten(z)
+        stats = {
+            "log_likelihood_estimate": self._log_lik(released, z),
+            "lp": run.log_target.reshape(-1),
+        }
+        return params, stats
+
+
+def _check_mcmc(mcmc) -> MCMC:
+    if mcmc is None:
+        return MCMC()
+    if not isinstance(mcmc, MCMC):
+        raise TypeError(f"mcmc must be a dpinfer.neural.MCMC, got {type(mcmc).__name__}")
+    return mcmc
+
+
+def load(path, *, flow=None) -> NeuralPosterior | NeuralLikelihood:
+    """Load an estimator saved with ``estimator.save(path)``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+    flow : callable, optional
+        The flow builder it was trained with; needed only when that was not a
+        :class:`SplineFlow` (whose settings are saved with the weights).
+
+    Returns
+    -------
+    NeuralPosterior or NeuralLikelihood
+
+    Notes
+    -----
+    The file is read with ``torch.load(..., weights_only=True)``: it holds
+    tensors, numbers and strings only, so loading runs no pickled code.
+    """
+    kind, parts = read(path, flow)
+    return {"posterior": NeuralPosterior, "likelihood": NeuralLikelihood}[kind](*parts)
