@@ -129,7 +129,12 @@ def to_inference_data(
         groups["observed_data"] = {"s_dp": np.asarray(observed)}
     if constant_data:
         groups["constant_data"] = {k: np.asarray(v) for k, v in constant_data.items()}
-    idata = az.from_dict(**groups)
+    with warnings.catch_warnings():
+        # the arrays are (chain, draw, ...) by construction; ArviZ's shape guess
+        # warns whenever a run keeps fewer draws than chains (an ABCDP run that
+        # accepted nothing)
+        warnings.filterwarnings("ignore", message="More chains", category=UserWarning)
+        idata = az.from_dict(**groups)
     meta = _netcdf_attrs({**attrs, **_draw_diagnostics(by_chain, attrs.get("ess", math.nan))})
     idata.attrs.update(meta)
     for name in idata.groups():

@@ -109,7 +109,7 @@ def sple(
     >>> def simulate(p, rng):
     ...     return p["theta"] + 0.5 * rng.standard_normal(len(p["theta"]))
     >>> model = dp.Model(prior={"theta": st.norm(0, 1)}, simulate=simulate)
-    >>> quick = MCMC(warmup=30, thin=1, proposal_chains=4, initial_candidates=100)
+    >>> quick = MCMC(warmup=100, thin=10, proposal_chains=4, initial_candidates=100)
     >>> idata, likelihood = sple(model, dp.Laplace(0.5), 0.8, rounds=1, simulations=200,
     ...                          draws=200, flow=SplineFlow(transforms=1, hidden_features=8),
     ...                          training=Training(max_epochs=3), mcmc=quick, rng=1,

@@ -90,6 +90,8 @@ def test_posterior_from_xiong_release_contains_the_truth():
     check_covers_truth(_posterior(sir.RELEASED, sir.mechanism(), rng=14))
 
 
+# the planted budget makes the population degenerate; the check, not the warning, is tested
+@pytest.mark.filterwarnings("ignore:smc_abc. the final population is degenerate:RuntimeWarning")
 def test_planted_wrong_privacy_budget_fails_the_check():
     # The analyst takes the release for an epsilon = 0.1 one (m = n L / 0.1 = 100 000, the
     # success probabilities squeezed into [0.083, 0.917]) although it was made with
@@ -104,6 +106,8 @@ def test_planted_wrong_privacy_budget_fails_the_check():
 # --- helpers of the posterior analysis ----------------------------------------------
 
 
+# 20 particles suffice to test R0's layout; their degeneracy warning is expected
+@pytest.mark.filterwarnings("ignore:smc_abc. the final population is degenerate:RuntimeWarning")
 def test_r0_of_the_truth_dicts_arrays_and_posteriors():
     assert sir.r0(sir.TRUTH) == pytest.approx(math.exp(2.5))
     np.testing.assert_allclose(sir.r0(np.array([[-0.5, -3.0], [0.0, 0.0]])), [math.exp(2.5), 1])
