@@ -200,7 +200,7 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="a smaller run (about 1 minute)")
     args = parser.parse_args(argv)
     draws, particles = (4_000, 5_000) if args.quick else (10_000, 20_000)
-    rejection_batch, smc_batch = 10_000, particles // 8
+    rejection_batch, smc_batch = 2_500, particles // 8
     logging.getLogger("distributed").setLevel(logging.ERROR)
 
     print(f"load average before: {os.getloadavg()}; cores: {os.cpu_count()}")
