@@ -54,6 +54,12 @@ class ParameterSpace:
         interval ``(lower, upper)`` with infinite ends allowed. The support is
         open: boundary values are outside it.
 
+    Attributes
+    ----------
+    lower, upper : numpy.ndarray
+        The support's ends per flat coordinate, shape ``(size,)`` (infinite
+        where unbounded).
+
     Notes
     -----
     The unconstrained coordinate of a component with support ``(a, b)`` is
@@ -102,8 +108,8 @@ class ParameterSpace:
                 lower.append(lo)
                 upper.append(hi)
         self.labels = tuple(labels)
-        self._lower = np.array(lower, dtype=float)
-        self._upper = np.array(upper, dtype=float)
+        self.lower = np.array(lower, dtype=float)
+        self.upper = np.array(upper, dtype=float)
 
     # --- dict <-> flat vector -----------------------------------------------------------
     def flatten(self, params: Mapping) -> np.ndarray:
@@ -165,13 +171,13 @@ class ParameterSpace:
         """Whether a flat vector lies in the (open) support."""
         theta = np.asarray(theta, dtype=float)
         return bool(
-            np.all(np.isfinite(theta)) and np.all((theta > self._lower) & (theta < self._upper))
+            np.all(np.isfinite(theta)) and np.all((theta > self.lower) & (theta < self.upper))
         )
 
     # --- unconstrained scale ------------------------------------------------------------
     def to_unconstrained(self, theta: np.ndarray) -> np.ndarray:
         """Map a flat natural-scale vector to the unconstrained scale."""
-        return _support.to_unconstrained(theta, self._lower, self._upper)
+        return _support.to_unconstrained(theta, self.lower, self.upper)
 
     def to_natural(self, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Map an unconstrained vector back; also return ``dtheta/dphi`` and its derivative.
@@ -182,7 +188,7 @@ class ParameterSpace:
             The natural-scale vector and the elementwise first and second
             derivatives of the (componentwise) map, for the chain rule.
         """
-        return _support.to_constrained(phi, self._lower, self._upper)
+        return _support.to_constrained(phi, self.lower, self.upper)
 
     def __repr__(self) -> str:
         parts = []

@@ -36,7 +36,7 @@ RESOLUTION = 0.01
 def on_closed_bound(space, theta: np.ndarray) -> np.ndarray:
     """Mask of components equal to a finite end of their support."""
     theta = np.asarray(theta, dtype=float)
-    lower, upper = space._lower, space._upper
+    lower, upper = space.lower, space.upper
     return (np.isfinite(lower) & (theta == lower)) | (np.isfinite(upper) & (theta == upper))
 
 
@@ -44,13 +44,13 @@ def in_closed_support(space, theta: np.ndarray) -> bool:
     """Whether a flat vector lies in the closed support (ends included)."""
     theta = np.asarray(theta, dtype=float)
     return bool(
-        np.all(np.isfinite(theta)) and np.all((theta >= space._lower) & (theta <= space._upper))
+        np.all(np.isfinite(theta)) and np.all((theta >= space.lower) & (theta <= space.upper))
     )
 
 
 def nearest_bound(space, theta: np.ndarray) -> np.ndarray:
     """Return the finite end of each component's support nearest ``theta`` (NaN if none)."""
-    lower, upper = space._lower, space._upper
+    lower, upper = space.lower, space.upper
     to_lower = np.where(np.isfinite(lower), theta - lower, np.inf)
     to_upper = np.where(np.isfinite(upper), upper - theta, np.inf)
     bound = np.where(to_lower <= to_upper, lower, upper)
