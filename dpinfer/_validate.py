@@ -146,13 +146,6 @@ def optional_callable(name: str, value):
     return value
 
 
-def required_callable(name: str, value):
-    """Return ``value``, or raise unless it is callable."""
-    if not callable(value):
-        raise TypeError(f"{name} must be a callable, got {_short_repr(value)}")
-    return value
-
-
 def executor(name: str, value):
     """Return ``value``, or raise unless it is None or has a ``submit`` method."""
     if value is not None and not callable(getattr(value, "submit", None)):

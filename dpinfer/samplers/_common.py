@@ -35,13 +35,11 @@ def check_count(name: str, value) -> int:
     return _validate.size(name, value)
 
 
-def check_options(*, rng, executor, progressbar, batch_size=None) -> None:
+def check_options(*, rng, executor, progressbar) -> None:
     """Check the options every sampler shares, up front, whichever path uses them."""
     check_rng(rng)
     _validate.executor("executor", executor)
     _validate.flag("progressbar", progressbar)
-    if batch_size is not None:
-        check_count("batch_size", batch_size)
 
 
 def privacy_attrs(mechanism: Mechanism) -> dict:

@@ -9,11 +9,9 @@ seed itself is never written to the results.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from .._rng import RNGLike
+from .._rng import RNGLike, as_seed_sequence
 
 __all__ = ["check_privacy_rng", "privacy_noise_label"]
 
@@ -58,11 +56,4 @@ def _entropy(name: str, value: RNGLike):
     if isinstance(value, np.random.Generator):
         seed_seq = getattr(value.bit_generator, "seed_seq", None)
         return seed_seq.entropy if isinstance(seed_seq, np.random.SeedSequence) else None
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_):
-        if value < 0:
-            raise ValueError(f"{name} must be a non-negative integer seed, got {value!r}")
-        return int(value)
-    raise TypeError(
-        f"{name} must be None, an int, a numpy SeedSequence or a numpy Generator, "
-        f"got {type(value).__name__}: {value!r}"
-    )
+    return as_seed_sequence(value, name=name).entropy  # an int seed is its own entropy

@@ -74,6 +74,7 @@ class ParameterSpace:
             np.repeat([self.transforms[k].upper for k in self.names], widths),
         )
         self._splits = np.cumsum(widths)[:-1]
+        self._integer = np.repeat([self.dtypes[k] is not None for k in self.names], widths)
 
     @classmethod
     def from_bounds(cls, names, shapes: dict, bounds: dict) -> ParameterSpace:
@@ -93,8 +94,7 @@ class ParameterSpace:
     @property
     def integer(self) -> np.ndarray:
         """Boolean mask of the columns of ``z`` that hold integer parameters."""
-        widths = [int(np.prod(self.shapes[k], dtype=int)) for k in self.names]
-        return np.repeat([self.dtypes[k] is not None for k in self.names], widths)
+        return self._integer
 
     @property
     def dim(self) -> int:
