@@ -8,8 +8,6 @@ normalised scale, so that the released vector is the plain sum over records.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import scipy.stats as st
 
@@ -31,10 +29,7 @@ def build(n: int) -> dp.RecordModel:
 
 def simulate_records(params, n, rng) -> np.ndarray:
     """``n`` subjects ``(x_1, x_2, y)`` per coefficient vector: shape ``(batch, n, 3)``."""
-    beta = np.asarray(params["beta"], dtype=float)
-    x = np.asarray(lr.X_MEAN) + rng.standard_normal((len(beta), n, lr.P))
-    noise = math.sqrt(lr.NOISE_VARIANCE) * rng.standard_normal((len(beta), n))
-    y = beta[:, None, 0] + np.einsum("bnj,bj->bn", x, beta[:, 1:]) + noise
+    x, y = lr._subjects(np.asarray(params["beta"], dtype=float), n, rng)
     return np.concatenate([x, y[..., None]], axis=-1)
 
 

@@ -327,10 +327,19 @@ def simulate_statistics(
     out = np.empty((len(beta), width))
     for lo in range(0, len(beta), _CHUNK):
         b = beta[lo : lo + _CHUNK]
-        x = mean + gen.standard_normal((len(b), n, p))
-        y = b[:, :1] + np.einsum("bnj,bj->bn", x, b[:, 1:]) + sd * gen.standard_normal((len(b), n))
-        out[lo : lo + len(b)] = statistics(x, y, clamp=clamp)
+        out[lo : lo + len(b)] = statistics(*_subjects(b, n, gen, x_mean=mean, sd=sd), clamp=clamp)
     return out
+
+
+def _subjects(beta, n, gen, *, x_mean=X_MEAN, sd=math.sqrt(NOISE_VARIANCE)):
+    """Draw ``n`` unclamped subjects per coefficient vector: ``x (batch, n, p)``, ``y (batch, n)``.
+
+    The model's one data-generating process, shared by :func:`simulate_statistics`
+    and the record model's ``simulate_records``.
+    """
+    x = np.asarray(x_mean) + gen.standard_normal((len(beta), n, len(x_mean)))
+    noise = sd * gen.standard_normal(x.shape[:2])
+    return x, beta[:, :1] + np.einsum("bnj,bj->bn", x, beta[:, 1:]) + noise
 
 
 def model(*, n: int = N) -> dp.Model:
