@@ -47,8 +47,9 @@ class _IntegerNoise(Mechanism):
     def _noise_source(self, rng):
         return word_source(rng)
 
-    def _sample(self, value, rng):
-        noise = type(self)._exact_sampler(self._rational, value.size, word_source(rng))
+    def _sample(self, value, source):
+        # ``source`` is the word source that _noise_source made of the caller's rng
+        noise = type(self)._exact_sampler(self._rational, value.size, source)
         return value + noise.reshape(value.shape)
 
     @property

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from .._rng import RNGLike, as_seed_sequence, child_sequence
+from ..compare import _subsample
 from ._torch_rng import forked, generator
 
 
@@ -84,10 +85,6 @@ def c2st(
 def _as_points(sample) -> np.ndarray:
     arr = np.asarray(sample, dtype=float)
     return arr.reshape(len(arr), -1)
-
-
-def _subsample(arr: np.ndarray, n: int, gen) -> np.ndarray:
-    return arr[gen.choice(len(arr), size=n, replace=False)] if len(arr) > n else arr
 
 
 def _classifier(d: int) -> torch.nn.Module:

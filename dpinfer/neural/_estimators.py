@@ -284,7 +284,6 @@ class NeuralLikelihood(_Estimator):
             root=root,
             chains=chains,
             sample_stats=stats,
-            rhat_max=run.rhat_max(),
             mcmc_acceptance_rate=run.acceptance_rate,
         )
 

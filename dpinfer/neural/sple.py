@@ -123,7 +123,7 @@ def sple(
     require_prior_density(model, "sple (the posterior is pi(theta) q(s_dp | theta))")
     method = _SPLE(run_setup, _check_mcmc(mcmc), *total_draws(draws, chains))
     run = run_rounds(run_setup, method, rounds, simulations, callback)
-    rhat = run["final"].attrs["rhat_max"]
+    rhat = method.round_rhat[-1]  # the final chains' (on the unconstrained scale)
     if rhat > RHAT_WARNING:
         warnings.warn(
             f"sple: the final chains have R-hat {rhat:.3f} > {RHAT_WARNING}; "
@@ -173,11 +173,11 @@ class _SPLE:
         )
         params, stats = estimator.chain_draws(self.released, run)
         self.round_rhat.append(run.rhat_max())
+        # rhat_max itself is filled by dpinfer.results from the final draws
         return Final(
             params,
             stats,
             {
-                "rhat_max": run.rhat_max(),
                 "mcmc_acceptance_rate": run.acceptance_rate,
                 "round_rhat_max": np.array(self.round_rhat),
             },
