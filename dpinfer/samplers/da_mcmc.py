@@ -13,7 +13,7 @@ from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence
 from ..mechanisms.base import Mechanism
 from ..record_model import RecordModel
-from ..results import effective_sample_size, rhat
+from ..results import effective_sample_size
 from ._common import abc_result, check_count, check_options
 from ._da_init import initial_records
 from ._da_records import RecordUpdater
@@ -309,7 +309,7 @@ def _result(results, record_model, mechanism, released, settings, root, chains):
         raise ValueError(f"a parameter may not be called {_IMPUTED!r} (the imputed statistic)")
     posterior[_IMPUTED] = np.concatenate([r["s"] for r in results])
     stats = {f: np.concatenate([r["info"][f] for r in results]) for f in DAInfo._fields}
-    ess, rhat_max = _diagnostics(results, chains, settings["draws"])
+    ess = _parameter_ess(results, chains, settings["draws"])
     return abc_result(
         posterior,
         sample_stats=stats,
@@ -322,7 +322,6 @@ def _result(results, record_model, mechanism, released, settings, root, chains):
         n_simulations=sum(r["n_simulations"] for r in results),
         acceptance_rate=float(np.mean(stats["record_acceptance_rate"])),
         ess=ess,
-        rhat_max=rhat_max,
         n_records=settings["n"],
         draws=settings["draws"],
         tune=settings["tune"],
@@ -333,9 +332,12 @@ def _result(results, record_model, mechanism, released, settings, root, chains):
     )
 
 
-def _diagnostics(results, chains, draws) -> tuple[float, float]:
-    """Smallest bulk ESS and largest split R-hat over the scalar parameter components."""
-    ess, rhats = [], []
+def _parameter_ess(results, chains, draws) -> float:
+    """Smallest bulk ESS over the scalar parameter components (not the imputed statistic).
+
+    R-hat and the other draw diagnostics are computed by :mod:`dpinfer.results`.
+    """
+    ess = []
     for name in results[0]["params"]:
         arr = np.stack([r["params"][name] for r in results]).reshape(chains, draws, -1)
         for j in range(arr.shape[-1]):
@@ -343,6 +345,4 @@ def _diagnostics(results, chains, draws) -> tuple[float, float]:
             if np.ptp(comp) == 0 or draws < 4:
                 continue
             ess.append(effective_sample_size(comp))
-            if chains > 1:
-                rhats.append(rhat(comp))
-    return (min(ess) if ess else math.nan), (max(rhats) if rhats else math.nan)
+    return min(ess) if ess else math.nan
