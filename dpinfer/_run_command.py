@@ -97,6 +97,14 @@ def _add_example_parser(chooser, example) -> None:
         action="store_true",
         help="if another run is writing to --out, wait for it instead of refusing",
     )
+    sub.add_argument(
+        "--overwrite",
+        action="store_true",
+        help=(
+            "write into an --out folder that holds files dpinfer did not write: files of the "
+            "names this run writes are replaced, no other file is touched"
+        ),
+    )
     sub.set_defaults(example_parser=sub)
 
 
@@ -126,6 +134,7 @@ def _cmd_run(args: argparse.Namespace, console) -> int:
                 progressbar=not args.no_progress,
                 verbose=args.verbose,
                 wait=args.wait,
+                overwrite=args.overwrite,
                 on_start=notice,
             )
     except (OutputBusyError, OutputPathError) as err:

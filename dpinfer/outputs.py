@@ -1,29 +1,39 @@
-"""Output folders that are never half-written: atomic files, a lock, and a manifest written last.
+"""Output folders that are never half-written and never touch what is not theirs.
 
 A run that writes results to a folder (``dpinfer run ... --out DIR``) goes
 through :class:`OutputFolder`:
 
-1. the folder is **locked** (``fcntl.flock`` on ``DIR/.dpinfer.lock``): a second
-   writer is refused with :class:`OutputBusyError` naming the holder's process
-   id, or waits for it with ``wait=True``. The kernel releases the lock when its
-   holder exits, however it exits (a killed process holds nothing);
-2. ``manifest.json`` is rewritten at once with ``"complete": false``, and the
-   files of the previous run (those its manifest lists) and any temporary
-   files left by a killed writer are removed, so nothing stale survives next
-   to a fresh manifest;
-3. every file is written to a temporary name in the same folder, flushed to
-   disk and renamed over its final name (:func:`os.replace`, atomic on POSIX):
-   a reader sees the old file, no file, or the new complete one, never a
-   prefix of it;
-4. :meth:`OutputFolder.complete` writes the manifest with ``"complete": true``,
+1. the folder is opened once, refusing a symbolic link, and every later
+   operation goes through that open folder with plain file names and
+   ``O_NOFOLLOW``: nothing is opened, removed or renamed through a symbolic
+   link or outside the folder;
+2. the folder is **locked** (``fcntl.flock`` on the folder itself, so no lock
+   file is left behind): a second writer is refused with
+   :class:`OutputBusyError` naming the holder's process id, or waits for it with
+   ``wait=True``. The kernel releases the lock when its holder exits, however
+   it exits (a killed process holds nothing);
+3. a folder holding anything that dpinfer did not write (a file that its own
+   manifest does not list, a listed file that was changed since, another
+   tool's ``manifest.json``, a symbolic link) is refused unless
+   ``overwrite=True``, which allows dpinfer's output files to replace
+   same-named files and leaves every other file alone;
+4. ``manifest.json`` is rewritten at once with ``"complete": false``, and the
+   files of the previous run are removed: only those that the folder's own
+   dpinfer manifest lists, under plain names, as regular files, so nothing
+   stale survives next to a fresh manifest;
+5. every file is written to a temporary name (listed in the manifest before it
+   is created), flushed to disk and renamed over its final name, atomically: a
+   reader sees the old file, no file, or the new complete one, never a prefix;
+6. :meth:`OutputFolder.complete` writes the manifest with ``"complete": true``,
    the size and SHA-256 of every file, the seed, the version and the options:
    **last**, and atomically too.
 
 A reader checks the folder with :func:`read_manifest`: it raises
-:class:`IncompleteOutputError` unless the manifest says complete and every
-listed file is present with the recorded size and checksum. A run killed at
-any moment therefore leaves a folder that a reader recognises as incomplete,
-never one that claims to be complete while holding a partial or stale file.
+:class:`IncompleteOutputError` unless the manifest is dpinfer's own, says
+complete, and every listed file is present with the recorded size and
+checksum. A run killed at any moment therefore leaves a folder that a reader
+recognises as incomplete, never one that claims to be complete while holding
+a partial or stale file.
 
 Examples
 --------
@@ -47,9 +57,11 @@ import hashlib
 import json
 import os
 import secrets
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from . import _validate as check
 from ._version import __version__
 
 __all__ = [
@@ -66,7 +78,8 @@ __all__ = [
 MANIFEST = "manifest.json"
 #: Identifies the manifest's layout.
 FORMAT = "dpinfer-output/1"
-_LOCK = ".dpinfer.lock"
+# Earlier versions locked a file of this name; it is never opened and never counts as foreign.
+_LEGACY_LOCK = ".dpinfer.lock"
 _RESERVED = frozenset(
     {
         "format",
@@ -78,13 +91,15 @@ _RESERVED = frozenset(
         "finished",
         "error",
         "files",
+        "temporary",
     }
 )
 _TEMP_PREFIX = ".dpinfer-tmp-"
+_NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class OutputPathError(ValueError):
-    """The output path cannot be a folder (empty, an existing file, not creatable)."""
+    """The output path cannot be used (not a folder, a link, or holds files not dpinfer's)."""
 
 
 class OutputBusyError(RuntimeError):
@@ -106,8 +121,8 @@ def check_output_path(path) -> Path:
     Raises
     ------
     OutputPathError
-        If ``path`` is empty, or it (or one of its parents) is an existing
-        non-folder.
+        If ``path`` is empty, a symbolic link, or it (or one of its parents) is
+        an existing non-folder.
 
     Examples
     --------
@@ -119,9 +134,13 @@ def check_output_path(path) -> Path:
     if not isinstance(path, str | os.PathLike):
         raise TypeError(f"the output folder must be a path, got {type(path).__name__}: {path!r}")
     text = os.fspath(path)
+    if not isinstance(text, str):
+        raise TypeError(f"the output folder must be a text path, got {text!r}")
     if not text.strip():
         raise OutputPathError(f"the output folder must be a non-empty path, got {text!r}")
     folder = Path(text)
+    if folder.is_symlink():
+        raise OutputPathError(_link_message(text))
     for candidate in (folder, *folder.parents):
         if candidate.exists() and not candidate.is_dir():
             raise OutputPathError(
@@ -139,11 +158,17 @@ class OutputFolder:
     Parameters
     ----------
     path : str or path-like
-        The folder, created with its parents if missing.
+        The folder, created with its parents if missing. It must not be a
+        symbolic link.
     info : dict, optional
         JSON-serialisable metadata for the manifest (example, seed, options, ...).
     wait : bool, default False
         Wait for another writer to finish instead of raising :class:`OutputBusyError`.
+    overwrite : bool, default False
+        Use a folder that holds files dpinfer did not write (or changed since):
+        the files this run writes replace same-named ones; no other file is
+        touched. Without it such a folder is refused with
+        :class:`OutputPathError` naming the files.
 
     Notes
     -----
@@ -152,21 +177,30 @@ class OutputFolder:
     :meth:`complete` (an exception) records ``"state": "failed"`` with the
     error, and a killed process leaves ``"state": "running"`` behind, with no
     lock held: either way ``"complete": false``.
+
+    Files are only ever removed when the folder's own manifest (format
+    ``dpinfer-output/1``, read without following links) lists them under plain
+    names and they are still the regular files that dpinfer wrote; temporary
+    files are listed in the manifest before they are created, so a killed
+    run's leftovers are removed by the next run.
     """
 
-    def __init__(self, path, *, info: Mapping | None = None, wait: bool = False):
+    def __init__(self, path, *, info: Mapping | None = None, wait=False, overwrite=False):
         self.path = check_output_path(path)
-        self.info = dict(info or {})
+        self.info = check.mapping("info", info)
         clash = sorted(set(self.info) & _RESERVED)
         if clash:
             raise ValueError(f"info must not set the manifest's own keys {clash}")
-        self.wait = bool(wait)
+        self.wait = check.flag("wait", wait)
+        self.overwrite = check.flag("overwrite", overwrite)
         self.files: dict[str, dict] = {}
-        self._lock_fd: int | None = None
+        self._dir_fd: int | None = None
+        self._token = secrets.token_hex(8)
+        self._temporary: list[str] = [self._temp_name(MANIFEST)]
         self._started = _now()
         self._completed = False
 
-    # --- the lock and the stale state ------------------------------------------------
+    # --- the lock and the previous run ------------------------------------------------
 
     def __enter__(self) -> OutputFolder:
         try:
@@ -175,11 +209,19 @@ class OutputFolder:
             raise OutputPathError(
                 f"cannot create the output folder {str(self.path)!r}: {err.strerror}"
             ) from err
-        self._lock_fd = _acquire(self.path / _LOCK, wait=self.wait)
+        self._dir_fd = _open_folder(self.path)
         try:
-            previous = _load_json(self.path / MANIFEST)
+            _lock(self._dir_fd, self.path, wait=self.wait)
+            previous = _own_manifest(self._dir_fd)
+            owned = _owned_files(self._dir_fd, previous)
+            foreign = sorted(set(_entries(self._dir_fd)) - set(owned) - {_LEGACY_LOCK})
+            if foreign and not self.overwrite:
+                raise OutputPathError(_foreign_message(self.path, foreign))
+            self._write_manifest(state="running", extra=owned)
+            for name in owned:
+                if name != MANIFEST:
+                    _unlink_regular(self._dir_fd, name)
             self._write_manifest(state="running")
-            self._remove_stale(previous)
         except BaseException:
             self._release()
             raise
@@ -187,50 +229,49 @@ class OutputFolder:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         try:
-            if exc is not None and not self._completed:
+            if exc is not None and not self._completed and self._dir_fd is not None:
                 self._write_manifest(state="failed", error=f"{exc_type.__name__}: {exc}")
         finally:
             self._release()
 
     def _release(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)  # closing the descriptor releases the flock
-            self._lock_fd = None
-
-    def _remove_stale(self, previous: Mapping | None) -> None:
-        names = set(previous.get("files", {})) if isinstance(previous, Mapping) else set()
-        for name in names:
-            if _plain_name(name):
-                with contextlib.suppress(FileNotFoundError):
-                    (self.path / name).unlink()
-        for leftover in self.path.glob(f"{_TEMP_PREFIX}*"):
-            with contextlib.suppress(FileNotFoundError):
-                leftover.unlink()
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)  # closing the descriptor releases the flock
+            self._dir_fd = None
 
     # --- writing ---------------------------------------------------------------------
 
     def write(self, name: str, writer: Callable[[Path], object]) -> Path:
         """Write the file ``name`` by calling ``writer(temporary_path)``, then rename it.
 
-        ``writer`` must create the file at the path it is given (which keeps
-        ``name``'s extension). Returns the final path.
+        ``writer`` must create a regular file at the path it is given (which
+        keeps ``name``'s extension); a symbolic link there is refused. Returns
+        the final path.
         """
         self._check_open()
-        if not _plain_name(name) or name == MANIFEST:
-            raise ValueError(f"name must be a plain file name other than {MANIFEST}, got {name!r}")
-        final = self.path / name
-        temp = self.path / f"{_TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}-{name}"
+        if not _plain_name(name) or name == MANIFEST or name.startswith(_TEMP_PREFIX):
+            raise ValueError(
+                f"name must be a plain file name other than {MANIFEST} and not starting with "
+                f"{_TEMP_PREFIX!r}, got {name!r}"
+            )
+        temp = self._temp_name(name)
+        self._temporary.append(temp)
+        self._write_manifest(state="running")  # the temporary is listed before it exists
         try:
-            writer(temp)
-            _fsync_file(temp)
-            os.replace(temp, final)
+            writer(self.path / temp)
+            # listed with its checksum before it takes its name, so a run killed in between
+            # leaves a file that the next run recognises as dpinfer's
+            self.files[name] = _seal(self._dir_fd, temp, label=name)
+            self._write_manifest(state="running")
+            os.replace(temp, name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+        except BaseException:
+            self.files.pop(name, None)
+            raise
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                temp.unlink()
-        _fsync_dir(self.path)
-        self.files[name] = {"bytes": final.stat().st_size, "sha256": _sha256(final)}
-        self._write_manifest(state="running")
-        return final
+            _unlink_entry(self._dir_fd, temp)  # ours: whatever the writer left there
+            self._temporary.remove(temp)
+        os.fsync(self._dir_fd)
+        return self.path / name
 
     def write_text(self, name: str, text: str) -> Path:
         """Write ``text`` (UTF-8) to ``name`` atomically; see :meth:`write`."""
@@ -244,12 +285,15 @@ class OutputFolder:
         return manifest
 
     def _check_open(self) -> None:
-        if self._lock_fd is None:
+        if self._dir_fd is None:
             raise RuntimeError("use OutputFolder as a context manager (with ... as folder:)")
         if self._completed:
             raise RuntimeError("this output folder is already complete")
 
-    def _write_manifest(self, *, state: str, error: str | None = None) -> dict:
+    def _temp_name(self, name: str) -> str:
+        return f"{_TEMP_PREFIX}{self._token}-{name}"
+
+    def _write_manifest(self, *, state: str, error: str | None = None, extra=()) -> dict:
         manifest = {
             "format": FORMAT,
             "complete": state == "complete",
@@ -261,23 +305,31 @@ class OutputFolder:
             **({"error": error} if error else {}),
             **self.info,
             "files": dict(self.files),
+            "temporary": sorted({*self._temporary, *extra} - {MANIFEST}),
         }
-        text = json.dumps(manifest, indent=2, sort_keys=False, default=_json_default)
-        temp = self.path / f"{_TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}-{MANIFEST}"
-        temp.write_text(text + "\n", encoding="utf-8")
-        _fsync_file(temp)
-        os.replace(temp, self.path / MANIFEST)
-        _fsync_dir(self.path)
+        text = json.dumps(manifest, indent=2, sort_keys=False, default=_json_default) + "\n"
+        temp = self._temporary[0]
+        fd = os.open(
+            temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644, dir_fd=self._dir_fd
+        )
+        try:
+            with os.fdopen(fd, "wb", closefd=False) as fh:
+                fh.write(text.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, MANIFEST, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+        os.fsync(self._dir_fd)
         return manifest
 
 
-def read_manifest(path, *, verify: bool = True) -> dict:
+def read_manifest(path, *, verify=True) -> dict:
     """Return the manifest of a complete output folder, or raise if the run is not intact.
 
     Parameters
     ----------
     path : str or path-like
-        The output folder.
+        The output folder (not a symbolic link).
     verify : bool, default True
         Check the size and SHA-256 of every listed file.
 
@@ -291,90 +343,207 @@ def read_manifest(path, *, verify: bool = True) -> dict:
     Raises
     ------
     IncompleteOutputError
-        No manifest, a manifest not marked complete (the run is still
-        running, failed, or was killed), or a listed file missing or altered.
+        No manifest, one that is not dpinfer's own (another format, a symbolic
+        link, a listed name that is not a plain file name), a manifest not
+        marked complete (the run is still running, failed, or was killed), or
+        a listed file missing, replaced by a link, or altered.
     """
-    folder = Path(path)
-    manifest = _load_json(folder / MANIFEST)
-    if manifest is None:
-        raise IncompleteOutputError(
-            f"{str(folder)!r} has no readable {MANIFEST}: it was not written by a finished "
-            "dpinfer run (or the run was interrupted before it started writing)"
-        )
-    if not manifest.get("complete"):
-        state = manifest.get("state", "unknown")
-        detail = f": {manifest['error']}" if manifest.get("error") else ""
-        raise IncompleteOutputError(
-            f"the run in {str(folder)!r} is not complete (state {state!r}{detail}); its files "
-            "are partial or stale"
-        )
-    if verify:
-        for name, meta in manifest.get("files", {}).items():
-            file = folder / name
-            if not file.is_file():
-                raise IncompleteOutputError(f"{str(file)!r} is listed in {MANIFEST} but missing")
-            if file.stat().st_size != meta.get("bytes") or _sha256(file) != meta.get("sha256"):
-                raise IncompleteOutputError(
-                    f"{str(file)!r} differs from the file the run wrote (size or checksum)"
-                )
-    return manifest
-
-
-# --- internals ---------------------------------------------------------------------
-
-
-def _acquire(lock_path: Path, *, wait: bool) -> int:
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    verify = check.flag("verify", verify)
+    folder = check_output_path(path)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except OSError as err:
-            if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise
-            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
-            raise OutputBusyError(
-                f"{str(lock_path.parent)!r} is being written by another dpinfer run (pid "
-                f"{holder}); wait for it to finish (or pass wait=True / --wait), or choose "
-                "another output folder"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
-        return fd
-    except BaseException:
-        os.close(fd)
+        dir_fd = _open_folder(folder)
+    except (OutputPathError, FileNotFoundError) as err:
+        raise IncompleteOutputError(f"{str(folder)!r} is not an output folder: {err}") from None
+    try:
+        manifest = _own_manifest(dir_fd)
+        if manifest is None:
+            raise IncompleteOutputError(
+                f"{str(folder)!r} has no {MANIFEST} of dpinfer's own (format {FORMAT!r}, a "
+                "regular file): it was not written by a finished dpinfer run, or the run was "
+                "interrupted before it started writing"
+            )
+        if not manifest.get("complete"):
+            state = manifest.get("state", "unknown")
+            detail = f": {manifest['error']}" if manifest.get("error") else ""
+            raise IncompleteOutputError(
+                f"the run in {str(folder)!r} is not complete (state {state!r}{detail}); its "
+                "files are partial or stale"
+            )
+        if verify:
+            for name, meta in manifest["files"].items():
+                found = _record(dir_fd, name)
+                if found is None:
+                    raise IncompleteOutputError(
+                        f"{str(folder / name)!r} is listed in {MANIFEST} but missing (or not a "
+                        "regular file)"
+                    )
+                if found != {"bytes": meta.get("bytes"), "sha256": meta.get("sha256")}:
+                    raise IncompleteOutputError(
+                        f"{str(folder / name)!r} differs from the file the run wrote (size or "
+                        "checksum)"
+                    )
+        return manifest
+    finally:
+        os.close(dir_fd)
+
+
+# --- internals: everything below works through an open folder, never through a link ------
+
+
+def _open_folder(path: Path) -> int:
+    try:
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)
+    except OSError as err:
+        if err.errno == errno.ELOOP or path.is_symlink():
+            raise OutputPathError(_link_message(str(path))) from None
+        if err.errno == errno.ENOTDIR:
+            raise OutputPathError(f"{str(path)!r} is not a folder") from None
         raise
 
 
-def _plain_name(name: str) -> bool:
-    return isinstance(name, str) and name not in ("", ".", "..") and Path(name).name == name
-
-
-def _load_json(path: Path):
+def _lock(dir_fd: int, path: Path, *, wait: bool) -> None:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        fcntl.flock(dir_fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except OSError as err:
+        if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise
+        manifest = _own_manifest(dir_fd) or {}
+        holder = manifest.get("pid") if manifest.get("state") == "running" else None
+        raise OutputBusyError(
+            f"{str(path)!r} is being written by another dpinfer run (pid "
+            f"{holder if isinstance(holder, int) else 'unknown'}); wait for it to finish (or "
+            "pass wait=True / --wait), or choose another output folder"
+        ) from None
+
+
+def _own_manifest(dir_fd: int) -> dict | None:
+    """Return the folder's manifest if it is dpinfer's own and well formed, else None."""
+    data = _read_regular(dir_fd, MANIFEST)
+    if data is None:
         return None
+    try:
+        manifest = json.loads(data.decode("utf-8"))
+    except ValueError:
+        return None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        return None
+    files, temporary = manifest.get("files"), manifest.get("temporary", [])
+    if not isinstance(files, dict) or not isinstance(temporary, list):
+        return None
+    if not all(_plain_name(n) and n != MANIFEST and isinstance(m, dict) for n, m in files.items()):
+        return None
+    if not all(_plain_name(n) and n.startswith(_TEMP_PREFIX) for n in temporary):
+        return None
+    return manifest
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
+def _owned_files(dir_fd: int, manifest: dict | None) -> list[str]:
+    """Names in the folder that dpinfer wrote: its manifest, and what the manifest lists intact."""
+    if manifest is None:
+        return []
+    owned = [MANIFEST]
+    for name, meta in manifest["files"].items():
+        if _record(dir_fd, name) == {"bytes": meta.get("bytes"), "sha256": meta.get("sha256")}:
+            owned.append(name)
+    owned += [name for name in manifest["temporary"] if _is_regular(dir_fd, name)]
+    return owned
+
+
+def _entries(dir_fd: int) -> list[str]:
+    with os.scandir(dir_fd) as it:
+        return [entry.name for entry in it]
+
+
+def _is_regular(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def _unlink_regular(dir_fd: int, name: str) -> None:
+    if _is_regular(dir_fd, name):
+        _unlink_entry(dir_fd, name)
+
+
+def _unlink_entry(dir_fd: int, name: str) -> None:
+    """Remove the entry ``name`` itself (a link is removed, never followed); not a folder."""
+    with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
+        os.unlink(name, dir_fd=dir_fd)
+
+
+def _open_regular(dir_fd: int, name: str) -> int | None:
+    try:
+        fd = os.open(name, os.O_RDONLY | _NOFOLLOW, dir_fd=dir_fd)
+    except OSError as err:
+        if err.errno in (errno.ENOENT, errno.ELOOP, errno.EISDIR, errno.ENXIO):
+            return None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _read_regular(dir_fd: int, name: str) -> bytes | None:
+    fd = _open_regular(dir_fd, name)
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
+
+
+def _record(dir_fd: int, name: str) -> dict | None:
+    """Size and SHA-256 of the regular file ``name``, or None if there is none."""
+    fd = _open_regular(dir_fd, name)
+    if fd is None:
+        return None
+    digest, size = hashlib.sha256(), 0
+    with os.fdopen(fd, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
-    return digest.hexdigest()
+            size += len(block)
+    return {"bytes": size, "sha256": digest.hexdigest()}
 
 
-def _fsync_file(path: Path) -> None:
-    with open(path, "rb") as fh:
-        os.fsync(fh.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+def _seal(dir_fd: int, temp: str, *, label: str) -> dict:
+    """Flush the writer's temporary file to disk and return its record."""
+    fd = _open_regular(dir_fd, temp)
+    if fd is None:
+        raise OutputPathError(
+            f"the writer of {label!r} did not create a regular file at the path it was given"
+        )
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+    return _record(dir_fd, temp)
+
+
+def _plain_name(name) -> bool:
+    return (
+        isinstance(name, str)
+        and name not in ("", ".", "..")
+        and "/" not in name
+        and "\0" not in name
+    )
+
+
+def _link_message(text: str) -> str:
+    return (
+        f"the output folder {text!r} is a symbolic link; dpinfer writes only into a real "
+        "folder: pass the folder it points to, or another path"
+    )
+
+
+def _foreign_message(path: Path, names: list[str]) -> str:
+    shown = ", ".join(repr(n) for n in names[:5]) + (" ..." if len(names) > 5 else "")
+    return (
+        f"the output folder {str(path)!r} holds {len(names)} file(s) that dpinfer did not write "
+        f"(or that changed since it wrote them): {shown}. Choose a new or empty folder, or pass "
+        "overwrite=True (--overwrite on the command line) to write dpinfer's files into it; "
+        "files of other names are never touched"
+    )
 
 
 def _now() -> str:

@@ -270,6 +270,7 @@ def save_run(
     progressbar=True,
     verbose=False,
     wait=False,
+    overwrite=False,
     on_start: Callable[[], None] | None = None,
 ):
     """Run ``example`` with ``options`` into ``out_dir``; return the result and the manifest.
@@ -293,6 +294,9 @@ def save_run(
         Passed to ``run``.
     wait : bool, default False
         Wait for another run writing to ``out_dir`` instead of refusing.
+    overwrite : bool, default False
+        Write into a folder that holds files dpinfer did not write (see
+        :class:`dpinfer.outputs.OutputFolder`).
     on_start : callable, optional
         Called once the folder is locked, before the run starts.
 
@@ -311,7 +315,7 @@ def save_run(
         "seed": seed,
         "options": _jsonable(dict(options)),
     }
-    with OutputFolder(out_dir, info=info, wait=wait) as folder:
+    with OutputFolder(out_dir, info=info, wait=wait, overwrite=overwrite) as folder:
         if on_start is not None:
             on_start()
         result = example.run(**options, rng=seed, progressbar=progressbar, verbose=verbose)

@@ -37,11 +37,12 @@ TINY = ["covid-polynomial", "--proposals", "300", "--seed", "5", "--no-progress"
 SLOW_WRITER = """
 import sys, time
 from dpinfer import cli, outputs
-fsync = outputs._fsync_file
-def slow_fsync(path):
-    fsync(path)
+seal = outputs._seal
+def slow_seal(*args, **kwargs):
+    record = seal(*args, **kwargs)
     time.sleep(float(sys.argv[1]))
-outputs._fsync_file = slow_fsync
+    return record
+outputs._seal = slow_seal
 sys.exit(cli.main(sys.argv[2:]))
 """
 
@@ -138,19 +139,20 @@ def test_a_writer_without_rename_is_caught(tmp_path, idata):
 def test_a_new_run_marks_the_old_one_stale_and_removes_its_files(tmp_path, idata):
     folder = tmp_path / "run"
     _run_steps(folder, idata)
-    (folder / "notes.txt").write_text("the user's own file")
-    (folder / ".dpinfer-tmp-999-dead-posterior.nc").write_bytes(b"left by a killed run")
+    # a temporary that a killed writer left behind: the manifest listed it before it existed
+    leftover = json.loads((folder / "manifest.json").read_text())["temporary"][0]
+    (folder / leftover).write_bytes(b"left by a killed run")
     with pytest.raises(RuntimeError, match="boom"):
         with OutputFolder(folder, info={"example": "second"}):
             # the previous complete run is no longer claimed, and its files are gone
             with pytest.raises(IncompleteOutputError, match="state 'running'"):
                 read_manifest(folder)
             assert not (folder / "posterior.nc").exists()
-            assert not list(folder.glob(".dpinfer-tmp-*"))
+            assert not (folder / leftover).exists()
             raise RuntimeError("boom")
     with pytest.raises(IncompleteOutputError, match="state 'failed': RuntimeError: boom"):
         read_manifest(folder)
-    assert (folder / "notes.txt").read_text() == "the user's own file"
+    assert os.listdir(folder) == ["manifest.json"]
 
 
 def test_an_altered_file_is_refused(tmp_path, idata):
@@ -217,6 +219,15 @@ def _start(folder: Path, delay: float, *extra: str) -> subprocess.Popen:
     return subprocess.Popen([*argv, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
+def _running_pid(folder: Path):
+    """The pid that the folder's manifest names while a run is writing it, or None."""
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return manifest.get("pid") if manifest.get("state") == "running" else None
+
+
 def _wait_for(predicate, proc, timeout=120.0):
     end = time.monotonic() + timeout
     while not predicate():
@@ -245,8 +256,7 @@ def test_a_run_killed_after_posterior_nc_appears_is_recognisably_incomplete(tmp_
 def test_two_runs_into_one_folder_one_refuses_and_the_result_loads(tmp_path, capsys):
     folder = tmp_path / "run"
     first = _start(folder, 0.3)
-    lock = folder / ".dpinfer.lock"
-    _wait_for(lambda: lock.exists() and lock.read_text() == str(first.pid), first)
+    _wait_for(lambda: _running_pid(folder) == first.pid, first)
     assert cli.main(["run", *TINY, "--out", str(folder)]) == 1
     err = capsys.readouterr().err
     assert f"being written by another dpinfer run (pid {first.pid})" in err
