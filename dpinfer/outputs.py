@@ -95,7 +95,6 @@ _RESERVED = frozenset(
     }
 )
 _TEMP_PREFIX = ".dpinfer-tmp-"
-_NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class OutputPathError(ValueError):
@@ -217,10 +216,13 @@ class OutputFolder:
             foreign = sorted(set(_entries(self._dir_fd)) - set(owned) - {_LEGACY_LOCK})
             if foreign and not self.overwrite:
                 raise OutputPathError(_foreign_message(self.path, foreign))
-            self._write_manifest(state="running", extra=owned)
-            for name in owned:
-                if name != MANIFEST:
-                    _unlink_regular(self._dir_fd, name)
+            # the previous run's files stay listed (as running) until they are gone
+            stale = [name for name in owned if name != MANIFEST]
+            self.files = {n: previous["files"][n] for n in stale if n in previous["files"]}
+            self._write_manifest(state="running", extra=stale)
+            for name in stale:
+                _unlink_regular(self._dir_fd, name)
+            self.files = {}
             self._write_manifest(state="running")
         except BaseException:
             self._release()
@@ -305,13 +307,12 @@ class OutputFolder:
             **({"error": error} if error else {}),
             **self.info,
             "files": dict(self.files),
-            "temporary": sorted({*self._temporary, *extra} - {MANIFEST}),
+            "temporary": sorted({*self._temporary, *(n for n in extra if n not in self.files)}),
         }
         text = json.dumps(manifest, indent=2, sort_keys=False, default=_json_default) + "\n"
         temp = self._temporary[0]
-        fd = os.open(
-            temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644, dir_fd=self._dir_fd
-        )
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        fd = os.open(temp, flags | os.O_NOFOLLOW, 0o644, dir_fd=self._dir_fd)
         try:
             with os.fdopen(fd, "wb", closefd=False) as fh:
                 fh.write(text.encode("utf-8"))
@@ -392,7 +393,7 @@ def read_manifest(path, *, verify=True) -> dict:
 
 def _open_folder(path: Path) -> int:
     try:
-        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
     except OSError as err:
         if err.errno == errno.ELOOP or path.is_symlink():
             raise OutputPathError(_link_message(str(path))) from None
@@ -474,7 +475,7 @@ def _unlink_entry(dir_fd: int, name: str) -> None:
 
 def _open_regular(dir_fd: int, name: str) -> int | None:
     try:
-        fd = os.open(name, os.O_RDONLY | _NOFOLLOW, dir_fd=dir_fd)
+        fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW, dir_fd=dir_fd)
     except OSError as err:
         if err.errno in (errno.ENOENT, errno.ELOOP, errno.EISDIR, errno.ENXIO):
             return None

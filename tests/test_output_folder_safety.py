@@ -267,3 +267,23 @@ def test_cli_never_removes_what_a_foreign_manifest_lists(tmp_path, capsys, plant
     assert (folder / "thesis.tex").read_text() == KEEP
     if (tmp_path / "elsewhere").exists():
         assert read_manifest(tmp_path / "elsewhere")["complete"]
+
+
+def test_a_run_stopped_while_removing_the_previous_files_leaves_a_folder_still_ours(
+    tmp_path, monkeypatch
+):
+    from dpinfer import outputs
+
+    folder = tmp_path / "out"
+    _run(folder)
+
+    def stop(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(outputs, "_unlink_regular", stop)
+    with pytest.raises(KeyboardInterrupt):
+        _run(folder)
+    monkeypatch.undo()
+    _run(folder)  # no overwrite needed: every file left behind is listed as dpinfer's
+    assert read_manifest(folder)["complete"]
+    assert _entries(folder) == {"a.txt", "summary.csv", "manifest.json"}
