@@ -22,6 +22,7 @@ class PublicDraws:
     params: dict[str, np.ndarray]
     distances: np.ndarray
     seed: str
+    root: np.random.SeedSequence | None = None
 
 
 def public_distances(
@@ -100,7 +101,7 @@ def _simulated(observed, distance, model, n_proposals, rng, batch_size, executor
         )
     names = [k for k in chunks[0] if k != "_distance"]
     dists = np.concatenate([c["_distance"] for c in chunks])
-    return PublicDraws(stack_draws(chunks, names), _finite(dists), seed_entropy(root))
+    return PublicDraws(stack_draws(chunks, names), _finite(dists), seed_entropy(root), root)
 
 
 def _finite(distances) -> np.ndarray:

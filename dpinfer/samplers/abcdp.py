@@ -140,7 +140,7 @@ def abcdp(
     resample = _validate.flag("resample", resample)
     observed = check_observed(observed)
     _check_settings(distance, observed, charged, epsilon_abc=eps_abc)
-    check_privacy_rng(privacy_rng, rng=rng, published_seed="")
+    check_privacy_rng(privacy_rng, public=[rng])
     public = public_distances(
         observed,
         distance,
@@ -153,7 +153,7 @@ def abcdp(
         executor=executor,
         progressbar=progressbar,
     )
-    check_privacy_rng(privacy_rng, rng=rng, published_seed=public.seed)
+    check_privacy_rng(privacy_rng, public=[rng, public.root])
     sensitivity = distance.sensitivity(len(observed))
     if math.isinf(eps_total):
         indicators, b = _noiseless(public.distances, eps_abc, c), 0.0

@@ -64,9 +64,9 @@ def rejection_abcdp_gaussian(
     bound = _validate.positive_finite("distance_bound", distance_bound)
     observed = check_observed(observed)
     _check_settings(distance, observed, None, epsilon_abc=epsilon_abc, can_charge=False)
-    check_privacy_rng(privacy_rng, rng=public.get("rng"), published_seed="")
+    check_privacy_rng(privacy_rng, public=[public.get("rng")])
     draws = public_distances(observed, distance, **public)
-    check_privacy_rng(privacy_rng, rng=public.get("rng"), published_seed=draws.seed)
+    check_privacy_rng(privacy_rng, public=[public.get("rng"), draws.root])
     steps = draws.distances.size
     sensitivity = distance.sensitivity(len(observed))
     sigma = accounting.abcdp_gaussian_sigma(
@@ -143,9 +143,9 @@ def soft_abcdp(
     n_draws = None if draws is None else _validate.size("draws", draws)
     observed = check_observed(observed)
     _check_settings(distance, observed, None, epsilon_abc=eps_abc, can_charge=False)
-    check_privacy_rng(privacy_rng, rng=public.get("rng"), published_seed="")
+    check_privacy_rng(privacy_rng, public=[public.get("rng")])
     pub = public_distances(observed, distance, **public)
-    check_privacy_rng(privacy_rng, rng=public.get("rng"), published_seed=pub.seed)
+    check_privacy_rng(privacy_rng, public=[public.get("rng"), pub.root])
     steps = pub.distances.size
     sensitivity = distance.sensitivity(len(observed))
     sigma = accounting.soft_abcdp_sigma(
