@@ -18,9 +18,9 @@ import dpinfer as dp
 from dpinfer import audit, theory
 from dpinfer import distances as dist
 
-from ._api_analyst import _abcdp_args
+from ._api_analyst import _abcdp_args, _abcdp_model_args
 from ._harness import SECRET_FLOAT, SECRET_INT, Entry
-from ._valid import OBS, P, _pseudo_model, _rfmmd, _svt
+from ._valid import P, _rfmmd, _svt
 
 SF, SI = SECRET_FLOAT, SECRET_INT
 
@@ -167,24 +167,7 @@ def data_owner_entries():
             _abcdp_args(epsilon_total=1.0, epsilon_abc=0.2, c=2),
             _observed_params(),
         ),
-        Entry(
-            "abcdp(model=)",
-            dp.abcdp,
-            lambda: {
-                "observed": OBS,
-                "distance": _rfmmd(),
-                "model": _pseudo_model(),
-                "n_proposals": 20,
-                "epsilon_total": 1.0,
-                "epsilon_abc": 0.2,
-                "c": 2,
-                "rng": 0,
-                "privacy_rng": 1,
-                "batch_size": 10,
-                "progressbar": False,
-            },
-            _observed_params(),
-        ),
+        Entry("abcdp(model=)", dp.abcdp, _abcdp_model_args, _observed_params()),
         Entry(
             "rejection_abcdp_gaussian",
             dp.rejection_abcdp_gaussian,

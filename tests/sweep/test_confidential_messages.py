@@ -25,9 +25,10 @@ from dpinfer import _validate
 from dpinfer.mechanisms.base import Mechanism
 
 from . import _harness
+from ._api_analyst import _abcdp_args
 from ._api_confidential import SF, SI, C, confidential_entries
 from ._harness import Entry, classify, secret_texts, sweep, tally
-from ._valid import OBS, _rfmmd
+from ._valid import OBS
 
 MODULES = [
     "dpinfer",
@@ -90,19 +91,9 @@ def test_a_non_integer_release_names_count_shape_and_position(mechanism):
 def test_abcdp_with_a_nan_observation_names_its_position_not_the_observations():
     observed = OBS.copy()
     observed[3, 0] = np.nan
+    args = _abcdp_args(epsilon_total=1.0, epsilon_abc=0.2, c=2)()
     with pytest.raises(ValueError) as err:
-        dp.abcdp(
-            observed,
-            _rfmmd(),
-            params={"mu": np.linspace(-1.0, 1.0, 30)},
-            pseudo_data=np.zeros((30, 10, 1)),
-            epsilon_total=1.0,
-            epsilon_abc=0.2,
-            c=2,
-            rng=0,
-            privacy_rng=1,
-            progressbar=False,
-        )
+        dp.abcdp(**{**args, "observed": observed})
     # the whole message: parameter, requirement, count, shape, position; no observation
     assert str(err.value) == (
         "observed must be finite: 1 of 10 entries (shape (10, 1)) is not, at position [3, 0]"
