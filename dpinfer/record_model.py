@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _validate
 from .likelihood import _as_bounds
-from .model import Prior, _callable_name
+from .model import Prior, _callable_name, pymc_prior
 
 __all__ = ["RecordModel"]
 
@@ -173,7 +173,7 @@ class RecordModel:
         )
         bounds = {k: likelihood.space.bounds[k] for k in likelihood.space.names}
         model = cls(
-            Prior(sample, logpdf=logpdf),
+            pymc_prior(sample, logpdf, pymc_model, likelihood.space.names),
             _RepeatedRecords(simulate_one),
             statistic,
             summary=summary,
@@ -272,8 +272,23 @@ class RecordModel:
         return out
 
     def __repr__(self) -> str:
-        how = "update" if self.update is not None else "loglik"
-        return f"RecordModel(prior={self.prior!r}, theta | x by {how})"
+        """``RecordModel(prior: ...; records: ...; statistic: ...; theta | records: ...)``."""
+        if self.pymc_model is not None:
+            records = "PyMC model of one record"
+        else:
+            records = _callable_name(self.simulate)
+        parts = [
+            f"prior: {self.prior.describe()}",
+            f"records: {records}",
+            f"statistic: {_callable_name(self.statistic)}",
+        ]
+        if self.summary is not None:
+            parts.append(f"summary: {_callable_name(self.summary)}")
+        if self.update is not None:
+            parts.append(f"theta | records: update={_callable_name(self.update)}")
+        else:
+            parts.append("theta | records: Metropolis on loglik")
+        return f"RecordModel({'; '.join(parts)})"
 
 
 def _batch_size(params) -> int:
