@@ -301,33 +301,35 @@ class Mechanism(abc.ABC):
         return arr
 
     def _check_value(self, value) -> np.ndarray:
-        arr = _validate.numeric_array("value", value)
+        # the confidential value: messages give shapes, counts and positions, never values
+        arr = _validate.numeric_array("value", value, confidential=True)
         arr = arr.astype(np.int64 if arr.dtype.kind in "iu" else float, copy=False)
-        k = len(self.event_shape)
-        if arr.ndim < k or arr.shape[arr.ndim - k :] != self.event_shape:
-            raise ValueError(
-                f"value must have shape (*batch, {', '.join(map(str, self.event_shape))}) "
-                f"ending in the mechanism's event_shape {self.event_shape}, "
-                f"got shape {arr.shape}"
-            )
-        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
-            raise ValueError("value must be finite; got non-finite entries")
+        self._check_event_axes("value", arr)
+        if arr.dtype.kind == "f":
+            arr = _validate.finite_array("value", arr, confidential=True)
         if self.discrete and arr.dtype.kind == "f":
-            arr = _validate.integer_array("value", arr)
+            arr = _validate.integer_array("value", arr, confidential=True)
         return arr
 
     def _check_uniform(self, u) -> np.ndarray:
-        arr = _validate.finite_array("u", u)
+        # the uniforms are the noise of a release: shown no more than the value itself
+        arr = _validate.finite_array("u", u, confidential=True)
+        self._check_event_axes("u", arr)
+        inside = (arr > 0) & (arr < 1)
+        if not np.all(inside):
+            raise ValueError(
+                _validate.bad_entries("u", ~inside, "lie in the open interval (0, 1)")
+            )
+        return arr
+
+    def _check_event_axes(self, name: str, arr: np.ndarray) -> None:
         k = len(self.event_shape)
         if arr.ndim < k or arr.shape[arr.ndim - k :] != self.event_shape:
             raise ValueError(
-                f"u must have shape (*batch, {', '.join(map(str, self.event_shape))}) ending in "
-                f"the mechanism's event_shape {self.event_shape}, got shape {arr.shape}"
+                f"{name} must have shape (*batch, {', '.join(map(str, self.event_shape))}) "
+                f"ending in the mechanism's event_shape {self.event_shape}, "
+                f"got shape {arr.shape}"
             )
-        if not np.all((arr > 0) & (arr < 1)):
-            bad = arr[~((arr > 0) & (arr < 1))]
-            raise ValueError(f"u must lie in the open interval (0, 1), got {bad[:5]}")
-        return arr
 
     def _sum_event(self, terms: np.ndarray) -> np.ndarray:
         k = len(self.event_shape)
