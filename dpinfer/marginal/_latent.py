@@ -8,15 +8,19 @@ import numpy as np
 
 from . import _kernels as k
 
-# PyTensor's random variable ops by class name -> (kernel family, parameter names)
+# PyTensor's and PyMC's random variable ops by class name -> kernel family
 _KERNEL_FAMILIES = {
-    "PoissonRV": (k.POISSON, ("mu",)),
-    "BinomialRV": (k.BINOMIAL_LATENT, ("n", "p")),
-    "NegBinomialRV": (k.NEGATIVE_BINOMIAL, ("n", "p")),
-    "GeometricRV": (k.GEOMETRIC, ("p",)),
-    "DiscreteUniformRV": (k.DISCRETE_UNIFORM, ("lower", "upper")),
+    "PoissonRV": k.POISSON,
+    "BinomialRV": k.BINOMIAL_LATENT,
+    "NegBinomialRV": k.NEGATIVE_BINOMIAL,
+    "GeometricRV": k.GEOMETRIC,
+    "DiscreteUniformRV": k.DISCRETE_UNIFORM,
 }
-_CLOSED_FORMS = {"NormalRV": ("mu", "sigma")}
+_SUPPORTED = (
+    "Poisson, Binomial, NegativeBinomial, Geometric, DiscreteUniform, DiracDelta, Normal, "
+    "and mixtures of them (Mixture with a list of components, ZeroInflatedPoisson, "
+    "ZeroInflatedBinomial, ZeroInflatedNegativeBinomial)"
+)
 
 
 @dataclass(frozen=True)
@@ -26,40 +30,70 @@ class Latent:
     Attributes
     ----------
     kind : str
-        ``"kernel"`` (a discrete family summed by the compiled kernel) or
-        ``"normal"`` (closed forms).
+        ``"kernel"`` (a discrete family summed by the compiled kernel),
+        ``"normal"`` (closed forms) or ``"mixture"`` (a weighted sum of
+        component latents: the marginal of a mixture is the mixture of the
+        components' marginals).
     family : int
         The kernel's family code (kernel kind only).
     params : tuple
-        The distribution's parameter tensors, in the family's order.
-    names : tuple of str
-        Their names.
+        The distribution's own parameter tensors (for a mixture, its weights).
     discrete : bool
         Whether the latent takes integer values.
+    components : tuple of Latent
+        The components of a mixture.
     """
 
     kind: str
     family: int
     params: tuple
-    names: tuple
     discrete: bool
+    components: tuple = ()
 
-    def sample(self, params, rng: np.random.Generator, size) -> np.ndarray:
+    def tensors(self) -> list:
+        """Every parameter tensor, the components' after the mixture's weights."""
+        return [*self.params, *(t for c in self.components for t in c.tensors())]
+
+    def core_signatures(self) -> list[str]:
+        """Return the core dimensions of :meth:`tensors` (mixture weights have one)."""
+        own = ["(w)"] if self.kind == "mixture" else ["()"] * len(self.params)
+        return [*own, *(s for c in self.components for s in c.core_signatures())]
+
+    def split(self, values):
+        """Split values of :meth:`tensors` into (own, one list per component)."""
+        own, rest = list(values[: len(self.params)]), list(values[len(self.params) :])
+        parts = []
+        for component in self.components:
+            size = len(component.tensors())
+            parts.append(rest[:size])
+            rest = rest[size:]
+        return own, parts
+
+    def sample(self, values, rng: np.random.Generator, size) -> np.ndarray:
         """Draw latent values with NumPy, for posterior predictive releases."""
+        own, parts = self.split(values)
+        if self.kind == "mixture":
+            draws = np.stack(
+                [c.sample(p, rng, size) for c, p in zip(self.components, parts, strict=True)],
+                axis=-1,
+            )
+            weights = np.broadcast_to(own[0], draws.shape)
+            cumulative = np.cumsum(weights, axis=-1)
+            u = rng.random(size=(*draws.shape[:-1], 1)) * cumulative[..., -1:]
+            pick = np.minimum((u > cumulative).sum(axis=-1, keepdims=True), draws.shape[-1] - 1)
+            return np.take_along_axis(draws, pick, axis=-1)[..., 0]
         if self.kind == "normal":
-            return rng.normal(params[0], params[1], size=size)
-        a = params[0]
+            return rng.normal(own[0], own[1], size=size)
+        a = own[0]
         if self.family == k.POISSON:
             return rng.poisson(a, size=size)
         if self.family == k.BINOMIAL_LATENT:
-            return rng.binomial(np.asarray(a, dtype=np.int64), params[1], size=size)
+            return rng.binomial(np.asarray(a, dtype=np.int64), own[1], size=size)
         if self.family == k.NEGATIVE_BINOMIAL:
-            return rng.negative_binomial(a, params[1], size=size)
+            return rng.negative_binomial(a, own[1], size=size)
         if self.family == k.GEOMETRIC:
             return rng.geometric(a, size=size)
-        return rng.integers(
-            np.asarray(a, np.int64), np.asarray(params[1], np.int64) + 1, size=size
-        )
+        return rng.integers(np.asarray(a, np.int64), np.asarray(own[1], np.int64) + 1, size=size)
 
 
 def is_unregistered_distribution(value) -> bool:
@@ -69,12 +103,9 @@ def is_unregistered_distribution(value) -> bool:
 
     if not isinstance(value, TensorVariable) or value.owner is None:
         return False
-    op = value.owner.op
-    try:
-        from pymc.distributions.distribution import SymbolicRandomVariable
-    except ImportError:  # pragma: no cover - PyMC always has it
-        SymbolicRandomVariable = RandomVariable  # noqa: N806
-    if not isinstance(op, RandomVariable | SymbolicRandomVariable):
+    from pymc.distributions.distribution import SymbolicRandomVariable
+
+    if not isinstance(value.owner.op, RandomVariable | SymbolicRandomVariable):
         return False
     import pymc as pm
 
@@ -91,14 +122,28 @@ def read_latent(dist) -> Latent:
             f"the confidential value must be a univariate distribution (one number per cell), "
             f"got {name} with support dimension {op.ndim_supp}"
         )
-    params = tuple(op.dist_params(dist.owner))
     if name in _KERNEL_FAMILIES:
-        family, names = _KERNEL_FAMILIES[name]
-        return Latent("kernel", family, params, names, True)
-    if name in _CLOSED_FORMS:
-        return Latent("normal", -1, params, _CLOSED_FORMS[name], False)
-    supported = sorted(n.removesuffix("RV") for n in (*_KERNEL_FAMILIES, *_CLOSED_FORMS))
+        params = tuple(op.dist_params(dist.owner))
+        if len(params) == 1:
+            params = (params[0], params[0].zeros_like())
+        return Latent("kernel", _KERNEL_FAMILIES[name], params, True)
+    if name == "DiracDeltaRV":
+        (c,) = op.dist_params(dist.owner)
+        if dist.dtype.startswith("float"):
+            raise ValueError("a DiracDelta confidential value must be an integer")
+        return Latent("kernel", k.DISCRETE_UNIFORM, (c, c), True)
+    if name == "NormalRV":
+        return Latent("normal", -1, tuple(op.dist_params(dist.owner)), False)
+    if name == "MixtureRV":
+        weights, *components = op.dist_params(dist.owner)
+        parts = tuple(read_latent(c) for c in components)
+        if len(parts) < 2 or len({p.discrete for p in parts}) != 1:
+            raise ValueError(
+                "a mixture confidential value needs a list of at least two components, all "
+                "discrete or all continuous"
+            )
+        return Latent("mixture", -1, (weights,), parts[0].discrete, parts)
     raise ValueError(
         f"cannot marginalise a confidential value distributed as {name.removesuffix('RV')}: "
-        f"its tail cannot be bounded here; supported: {', '.join(supported)}"
+        f"no bound on its tail is available here; supported: {_SUPPORTED}"
     )

@@ -14,23 +14,43 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float):
 
     cells = _cells_shape(pairs)
     forms = [_form(mechanism, released, cells, latent) for mechanism, released in pairs]
-    if latent.kind == "normal":
-        logp = _normal_logp(forms, cells)
-    else:
-        logp = _kernel_logp(latent, forms, cells, tol)
     released = [form[1].reshape(cells) for form in forms]
     discrete = all(mechanism.discrete for mechanism, _ in pairs)
     value = released[0] if len(pairs) == 1 else np.stack(released, axis=-1)
     core = "" if len(pairs) == 1 else str(len(pairs))
+
+    def logp(value, *params):
+        return _latent_logp(latent, params, forms, cells, tol)
+
     return pm.CustomDist(
         name,
-        *latent.params,
+        *latent.tensors(),
         logp=logp,
         random=_random(latent, [m for m, _ in pairs], cells),
         observed=value.astype(np.int64) if discrete else value,
         dtype="int64" if discrete else "floatX",
-        signature=",".join("()" for _ in latent.params) + f"->({core})",
+        signature=",".join(latent.core_signatures()) + f"->({core})",
     )
+
+
+def _latent_logp(latent: Latent, params, forms, cells, tol):
+    """Return the per-cell marginal log-likelihood graph of ``latent`` at ``params``."""
+    import pytensor.tensor as pt
+
+    own, parts = latent.split(params)
+    if latent.kind == "kernel":
+        return _kernel_logp(latent.family, own, forms, cells, tol)
+    if latent.kind == "normal":
+        return _normal_logp(own, forms, cells)
+    components = pt.stack(
+        [
+            _latent_logp(c, p, forms, cells, tol)
+            for c, p in zip(latent.components, parts, strict=True)
+        ],
+        axis=-1,
+    )
+    log_weights = pt.log(pt.broadcast_to(own[0], (*cells, len(latent.components))))
+    return pt.logsumexp(log_weights + components, axis=-1)
 
 
 def _cells_shape(pairs) -> tuple[int, ...]:
@@ -71,64 +91,53 @@ def _form(mechanism, released, cells, latent):
     return kinds.pop(), np.concatenate(values), np.concatenate(coefs)
 
 
-def _kernel_logp(latent, forms, cells, tol):
+def _kernel_logp(family, params, forms, cells, tol):
     import pytensor.tensor as pt
 
     from ._op import MarginalLogp
 
-    op = MarginalLogp(latent.family, tuple(kind for kind, _, _ in forms), tol)
+    op = MarginalLogp(family, tuple(kind for kind, _, _ in forms), tol)
     released = pt.constant(np.stack([r for _, r, _ in forms]))
     coef = pt.constant(np.ascontiguousarray(np.stack([c for _, _, c in forms])))
-
-    def logp(value, *params):
-        flat = [pt.broadcast_to(pt.cast(p, "float64"), cells).ravel() for p in params]
-        a, b = flat[0], (flat[1] if len(flat) > 1 else pt.zeros_like(flat[0]))
-        return op(a, b, released, coef)[0].reshape(cells)
-
-    return logp
+    a, b = (pt.broadcast_to(pt.cast(p, "float64"), cells).ravel() for p in params)
+    return op(a, b, released, coef)[0].reshape(cells)
 
 
-def _normal_logp(forms, cells):
+def _normal_logp(params, forms, cells):
     if len(forms) != 1:
         raise ValueError(
             "a Normal confidential value can be marginalised against one release per cell; "
             "for several, use a discrete latent or combine the Gaussian releases first"
         )
     kind, released, coef = forms[0]
+    mu, sigma = params
     if kind == GAUSSIAN:
-        return _normal_gaussian(released.reshape(cells), coef[:, 0].reshape(cells) / 2)
+        return _normal_gaussian(mu, sigma, released.reshape(cells), coef[:, 0].reshape(cells) / 2)
     if kind == LAPLACE:
-        return _normal_laplace(released.reshape(cells), coef[:, 0].reshape(cells))
+        return _normal_laplace(mu, sigma, released.reshape(cells), coef[:, 0].reshape(cells))
     raise ValueError("a Normal confidential value needs Gaussian or Laplace noise")
 
 
-def _normal_gaussian(y, noise_var):
+def _normal_gaussian(mu, sigma, y, noise_var):
     import pymc as pm
     import pytensor.tensor as pt
 
-    def logp(value, mu, sigma):
-        scale = pt.sqrt(pt.square(sigma) + noise_var)
-        return pm.logp(pm.Normal.dist(mu, scale), y)
-
-    return logp
+    return pm.logp(pm.Normal.dist(mu, pt.sqrt(pt.square(sigma) + noise_var)), y)
 
 
-def _normal_laplace(y, b):
+def _normal_laplace(mu, sigma, y, b):
     import pytensor.tensor as pt
     from pymc.distributions.dist_math import normal_lcdf
 
-    def logp(value, mu, sigma):
-        z = y - mu
-        return (
-            -np.log(2 * b)
-            + pt.square(sigma) / (2 * b**2)
-            + pt.logaddexp(
-                -z / b + normal_lcdf(0.0, 1.0, z / sigma - sigma / b),
-                z / b + normal_lcdf(0.0, 1.0, -z / sigma - sigma / b),
-            )
+    z = y - mu
+    return (
+        -np.log(2 * b)
+        + pt.square(sigma) / (2 * b**2)
+        + pt.logaddexp(
+            -z / b + normal_lcdf(0.0, 1.0, z / sigma - sigma / b),
+            z / b + normal_lcdf(0.0, 1.0, -z / sigma - sigma / b),
         )
-
-    return logp
+    )
 
 
 def _random(latent: Latent, mechanisms, cells):

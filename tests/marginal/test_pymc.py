@@ -161,3 +161,43 @@ def test_nuts_on_the_marginal_model_matches_quadrature(exact):
 
 def test_companion_the_naive_model_fails_the_same_check(exact):
     assert abs(_z(True, exact)) > 4
+
+
+def test_zero_inflated_and_mixture_latents_are_mixtures_of_marginals():
+    mech = dp.DiscreteGaussian(3.0)
+    released = np.array([0, 2, 25, -4])
+    pop = POP[:4]
+    with pm.Model() as model:
+        rate = pm.LogNormal("rate", -5.0, 1.0)
+        psi = pm.Beta("psi", 2.0, 2.0)
+        mech.to_pymc("zip", pm.ZeroInflatedPoisson.dist(psi=psi, mu=pop * rate), observed=released)
+        q = pm.Beta("q", 2.0, 2.0)
+        mixture = pm.Mixture.dist(
+            w=pm.math.stack([q, 1 - q]),
+            comp_dists=[pm.Poisson.dist(pop * rate), pm.NegativeBinomial.dist(mu=10.0, alpha=2.0)],
+        )
+        mech.to_pymc("mix", mixture, observed=released)
+    point = {"rate_log__": np.log(0.004), "psi_logodds__": 0.4, "q_logodds__": -1.1}
+    psi_value, q_value = 1 / (1 + np.exp(-0.4)), 1 / (1 + np.exp(1.1))
+    w_value = [q_value, 1 - q_value]
+    for name, weights, comps in [
+        ("zip", [1 - psi_value, psi_value], [("discrete_uniform", 0, 0), ("poisson", None, 0)]),
+        ("mix", w_value, [("poisson", None, 0), ("negative_binomial", 2.0, 2.0 / 12.0)]),
+    ]:
+        got = _cell_logp(model, name, point)
+        for i, (p, y) in enumerate(zip(pop, released, strict=True)):
+            terms = [
+                np.log(wk) + log_marginal(f, p * 0.004 if a is None else a, b, [(mech, y)])
+                for wk, (f, a, b) in zip(weights, comps, strict=True)
+            ]
+            assert got[i] == pytest.approx(logsumexp(terms), abs=3e-10)
+
+
+def test_a_distribution_without_a_bound_is_refused_by_name():
+    with pm.Model():
+        with pytest.raises(ValueError, match="BetaBinomial.*supported: Poisson"):
+            dp.Laplace(2.0).to_pymc(
+                "y", pm.BetaBinomial.dist(n=10, alpha=1.0, beta=2.0), observed=np.array([3.0])
+            )
+        with pytest.raises(ValueError, match="needs an integer confidential value"):
+            dp.DiscreteLaplace(2.0).to_pymc("z", pm.Normal.dist(0, 1), observed=np.array([3]))
