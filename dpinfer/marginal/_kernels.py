@@ -223,13 +223,17 @@ def _support(family, a, b, coef, j):
 
 
 @nb.njit(cache=True)
-def _rising(family, a, b, kinds, released, coef, j, s):
-    """Whether ``t(s + 1) > t(s)``."""
-    return _latent_ratio(family, a, b, s) * _mechanisms_ratio(kinds, released, coef, j, s) > 1.0
+def _rising(family, a, b, kinds, released, coef, j, s, gauss_a, gauss_b):
+    """Whether ``t(s + 1) > t(s)`` (through ``exp(A - B s)`` when the releases are Gaussian)."""
+    if math.isfinite(gauss_a):
+        mech = math.exp(gauss_a - gauss_b * s)
+    else:
+        mech = _mechanisms_ratio(kinds, released, coef, j, s)
+    return _latent_ratio(family, a, b, s) * mech > 1.0
 
 
 @nb.njit(cache=True)
-def _find_mode(family, a, b, kinds, released, coef, j, lo, hi, hint):
+def _find_mode(family, a, b, kinds, released, coef, j, lo, hi, hint, gauss_a, gauss_b):
     """Return the first s in [lo, hi] where t stops rising (walk from ``hint``, else bisect).
 
     For a log-concave t both give the same s (its first maximum); the walk is
@@ -238,9 +242,11 @@ def _find_mode(family, a, b, kinds, released, coef, j, lo, hi, hint):
     if _log_concave(family, a) and lo <= hint <= hi:
         s = hint
         for _ in range(8):
-            if s < hi and _rising(family, a, b, kinds, released, coef, j, s):
+            if s < hi and _rising(family, a, b, kinds, released, coef, j, s, gauss_a, gauss_b):
                 s += 1.0
-            elif s > lo and not _rising(family, a, b, kinds, released, coef, j, s - 1.0):
+            elif s > lo and not _rising(
+                family, a, b, kinds, released, coef, j, s - 1.0, gauss_a, gauss_b
+            ):
                 s -= 1.0
             else:
                 return s
@@ -254,7 +260,7 @@ def _find_mode(family, a, b, kinds, released, coef, j, lo, hi, hint):
     right = min(max(right, lo), hi)
     while left < right:
         mid = np.floor(0.5 * (left + right))
-        if _rising(family, a, b, kinds, released, coef, j, mid):
+        if _rising(family, a, b, kinds, released, coef, j, mid, gauss_a, gauss_b):
             left = mid + 1.0
         else:
             right = mid
@@ -278,7 +284,8 @@ def _cell(family, a, b, kinds, released, coef, j, tol, hint, out):
     if lo > hi:
         out[0] = -math.inf
         return
-    mode = _find_mode(family, a, b, kinds, released, coef, j, lo, hi, hint)
+    gauss_a, gauss_b = _gaussian_ratio(kinds, released, coef, j)
+    mode = _find_mode(family, a, b, kinds, released, coef, j, lo, hi, hint, gauss_a, gauss_b)
     out[4] = mode
     log_peak = _latent_logp(family, a, b, mode) + _mechanisms(kinds, released, coef, j, mode)
     out[3] = 1.0
@@ -290,10 +297,9 @@ def _cell(family, a, b, kinds, released, coef, j, tol, hint, out):
     psi_mode = _digamma(mode + a) if negbin else 0.0
     total, sum_s, sum_psi = 1.0, mode, psi_mode
     # Gaussian releases only: the mechanisms' ratio is exp(A - B s), updated by a product
-    gauss_a, gauss_b = _gaussian_ratio(kinds, released, coef, j)
     step = math.exp(-gauss_b)
     up = math.exp(gauss_a - gauss_b * mode)
-    down = math.exp(gauss_b * (mode - 1.0) - gauss_a)
+    down = step / up  # exp(B (mode - 1) - A)
     fast = math.isfinite(gauss_a) and 0.0 < up < math.inf and 0.0 < down < math.inf
     # right: t(s + 1) = t(s) ratio(s); left: t(s - 1) = t(s) back(s), back(s) = 1 / ratio(s - 1)
     s, w, psi = mode, 1.0, psi_mode
