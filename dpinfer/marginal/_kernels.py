@@ -47,9 +47,11 @@ GAUSSIAN = 1
 BINOMIAL_RELEASE = 2
 
 _MAX_TERMS = 100_000_000
+# Every function below is compiled with NumPy's error model: a division by zero gives inf or
+# NaN (a probability of zero on a boundary), never an exception in the middle of a sum.
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _digamma(x):
     # x > 0: recurrence up to 6, then the asymptotic series
     result = 0.0
@@ -66,7 +68,7 @@ def _digamma(x):
     )
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _latent_support(family, a, b):
     if family == BINOMIAL_LATENT:
         return 0.0, a
@@ -77,7 +79,7 @@ def _latent_support(family, a, b):
     return 0.0, math.inf
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _latent_valid(family, a, b):
     if family == POISSON:
         return a >= 0.0 and math.isfinite(a)
@@ -90,7 +92,7 @@ def _latent_valid(family, a, b):
     return a <= b and a == np.floor(a) and b == np.floor(b)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _latent_logp(family, a, b, s):
     if family == POISSON:
         if a == 0.0:
@@ -116,7 +118,7 @@ def _latent_logp(family, a, b, s):
     return -math.log(b - a + 1.0)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _latent_ratio(family, a, b, s):
     """``p(s + 1) / p(s)`` for s and s + 1 in the support."""
     if family == POISSON:
@@ -130,7 +132,7 @@ def _latent_ratio(family, a, b, s):
     return 1.0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _latent_mode(family, a, b):
     if family == POISSON:
         return np.floor(a)
@@ -143,12 +145,12 @@ def _latent_mode(family, a, b):
     return a
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _log_concave(family, a):
     return not (family == NEGATIVE_BINOMIAL and a < 1.0)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _term(kind, r, a, b, c, d, s):
     """Log-density of one release coordinate ``r`` at the latent value ``s``."""
     if kind == LAPLACE:
@@ -159,7 +161,7 @@ def _term(kind, r, a, b, c, d, s):
     return c + r * math.log(s + a) + b * math.log(d - s)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _term_log_ratio(kind, r, a, b, d, s):
     """``term(s + 1) - term(s)``, written to cancel exactly what cancels."""
     if kind == LAPLACE:
@@ -169,14 +171,14 @@ def _term_log_ratio(kind, r, a, b, d, s):
     return r * math.log1p(1.0 / (s + a)) + b * math.log1p(-1.0 / (d - s))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _term_mode(kind, r, a, b, d):
     if kind == BINOMIAL_RELEASE:
         return (r * d - b * a) / (r + b) if r + b > 0 else -a
     return r
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _mechanisms(kinds, released, coef, j, s):
     total = 0.0
     for m in range(kinds.size):
@@ -186,7 +188,7 @@ def _mechanisms(kinds, released, coef, j, s):
     return total
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _mechanisms_ratio(kinds, released, coef, j, s):
     """``prod_m eta_m(s + 1) / eta_m(s)``."""
     total = 0.0
@@ -197,7 +199,7 @@ def _mechanisms_ratio(kinds, released, coef, j, s):
     return math.exp(total)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _gaussian_ratio(kinds, released, coef, j):
     """Return ``(A, B)``: ``prod_m eta_m(s + 1) / eta_m(s) = exp(A - B s)``, or NaNs.
 
@@ -212,7 +214,7 @@ def _gaussian_ratio(kinds, released, coef, j):
     return big_a, big_b
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _support(family, a, b, coef, j):
     # the latent's support within every release's support (coefficients 4 and 5)
     lo, hi = _latent_support(family, a, b)
@@ -222,7 +224,7 @@ def _support(family, a, b, coef, j):
     return lo, hi
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _rising(family, a, b, kinds, released, coef, j, s, gauss_a, gauss_b):
     """Whether ``t(s + 1) > t(s)`` (through ``exp(A - B s)`` when the releases are Gaussian)."""
     if math.isfinite(gauss_a):
@@ -232,7 +234,7 @@ def _rising(family, a, b, kinds, released, coef, j, s, gauss_a, gauss_b):
     return _latent_ratio(family, a, b, s) * mech > 1.0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _find_mode(family, a, b, kinds, released, coef, j, lo, hi, hint, gauss_a, gauss_b):
     """Return the first s in [lo, hi] where t stops rising (walk from ``hint``, else bisect).
 
@@ -267,13 +269,13 @@ def _find_mode(family, a, b, kinds, released, coef, j, lo, hi, hint, gauss_a, ga
     return left
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _bound(w, ratio):
     """Bound of the geometric tail ``w (ratio + ratio^2 + ...)``."""
     return w * ratio / (1.0 - ratio) if ratio < 1.0 else math.inf
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _cell(family, a, b, kinds, released, coef, j, tol, hint, out):
     """Sum cell j: out = (log-likelihood, E[s], E[digamma(s + a)], terms, mode)."""
     out[1], out[2], out[3], out[4] = 0.0, 0.0, 0.0, hint
@@ -350,7 +352,7 @@ def _cell(family, a, b, kinds, released, coef, j, tol, hint, out):
     out[2] = sum_psi / total
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _scores(family, a, b, mean_s, mean_psi):
     if family == POISSON:
         return mean_s / a - 1.0, 0.0
@@ -363,7 +365,7 @@ def _scores(family, a, b, mean_s, mean_psi):
     return 0.0, 0.0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def marginal_cells(
     family, pa, pb, kinds, released, coef, tol, hints, logp, score_a, score_b, terms
 ):
