@@ -246,24 +246,47 @@ class Mechanism(abc.ABC):
         """
         return None
 
-    def to_pymc(self, name: str, value, *, observed):
+    def to_pymc(self, name: str, value, *, observed, tol: float = 1e-10):
         """Add this mechanism's density as a likelihood term to the PyMC model in context.
 
         Parameters
         ----------
         name : str
             Name of the observed variable.
-        value : array_like or TensorVariable
-            The confidential value (a random variable of the model), of shape
-            ``event_shape``.
+        value : TensorVariable or array_like
+            Either the confidential value as a variable of the model (or any
+            tensor) of shape ``event_shape``: the density of the release given
+            it is added. Or an *unregistered* univariate PyMC distribution of
+            the confidential value of every cell (``pm.Poisson.dist(mu=lam)``):
+            the confidential value is then summed (or integrated) out cell by
+            cell, exactly, by :func:`dpinfer.to_pymc`.
         observed : array_like
-            The release.
+            The release: of shape ``event_shape``; with a distribution, of the
+            cells' shape (ending in ``event_shape``).
+        tol : float, default 1e-10
+            With a distribution: the bound on each cell's neglected mass,
+            relative to its likelihood (see :func:`dpinfer.to_pymc`).
 
         Returns
         -------
         TensorVariable
-            The observed variable; ``pm.logp`` of it equals :meth:`logpdf`.
+            The observed variable; ``pm.logp`` of it equals :meth:`logpdf`
+            (with a tensor value) or the per-cell marginal log-likelihood.
+
+        Examples
+        --------
+        >>> import numpy as np, pymc as pm, dpinfer as dp
+        >>> mech = dp.DiscreteGaussian.from_privacy(epsilon=1.0, delta=1e-6, sensitivity=1)
+        >>> with pm.Model():
+        ...     rate = pm.Exponential("rate", 0.1)
+        ...     obs = mech.to_pymc("cases", pm.Poisson.dist(mu=rate, shape=3),
+        ...                        observed=np.array([4, 9, 6]))
         """
+        from ..marginal import is_unregistered_distribution
+        from ..marginal import to_pymc as marginal_to_pymc
+
+        if is_unregistered_distribution(value):
+            return marginal_to_pymc(name, value, observed=[(self, observed)], tol=tol)
         import pymc as pm
 
         if not (isinstance(name, str) and name):
