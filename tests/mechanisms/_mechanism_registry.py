@@ -101,7 +101,10 @@ def discrete_gaussian_logpmf_bruteforce(k, sigma: float) -> np.ndarray:
 
 
 def _dgaussian_oracle(mech, released, value):
-    return discrete_gaussian_logpmf_bruteforce(np.asarray(released) - value, mech.sigma)
+    # one brute-force normaliser per cell (the sigmas may differ from cell to cell)
+    sigma = np.broadcast_to(mech.sigma, mech.event_shape)
+    log_z = np.vectorize(lambda s: -discrete_gaussian_logpmf_bruteforce(0, s))(sigma)
+    return -((np.asarray(released) - value) ** 2) / (2 * sigma**2) - log_z
 
 
 def _binomial_oracle(mech, released, value):
@@ -172,11 +175,15 @@ def oracle_quantile(case: Case, mech: dp.Mechanism, value, u) -> np.ndarray:
     if not mech.discrete:
         return case.ppf(mech, value, u)
     lo, hi = case.normalisation_range
+    es = mech.event_shape
     out = np.empty(u.shape, dtype=np.int64)
     for idx in np.ndindex(u.shape):
         v = int(value[idx])
         support = np.arange(lo, hi) + (v if case.translation else 0)
-        pmf = np.exp(case.oracle(mech, support, np.full(support.shape, v)))
+        # the support in every cell at once; the pmf of this entry's own cell is kept
+        grid = np.broadcast_to(support.reshape(-1, *[1] * len(es)), (support.size, *es))
+        log_pmf = case.oracle(mech, grid, np.full(grid.shape, v))
+        pmf = np.exp(log_pmf[(slice(None), *idx[u.ndim - len(es) :])])
         out[idx] = support[np.searchsorted(np.cumsum(pmf), u[idx], side="left")]
     return out
 

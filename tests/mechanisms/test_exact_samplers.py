@@ -97,25 +97,25 @@ def test_draws_replayed_on_a_longer_stream_are_unchanged(kind):
     n, d = param.numerator, param.denominator
     t = math.isqrt(n // d) + 1
     source = _bits.GeneratorWords(np.random.default_rng(7))
+    # one group of parameters, every cell in it (the per-cell kernels' scalar case)
+    groups = (np.array([True]), np.zeros(1, np.int64))
     if kind == LAPLACE:
-        args = (np.uint64(n), np.uint64(d), (n - 1).bit_length())
+        args = (
+            np.array([n], np.uint64),
+            np.array([d], np.uint64),
+            np.array([(n - 1).bit_length()], np.int64),
+        )
         run, ref = _exact.kernels.run_discrete_laplace, _exact.discrete_laplace
     else:
         den = 2 * n * d * t * t
-        args = (
-            n,
-            t,
-            t * d,
-            den >> 64,
-            den & (2**64 - 1),
-            (den - 1).bit_length(),
-            (t - 1).bit_length(),
-        )
-        args = tuple(np.uint64(a) for a in args[:5]) + args[5:]
+        ints = (n, t, t * d, den >> 64, den & (2**64 - 1))
+        bits = ((den - 1).bit_length(), (t - 1).bit_length())
+        args = tuple(np.array([a], np.uint64) for a in ints)
+        args += tuple(np.array([b], np.int64) for b in bits)
         run, ref = _exact.kernels.run_discrete_gaussian, _exact.discrete_gaussian
     out = _exact._drive(
-        lambda words, pos, o, start: run(words, pos, *args, o, start),
-        lambda r: ref(n, d, r),
+        lambda words, pos, o, start: run(words, pos, *args, *groups, o, start),
+        lambda i, r: ref(n, d, r),
         500,
         source,
         bits_per_draw=1,
