@@ -15,6 +15,7 @@ from .mechanisms import (
     Privacy,
     SparseVector,
     SVTResult,
+    Thresholded,
 )
 from .model import Model, Prior
 from .record_model import RecordModel
@@ -56,6 +57,7 @@ __all__ = [
     "SimulationBudgetExceeded",
     "SparseVector",
     "StagedSchedule",
+    "Thresholded",
     "__version__",
     "abcdp",
     "accounting",

@@ -151,3 +151,13 @@ def require_sensitivity(mechanism) -> np.ndarray:
             "guarantee to report; pass sensitivity=... (or use from_privacy)"
         )
     return mechanism.sensitivity
+
+
+def compact(arr):
+    """Return a parameter for a repr: its one value when every cell shares it, else a list."""
+    if arr is None:
+        return None
+    arr = np.asarray(arr)
+    if arr.size and np.all(arr == arr.reshape(-1)[0]):
+        return arr.reshape(-1)[0].item()
+    return arr.tolist()

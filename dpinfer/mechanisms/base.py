@@ -565,17 +565,20 @@ class AdditiveNoise(Mechanism):
 def exact_gap(cut, s) -> np.ndarray:
     """``cut - s`` as floats, computed in int64 where both are integers and it cannot overflow.
 
-    Integer confidential values beyond 2**53 lose their last digits as floats;
-    the difference of two such integers is then computed exactly first.
+    Integers beyond 2**53 lose their last digits as floats; the difference of
+    two such integers is computed exactly first (``cut`` an int64 array, or
+    whole floats below 2**62).
     """
-    cut = np.asarray(cut, dtype=float)
-    s = np.asarray(s)
-    gap = cut - s.astype(float)
-    if s.dtype.kind in "iu":
+    cut, s = np.asarray(cut), np.asarray(s)
+    gap = cut.astype(float) - s.astype(float)
+    if s.dtype.kind not in "iu":
+        return gap
+    if cut.dtype.kind in "iu":
+        whole, ci = np.ones(cut.shape, bool), cut.astype(np.int64)
+    else:
         whole = np.isfinite(cut) & (np.abs(cut) < 2.0**62) & (cut == np.floor(cut))
         ci = np.where(whole, cut, 0.0).astype(np.int64)
-        si = s.astype(np.int64)
-        d = ci - si  # wraps on overflow, detected below
-        overflow = ((ci ^ si) & (ci ^ d)) < 0
-        gap = np.where(whole & ~overflow, d.astype(float), gap)
-    return gap
+    si = s.astype(np.int64)
+    d = ci - si  # wraps on overflow, detected below
+    overflow = ((ci ^ si) & (ci ^ d)) < 0
+    return np.where(whole & ~overflow, d.astype(float), gap)

@@ -19,6 +19,7 @@ from ._discrete_quantiles import discrete_gaussian_quantile, discrete_laplace_qu
 from ._params import (
     as_shape,
     budget_per_cell,
+    compact,
     gaussian_rho,
     noise_array,
     require_sensitivity,
@@ -100,10 +101,7 @@ class _IntegerNoise(AdditiveNoise):
         return float(np.sum(self._log_norm))
 
     def _repr_params(self):
-        return {
-            self._param_name: self._param.tolist(),
-            "sensitivity": _tolist(self.sensitivity),
-        }
+        return {self._param_name: compact(self._param), "sensitivity": _tolist(self.sensitivity)}
 
 
 class DiscreteLaplace(_IntegerNoise):
