@@ -420,7 +420,10 @@ class Mechanism(abc.ABC):
                 f"{cells.shape} of dtype {cells.dtype}"
             )
         out = copy.copy(self)
-        for name in self._cell_params:
+        names = self._cell_params
+        if np.ndim(getattr(self, "sensitivity", None)):  # per-cell bounds follow their cells
+            names = (*names, "sensitivity")
+        for name in names:
             value = getattr(self, name)
             if value is not None:
                 flat = np.broadcast_to(np.asarray(value), self.event_shape).reshape(-1)

@@ -64,6 +64,11 @@ class _IntegerNoise(AdditiveNoise):
         self._distinct = values.tolist()
         self._cells = cells.astype(np.int64).reshape(-1)
 
+    def _at_cells(self, cells):
+        out = super()._at_cells(cells)
+        out._init_groups()  # the groups of the gathered cells
+        return out
+
     def _per_group(self, fn) -> np.ndarray:
         """``fn(value)`` for each distinct parameter, spread over the cells (event-shaped)."""
         per_group = np.array([fn(v) for v in self._distinct], dtype=float)
