@@ -86,10 +86,15 @@ def discrete_gaussian_log_cdf(x, sigma) -> np.ndarray:
     out = np.empty(x.size)
     with np.errstate(invalid="ignore"):
         k = np.floor(x)
-    values, groups = np.unique(sigma, return_inverse=True)
+    if sigma.size and sigma.min() == sigma.max():
+        values, groups = sigma[:1], np.zeros(sigma.size, dtype=np.int64)
+    else:
+        values, groups = np.unique(sigma, return_inverse=True)
     for g, s in enumerate(values.tolist()):
-        at = np.flatnonzero(groups == g)
-        out[at] = _log_cdf_one_sigma(k[at], s)
+        at = np.flatnonzero(groups == g) if len(values) > 1 else np.arange(sigma.size)
+        # a batch of counts holds few distinct cuts: each is computed once
+        distinct, where = np.unique(k[at], return_inverse=True)
+        out[at] = _log_cdf_one_sigma(distinct, s)[where]
     return out.reshape(shape)
 
 
