@@ -133,3 +133,8 @@ def test_smc_abc_matches_the_exact_posterior_and_the_companion_fails(label, exac
     idata = dp.smc_abc(model(), mech, RELEASED, particles=2000, rng=12, progressbar=False)
     draws = idata.posterior["r"].values.ravel()
     assert _matches(draws, idata.attrs["ess"], exact) == (label == "right")
+    # the release with its NaN cells, the guarantee in zCDP, the parameters of both layers
+    np.testing.assert_array_equal(idata.observed_data["s_dp"].values, RELEASED)
+    assert idata.attrs["rho"] == 0.5 and np.isnan(idata.attrs["epsilon"])
+    np.testing.assert_allclose(idata.constant_data["mechanism_inner_sigma"], [1, 2, 5, 5])
+    np.testing.assert_array_equal(idata.constant_data["mechanism_threshold"], [25] * 4)
