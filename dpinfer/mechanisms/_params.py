@@ -21,13 +21,17 @@ def noise_array(name: str, value, event_shape) -> tuple[np.ndarray, tuple[int, .
             f"{name} must be positive and finite (0 is not 'no noise'), got {value!r}"
         )
     shape = arr.shape if event_shape is None else as_shape(event_shape)
+    return broadcast_param(name, arr, shape), shape
+
+
+def broadcast_param(name: str, arr: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Return a copy of ``arr`` broadcast to ``shape``, or raise a ValueError naming ``name``."""
     try:
-        arr = np.broadcast_to(arr, shape).copy()
+        return np.broadcast_to(arr, shape).copy()
     except ValueError:
         raise ValueError(
             f"{name} of shape {arr.shape} does not broadcast to event_shape {shape}"
         ) from None
-    return arr, shape
 
 
 def as_shape(event_shape) -> tuple[int, ...]:
@@ -134,13 +138,7 @@ def budget_per_cell(
             f"{name} is a scalar but sensitivity is per cell: give {name} per cell too (the "
             f"split of the budget; the guarantee is their sum), got {name}={budget!r}"
         )
-    try:
-        arr = np.broadcast_to(arr, shape).copy()
-    except ValueError:
-        raise ValueError(
-            f"{name} of shape {arr.shape} does not broadcast to event_shape {shape}"
-        ) from None
-    return arr, sens, shape
+    return broadcast_param(name, arr, shape), sens, shape
 
 
 def require_sensitivity(mechanism) -> np.ndarray:
@@ -161,3 +159,14 @@ def compact(arr):
     if arr.size and np.all(arr == arr.reshape(-1)[0]):
         return arr.reshape(-1)[0].item()
     return arr.tolist()
+
+
+def neighbouring(sensitivity, *, values: str, norm: str) -> str:
+    """Describe the neighbouring relation of a declared sensitivity (``Privacy.neighbouring``).
+
+    ``values`` names what changes ("confidential values", "integer values");
+    ``norm`` the norm a scalar sensitivity bounds ("l1", "l2").
+    """
+    if np.ndim(sensitivity):
+        return f"{values} within {np.asarray(sensitivity).tolist()} coordinate-wise"
+    return f"{values} within {norm} distance {sensitivity:g}"

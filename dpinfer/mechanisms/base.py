@@ -448,7 +448,7 @@ class Mechanism(abc.ABC):
             The confidential value (a random variable of the model), of shape
             ``event_shape``.
         observed : array_like
-            The release.
+            The release (for :class:`~dpinfer.Thresholded`, NaN at suppressed cells).
 
         Returns
         -------

@@ -21,6 +21,7 @@ from ._params import (
     budget_per_cell,
     compact,
     gaussian_rho,
+    neighbouring,
     noise_array,
     require_sensitivity,
     scalar_or_cells,
@@ -204,14 +205,11 @@ class DiscreteLaplace(_IntegerNoise):
         """The guarantee for the declared sensitivity (see Notes)."""
         sens = require_sensitivity(self)
         if np.ndim(sens):
-            return Privacy(
-                epsilon=math.fsum((sens / self.scale).ravel()),
-                neighbouring=f"integer values within {sens.tolist()} coordinate-wise",
-            )
-        return Privacy(
-            epsilon=sens / float(np.min(self.scale)),
-            neighbouring=f"integer values within l1 distance {sens}",
-        )
+            eps = math.fsum((sens / self.scale).ravel())
+        else:
+            eps = sens / float(np.min(self.scale))
+        text = neighbouring(sens, values="integer values", norm="l1")
+        return Privacy(epsilon=eps, neighbouring=text)
 
 
 class DiscreteGaussian(_IntegerNoise):
@@ -343,12 +341,9 @@ class DiscreteGaussian(_IntegerNoise):
         """The guarantee for the declared sensitivity (see Notes)."""
         sens = require_sensitivity(self)
         rho = gaussian_rho(self.sigma, sens)
-        if np.ndim(sens):
-            neighbouring = f"integer values within {sens.tolist()} coordinate-wise"
-        else:
-            neighbouring = f"integer values within l2 distance {sens:g}"
+        text = neighbouring(sens, values="integer values", norm="l2")
         if self.delta is None:
-            return Privacy(rho=rho, neighbouring=neighbouring)
+            return Privacy(rho=rho, neighbouring=text)
         eps = self._calibrated_epsilon
         if eps is None:
             if self._dimension == 1:
@@ -356,7 +351,7 @@ class DiscreteGaussian(_IntegerNoise):
                 eps = _epsilon_at(one_sigma, self.delta, one_sens, 1)
             else:
                 eps = accounting.zcdp_to_approx(rho, self.delta)
-        return Privacy(epsilon=eps, delta=self.delta, rho=rho, neighbouring=neighbouring)
+        return Privacy(epsilon=eps, delta=self.delta, rho=rho, neighbouring=text)
 
     @property
     def _dimension(self) -> int:

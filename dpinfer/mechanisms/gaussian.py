@@ -12,6 +12,7 @@ from ._coordinate import GAUSSIAN, CoordinateForm
 from ._params import (
     budget_per_cell,
     gaussian_rho,
+    neighbouring,
     noise_array,
     require_sensitivity,
     scalar_or_cells,
@@ -186,12 +187,9 @@ class Gaussian(AdditiveNoise):
         """
         sens = require_sensitivity(self)
         rho = gaussian_rho(self.sigma, sens)
-        if np.ndim(sens):
-            neighbouring = f"confidential values within {sens.tolist()} coordinate-wise"
-        else:
-            neighbouring = f"confidential values within l2 distance {sens:g}"
+        text = neighbouring(sens, values="confidential values", norm="l2")
         if self.delta is None:
-            return Privacy(rho=rho, neighbouring=neighbouring)
+            return Privacy(rho=rho, neighbouring=text)
         eps = self._calibrated_epsilon
         if eps is None:
             if np.ndim(sens):
@@ -201,7 +199,7 @@ class Gaussian(AdditiveNoise):
             # 0 when delta alone covers the mechanism; Privacy needs epsilon > 0, and any
             # larger epsilon also holds, so report 1e-12 as DiscreteGaussian does.
             eps = max(exact, 1e-12)
-        return Privacy(epsilon=eps, delta=self.delta, rho=rho, neighbouring=neighbouring)
+        return Privacy(epsilon=eps, delta=self.delta, rho=rho, neighbouring=text)
 
     def _repr_params(self):
         sens = self.sensitivity

@@ -7,7 +7,13 @@ import math
 import numpy as np
 
 from ._coordinate import LAPLACE, CoordinateForm
-from ._params import budget_per_cell, noise_array, require_sensitivity, sensitivity_array
+from ._params import (
+    budget_per_cell,
+    neighbouring,
+    noise_array,
+    require_sensitivity,
+    sensitivity_array,
+)
 from ._tails import laplace_log_cdf
 from .base import AdditiveNoise, Privacy
 
@@ -134,12 +140,10 @@ class Laplace(AdditiveNoise):
             eps = float(sens) / float(np.min(self.scale))
         else:
             eps = math.fsum((sens / self.scale).ravel())
-        return Privacy(epsilon=eps, neighbouring=self._neighbouring())
-
-    def _neighbouring(self) -> str:
-        if self.sensitivity.ndim == 0:
-            return f"confidential values within l1 distance {float(self.sensitivity):g}"
-        return f"confidential values within {self.sensitivity.tolist()} coordinate-wise"
+        text = neighbouring(
+            float(sens) if sens.ndim == 0 else sens, values="confidential values", norm="l1"
+        )
+        return Privacy(epsilon=eps, neighbouring=text)
 
     def _repr_params(self):
         return {"scale": self.scale.tolist(), "sensitivity": _tolist(self.sensitivity)}

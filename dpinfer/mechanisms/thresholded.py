@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate
-from ._params import compact
+from ._params import broadcast_param, compact
 from .base import NUMPY, AdditiveNoise, Mechanism, Privacy, _pytensor_namespace, exact_gap
 
 __all__ = ["Thresholded"]
@@ -37,8 +37,12 @@ class Thresholded(Mechanism):
     Notes
     -----
     *Releases* are float arrays, also for the discrete families (NaN marks a
-    suppressed cell); :meth:`logpdf` and the samplers take such arrays. A
-    published value below its threshold is impossible: its density is 0.
+    suppressed cell); :meth:`logpdf`, :meth:`to_pymc` (``observed=``) and the
+    samplers take such arrays. A published value below its threshold is
+    impossible: its density is 0. In PyMC a suppressed cell is held at its cut
+    (PyMC would impute a NaN) and a constant mask selects its term, a log-CDF
+    expression with finite gradients far in both tails (the discrete Gaussian's
+    is an Op, piecewise constant in the confidential value).
 
     *Density.* With :math:`X_j` the noise of cell :math:`j`, a published cell
     contributes the inner density :math:`\eta_j(y_j \mid s_j)` and a suppressed
@@ -264,10 +268,4 @@ def _threshold_array(threshold, event_shape) -> np.ndarray:
     arr = _validate.numeric_array("threshold", threshold).astype(float)
     if arr.size == 0 or not np.all(np.isfinite(arr)):
         raise ValueError(f"threshold must be finite, got {threshold!r}")
-    try:
-        return np.broadcast_to(arr, event_shape).copy()
-    except ValueError:
-        raise ValueError(
-            f"threshold of shape {arr.shape} does not broadcast to the mechanism's event_shape "
-            f"{event_shape}"
-        ) from None
+    return broadcast_param("threshold", arr, event_shape)
