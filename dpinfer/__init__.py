@@ -16,6 +16,7 @@ from .mechanisms import (
     Privacy,
     SparseVector,
     SVTResult,
+    Thresholded,
 )
 from .model import Model, Prior
 from .record_model import RecordModel
@@ -57,6 +58,7 @@ __all__ = [
     "SimulationBudgetExceeded",
     "SparseVector",
     "StagedSchedule",
+    "Thresholded",
     "__version__",
     "abcdp",
     "accounting",
