@@ -20,6 +20,7 @@ from .model import Model, Prior
 from .record_model import RecordModel
 from .reference import sample_reference
 from .samplers import (
+    AcceptanceRate,
     AscentSchedule,
     BoundaryEstimateWarning,
     MCEMResult,
@@ -27,6 +28,7 @@ from .samplers import (
     StagedSchedule,
     abcdp,
     da_mcmc,
+    estimate_acceptance_rate,
     importance_abc,
     mcem,
     rejection_abc,
@@ -37,6 +39,7 @@ from .samplers import (
 )
 
 __all__ = [
+    "AcceptanceRate",
     "AscentSchedule",
     "BinomialRelease",
     "BoundaryEstimateWarning",
@@ -61,6 +64,7 @@ __all__ = [
     "accounting",
     "da_mcmc",
     "distances",
+    "estimate_acceptance_rate",
     "importance_abc",
     "mcem",
     "rejection_abc",
