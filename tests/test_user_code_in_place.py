@@ -67,7 +67,7 @@ def test_a_simulator_changing_params_in_place_is_stopped_by_name(sampler):
     with pytest.raises(ValueError, match=r"wrote into its params in place") as info:
         SAMPLERS[sampler](_model(scaled_in_place))
     message = str(info.value)
-    assert "read-only" in message and '* 1.2' in message
+    assert "read-only" in message and "* 1.2" in message
     assert "in_place" in message  # the simulator is named
 
 
@@ -132,7 +132,7 @@ def test_record_model_functions_changing_their_inputs_in_place_are_stopped():
 def test_likelihood_callables_changing_their_inputs_in_place_are_stopped():
     def logp(s, p):
         s += 1.0
-        return -(s - p["theta"]) ** 2
+        return -((s - p["theta"]) ** 2)
 
     lik = dp.Likelihood.from_callables(logp, params=["theta"], support={"theta": "real"})
     with pytest.raises(ValueError, match="likelihood callable .* wrote into its s or params"):
