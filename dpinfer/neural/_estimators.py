@@ -48,7 +48,11 @@ class _Estimator:
         return tuple(self.info["event_shape"])
 
     def save(self, path) -> None:
-        """Save the estimator to ``path`` (read back with :func:`dpinfer.neural.load`)."""
+        """Save the estimator to ``path`` (read back with :func:`dpinfer.neural.load`).
+
+        The file holds the weights, the standardisations, the flow's settings,
+        the problem's description and a SHA-256 digest of all of them.
+        """
         save(self, path)
 
     def _released(self, released) -> np.ndarray:
@@ -337,8 +341,8 @@ def _check_mcmc(mcmc) -> MCMC:
     return mcmc
 
 
-def load(path, *, flow=None) -> NeuralPosterior | NeuralLikelihood:
-    """Load an estimator saved with ``estimator.save(path)``.
+def load(path, *, flow=None, verify: bool = True) -> NeuralPosterior | NeuralLikelihood:
+    """Load an estimator saved with ``estimator.save(path)``, checking what it reads.
 
     Parameters
     ----------
@@ -347,15 +351,43 @@ def load(path, *, flow=None) -> NeuralPosterior | NeuralLikelihood:
     flow : callable, optional
         The flow builder it was trained with; needed only when that was not a
         :class:`SplineFlow` (whose settings are saved with the weights).
+    verify : bool, default True
+        Check the file's SHA-256 digest: a file changed after it was saved is
+        refused. ``False`` loads a file saved without one (by dpinfer 0.1's
+        first format) or edited on purpose; every other check still applies.
 
     Returns
     -------
     NeuralPosterior or NeuralLikelihood
 
+    Raises
+    ------
+    ValueError
+        If the file is not a valid saved estimator: it holds objects other
+        than tensors, numbers and strings (torch refuses to unpickle them), its
+        description lacks a key or has one of the wrong type, its sizes do not
+        agree (the flow against the parameters and the release), its digest
+        does not match its contents, or its weights do not fit the flow, are
+        not finite, or have standardisation scales that are not positive.
+
     Notes
     -----
     The file is read with ``torch.load(..., weights_only=True)``: it holds
-    tensors, numbers and strings only, so loading runs no pickled code.
+    tensors, numbers and strings only, so loading runs no pickled code. The
+    digest detects changes made after saving; it is not a signature (whoever
+    can write the file can write a matching digest), so load files you trust.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from dpinfer.neural import load
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "not-an-estimator.pt"
+    >>> _ = path.write_bytes(b"plain bytes")
+    >>> load(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ... is not a valid saved dpinfer.neural estimator: torch.load(... refused it ...
     """
-    kind, parts = read(path, flow)
+    verify = _validate.flag("verify", verify)
+    kind, parts = read(path, flow, verify=verify)
     return {"posterior": NeuralPosterior, "likelihood": NeuralLikelihood}[kind](*parts)
