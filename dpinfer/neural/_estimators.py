@@ -69,8 +69,17 @@ class _Estimator:
     def _params(self, params) -> np.ndarray:
         """Unconstrained ``z`` of a dict of parameter arrays with a leading batch axis."""
         if not isinstance(params, dict) or set(params) != set(self.names):
-            raise ValueError(f"params must be a dict with keys {self.names}, got {params!r}")
-        return self.space.flatten({k: np.asarray(params[k], dtype=float) for k in self.names})
+            raise ValueError(f"params must be a dict with keys {self.names}, got {params!r:.200}")
+        arrays = {k: _validate.finite_array(f"params[{k!r}]", params[k]) for k in self.names}
+        shapes = {k: v.shape for k, v in arrays.items()}
+        batch = {v[:1] for v in shapes.values()}
+        expected = {k: self.space.shapes[k] for k in self.names}
+        if len(batch) != 1 or () in batch or any(shapes[k][1:] != expected[k] for k in self.names):
+            raise ValueError(
+                "params must hold one array per parameter with a common leading batch axis "
+                f"and the parameter's shape after it {expected}, got shapes {shapes}"
+            )
+        return self.space.flatten(arrays)
 
     def __repr__(self) -> str:
         return (

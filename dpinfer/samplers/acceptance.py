@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import logsumexp
 
-from .. import parallel
+from .. import _validate, parallel
 from .._rng import RNGLike, as_seed_sequence
 from ._common import check_count, check_inputs, check_options
 
@@ -76,8 +76,7 @@ class AcceptanceRate(NamedTuple):
 
     def log_upper(self, z: float = Z_PREDICT) -> float:
         """Log of ``rate + z * standard_error``, an optimistic rate."""
-        if not (z >= 0 and math.isfinite(z)):
-            raise ValueError(f"z must be a non-negative finite number, got {z!r}")
+        z = _validate.non_negative("z", z)
         if z == 0:
             return self.log_rate
         return float(np.logaddexp(self.log_rate, math.log(z) + self.log_standard_error))
