@@ -257,9 +257,7 @@ class OutputFolder:
                 f"{_TEMP_PREFIX!r}, got {name!r}"
             )
         if not callable(writer):
-            raise TypeError(
-                f"writer must be a callable writer(path), got {type(writer).__name__}"
-            )
+            raise TypeError(f"writer must be a callable writer(path), got {type(writer).__name__}")
         temp = self._temp_name(name)
         self._temporary.append(temp)
         self._write_manifest(state="running")  # the temporary is listed before it exists
