@@ -31,7 +31,13 @@ REFERENCE = (
 
 
 class SimulationBudgetExceeded(RuntimeError):
-    """Raised when a sampler reaches ``max_simulations`` before its target."""
+    """Raised when a sampler reaches ``max_simulations`` before its target, or predicts it would.
+
+    :func:`rejection_abc` raises it as soon as its own proposals predict (even
+    optimistically) that the draws cannot be had within the budget; the message
+    names the predicted cost. :func:`dpinfer.estimate_acceptance_rate` makes the
+    same prediction before a run.
+    """
 
 
 def rejection_abc(
