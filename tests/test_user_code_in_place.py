@@ -147,3 +147,23 @@ def test_companion_other_value_errors_of_user_code_pass_through_unchanged():
         _model(failing).simulate_checked(
             {"theta": np.ones(2)}, np.random.default_rng(0), event_shape=()
         )
+
+
+@pytest.mark.parametrize("sampler", ["rejection_abc", "importance_abc", "smc_abc"])
+def test_a_simulator_returning_its_read_only_params_still_runs(sampler):
+    # an identity simulator hands back the read-only view; the library keeps a copy
+    def identity(p, rng):
+        return p["theta"]
+
+    idata = SAMPLERS[sampler](_model(identity))
+    assert np.all(np.isfinite(idata.posterior["theta"].values))
+
+
+def test_a_read_only_simulator_output_is_copied_into_a_writable_array():
+    def broadcast(p, rng):
+        return np.broadcast_to(np.float64(30.0), p["theta"].shape)  # read-only by NumPy
+
+    s = _model(broadcast).simulate_checked(
+        {"theta": np.ones(3)}, np.random.default_rng(0), event_shape=()
+    )
+    assert s.flags.writeable and s.tolist() == [30.0, 30.0, 30.0]
