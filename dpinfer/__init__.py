@@ -22,6 +22,7 @@ from .model import Model, Prior
 from .record_model import RecordModel
 from .reference import sample_reference
 from .samplers import (
+    AcceptanceRate,
     AscentSchedule,
     BoundaryEstimateWarning,
     MCEMResult,
@@ -29,6 +30,7 @@ from .samplers import (
     StagedSchedule,
     abcdp,
     da_mcmc,
+    estimate_acceptance_rate,
     importance_abc,
     mcem,
     rejection_abc,
@@ -39,6 +41,7 @@ from .samplers import (
 )
 
 __all__ = [
+    "AcceptanceRate",
     "AscentSchedule",
     "BinomialRelease",
     "BoundaryEstimateWarning",
@@ -64,6 +67,7 @@ __all__ = [
     "accounting",
     "da_mcmc",
     "distances",
+    "estimate_acceptance_rate",
     "importance_abc",
     "mcem",
     "rejection_abc",
