@@ -339,6 +339,25 @@ def _find_mode(family, a, b, kinds, released, coef, table, j, lo, hi, hint, gaus
 
 
 @nb.njit(cache=True, error_model="numpy")
+def _walk_gaussian(family, a, b, lo, hi, hint, gauss_a, gauss_b, step):
+    """Walk from the hint as :func:`_find_mode` does, for Gaussian releases: one ``exp``.
+
+    Returns ``(mode, exp(A - B mode))``, or NaNs when the walk does not end within 8 steps.
+    """
+    s, ratio = hint, math.exp(gauss_a - gauss_b * hint)
+    for _ in range(8):
+        if s < hi and _latent_ratio(family, a, b, s) * ratio > 1.0:
+            s += 1.0
+            ratio *= step
+        elif s > lo and not _latent_ratio(family, a, b, s - 1.0) * (ratio / step) > 1.0:
+            s -= 1.0
+            ratio /= step
+        else:
+            return s, ratio
+    return math.nan, math.nan
+
+
+@nb.njit(cache=True, error_model="numpy")
 def _bound(w, ratio):
     """Bound of the geometric tail ``w (ratio + ratio^2 + ...)``."""
     return w * ratio / (1.0 - ratio) if ratio < 1.0 else math.inf
@@ -356,9 +375,15 @@ def _cell(family, a, b, kinds, released, coef, table, j, tol, hint, out):
         out[0] = -math.inf
         return
     gauss_a, gauss_b = _gaussian_ratio(kinds, released, coef, j)
-    mode = _find_mode(
-        family, a, b, kinds, released, coef, table, j, lo, hi, hint, gauss_a, gauss_b
-    )
+    step = math.exp(-gauss_b)
+    mode, up = math.nan, math.nan
+    if math.isfinite(gauss_a) and _log_concave(family, a) and lo <= hint <= hi:
+        mode, up = _walk_gaussian(family, a, b, lo, hi, hint, gauss_a, gauss_b, step)
+    if math.isnan(mode):
+        mode = _find_mode(
+            family, a, b, kinds, released, coef, table, j, lo, hi, hint, gauss_a, gauss_b
+        )
+        up = math.exp(gauss_a - gauss_b * mode)
     out[4] = mode
     log_peak = _latent_logp(family, a, b, mode) + _mechanisms(
         kinds, released, coef, table, j, mode
@@ -372,8 +397,6 @@ def _cell(family, a, b, kinds, released, coef, table, j, tol, hint, out):
     psi_mode = _digamma(mode + a) if negbin else 0.0
     total, sum_s, sum_psi = 1.0, mode, psi_mode
     # Gaussian releases only: the mechanisms' ratio is exp(A - B s), updated by a product
-    step = math.exp(-gauss_b)
-    up = math.exp(gauss_a - gauss_b * mode)
     down = step / up  # exp(B (mode - 1) - A)
     fast = math.isfinite(gauss_a) and 0.0 < up < math.inf and 0.0 < down < math.inf
     # right: t(s + 1) = t(s) ratio(s); left: t(s - 1) = t(s) back(s), back(s) = 1 / ratio(s - 1)
