@@ -17,15 +17,13 @@ count summed out against the noise,
 ``mech.to_pymc("cases", pm.Poisson.dist(mu=pop * r), observed=released)``
 (:mod:`dpinfer.marginal`), so that NUTS samples the posterior given the release.
 
-The data are **synthetic**: 3,143 counties (the number of US counties and
-county equivalents) with made-up populations, log-normal with median 26,000
-and log-sd 1.5, close to the spread of US county populations (median about
-26,000, from under 100 to about 10 million); true rates drawn from the model at
-``mu = -8.5`` (about 20 cases per 100,000) and ``tau = 0.5``; counts drawn
-from the Poisson and released through the mechanism, all from a fixed seed
-(:data:`DATA_SEED`), so that every run analyses the same table. The example
-seeds the noise to be repeatable; a real curator draws it from OS entropy
-(``mechanism(rho).release(counts)``, ``rng=None``).
+The data are **synthetic**: 3,143 counties (the number of US counties and county
+equivalents) with made-up populations, log-normal with median 26,000 and log-sd 1.5, close
+to the spread of US county populations (median about 26,000, from under 100 to about 10
+million); true rates drawn from the model at ``mu = -8.5`` (about 20 cases per 100,000) and
+``tau = 0.5``; counts drawn from the Poisson and released through the mechanism, all from a
+fixed seed (:data:`DATA_SEED`), so that every run analyses the same table. The example seeds
+the noise to be repeatable; a real curator draws it from OS entropy (``rng=None``).
 
 References
 ----------
@@ -49,7 +47,6 @@ Examples
 from __future__ import annotations
 
 import functools
-import math
 import time
 
 import numpy as np
@@ -111,7 +108,7 @@ EXAMPLE = Example(
     seconds=150,
     module=__name__,
     options=(
-        Option("rho", RHO, "zCDP budget of each count, 1e-4 to 100 (sigma 1/sqrt(2 rho))", _rho),
+        Option("rho", RHO, "zCDP budget of each count, 1e-4 to 100", positive),
         Option("counties", COUNTIES, "number of synthetic counties", integer(10, 50_000)),
         Option("draws", 300, "NUTS draws per chain", integer(100)),
         Option("tune", 300, "NUTS tuning steps per chain", integer(100)),
@@ -125,24 +122,25 @@ def mechanism(rho: float = RHO) -> dp.DiscreteGaussian:
 
     Examples
     --------
-    >>> mechanism(0.5).sigma
-    1.0
+    >>> float(mechanism(0.5).sigma), str(mechanism(0.5).privacy)
+    (1.0, '0.5-zCDP')
     """
     rho = _rho("rho", rho)
-    return dp.DiscreteGaussian(1 / math.sqrt(2 * rho), sensitivity=1)
+    return dp.DiscreteGaussian.from_zcdp(rho=rho, sensitivity=1)
 
 
 def privacy(mech, *, delta: float = DELTA) -> dict:
     """Return the guarantee of each count, and so of the table: rho-zCDP and (epsilon, delta).
 
     A person is one case in one county, so adding or removing a person changes
-    one count by at most 1: the whole table has the guarantee of one count
-    (parallel composition). Epsilon is Bun and Steinke's (2016) conversion
+    one count by at most 1 (the l2 norm of the change of the table is 1): the
+    whole table has the guarantee of one count. ``mech.privacy`` states it in
+    zCDP; ``.to_approx(delta)`` converts it by Bun and Steinke's (2016)
     ``rho + 2 sqrt(rho log(1/delta))``.
     """
-    rho = dp.accounting.zcdp_gaussian(mech.sigma, 1)
-    epsilon = dp.accounting.zcdp_to_approx(rho, delta)
-    return {"rho": rho, "sigma": mech.sigma, "epsilon": epsilon, "delta": delta}
+    zcdp, approx = mech.privacy, mech.privacy.to_approx(delta)
+    sigma = float(np.max(mech.sigma))
+    return {"rho": zcdp.rho, "sigma": sigma, "epsilon": approx.epsilon, "delta": approx.delta}
 
 
 def simulate(*, counties: int = COUNTIES, rho: float = RHO) -> dict:
@@ -246,8 +244,8 @@ def sample(table: dict, mech, *, naive: bool = False, rng: RNGLike = None, **nut
         **nuts,
     )
     spent = {"wall_seconds": time.perf_counter() - wall, "cpu_seconds": time.process_time() - cpu}
-    idata.attrs.update(spent)
-    idata.posterior.attrs.update(spent)
+    for attrs in (idata.attrs, idata.posterior.attrs):
+        attrs.update(spent)
     return idata
 
 
@@ -303,9 +301,10 @@ def run(
     )
     diagnostics |= {f"privacy_{k}": v for k, v in guarantee.items()}
     setting = [
-        f"cases_i ~ Poisson(pop_i r_i), log r_i = mu + tau z_i, {counties:,} synthetic counties; "
-        f"mu ~ N({PRIOR_MU[0]:g}, {PRIOR_MU[1]:g}^2), tau ~ HalfNormal({PRIOR_TAU:g})",
-        f"release: counts + discrete Gaussian noise of sigma {mech.sigma:.4g} (rho = "
+        f"cases_i ~ Poisson(pop_i r_i), log r_i = mu + tau z_i, {counties:,} synthetic counties "
+        f"(made-up populations); mu ~ N({PRIOR_MU[0]:g}, {PRIOR_MU[1]:g}^2), "
+        f"tau ~ HalfNormal({PRIOR_TAU:g})",
+        f"release: counts + discrete Gaussian noise of sigma {guarantee['sigma']:.4g} (rho = "
         f"{guarantee['rho']:g}); {int(np.sum(table['released'] < 0))} releases are negative",
         "rate[i]: the rate of county i per 100,000 persons",
     ]

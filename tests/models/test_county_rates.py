@@ -117,7 +117,7 @@ def _matches_brute_force(model):
     found = [
         float(logp({"mu": m, "tau_log__": math.log(t), "z": np.array(z)})) for m, t, z in POINTS
     ]
-    sigma = round(cr.mechanism(RHO).sigma)
+    sigma = round(float(cr.mechanism(RHO).sigma))
     expected = [_brute_force_loglik(*p, sigma) for p in POINTS]
     return np.allclose(found, expected, rtol=1e-9, atol=1e-8), found, expected
 
