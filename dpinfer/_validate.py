@@ -284,12 +284,22 @@ def numeric_output(value, *, source: str, allow_bool: bool = False) -> np.ndarra
 def integer_array(name: str, value) -> np.ndarray:
     """Return ``value`` as an int64 array, or raise unless every entry is an integer."""
     arr = numeric_array(name, value)
-    if arr.dtype.kind in "iu":
+    if arr.dtype.kind == "i":
         return arr.astype(np.int64)
-    as_float = np.asarray(arr, dtype=float)
-    if not np.all(np.isfinite(as_float)) or np.any(as_float != np.round(as_float)):
-        raise ValueError(f"{name} must hold integers, got {_short(arr)}")
-    return as_float.astype(np.int64)
+    if arr.dtype.kind == "u":
+        outside = arr > np.iinfo(np.int64).max
+    else:
+        as_float = np.asarray(arr, dtype=float)
+        if not np.all(np.isfinite(as_float)) or np.any(as_float != np.round(as_float)):
+            raise ValueError(f"{name} must hold integers, got {_short(arr)}")
+        # 2**63 is a float64 but not an int64: astype would wrap such entries silently
+        outside = (as_float >= 2.0**63) | (as_float < -(2.0**63))
+    if np.any(outside):
+        raise ValueError(
+            f"{name} must hold integers in the int64 range [-2**63, 2**63), got "
+            f"{int(outside.sum())} of {outside.size} entries outside it"
+        )
+    return arr.astype(np.int64)
 
 
 def _real(name: str, value) -> float:

@@ -28,6 +28,9 @@ import scipy.optimize as so
 import scipy.special as sc
 
 from . import _validate
+from .mechanisms._numerics import fsum_or_inf
+from .mechanisms._params import FLOAT_SCALE_MAX as _SIGMA_MAX
+from .mechanisms._params import FLOAT_SCALE_MIN as _SIGMA_MIN
 from .mechanisms.base import Privacy
 
 __all__ = [
@@ -65,22 +68,39 @@ def compose(*guarantees: Privacy) -> Privacy:
     Privacy
         The basic composition bound (Dwork & Roth 2014, Theorem 3.16); ``rho``
         is kept only when every input has one (Bun & Steinke 2016, Lemma 2.3).
+        An epsilon or rho sum beyond the float64 range is ``inf`` (no guarantee).
+
+    Raises
+    ------
+    ValueError
+        When the deltas add up to 1 or more: basic composition then guarantees
+        nothing (every mechanism is (epsilon, 1)-DP), so no Privacy is returned.
 
     Examples
     --------
     >>> compose(Privacy(0.5), Privacy(0.25, 1e-6)).epsilon
     0.75
+    >>> compose(Privacy(1e308), Privacy(1e308)).epsilon
+    inf
     """
     if not guarantees:
         raise ValueError("compose needs at least one Privacy, got none")
     for g in guarantees:
         if not isinstance(g, Privacy):
             raise TypeError(f"compose takes Privacy objects, got {type(g).__name__}: {g!r}")
+    delta = math.fsum(g.delta for g in guarantees)
+    if not delta < 1:
+        raise ValueError(
+            f"compose: the deltas of the {len(guarantees)} guarantees add up to {delta:.6g}, "
+            "at least 1, so basic composition guarantees nothing (every mechanism is "
+            "(epsilon, 1)-DP); compose fewer guarantees, or ones with smaller deltas (an "
+            "advanced composition or zCDP/Renyi accounting may give a useful bound)"
+        )
     rhos = [g.rho for g in guarantees]
     return Privacy(
-        epsilon=math.fsum(g.epsilon for g in guarantees),
-        delta=math.fsum(g.delta for g in guarantees),
-        rho=math.fsum(rhos) if all(r is not None for r in rhos) else None,
+        epsilon=fsum_or_inf(g.epsilon for g in guarantees),
+        delta=delta,
+        rho=fsum_or_inf(rhos) if all(r is not None for r in rhos) else None,
     )
 
 
@@ -142,11 +162,21 @@ def gaussian_sigma_analytic(epsilon, delta, sensitivity) -> float:
             dlt
         )
 
-    lo, hi = math.log(sens) - 10.0, math.log(sens) + 10.0
-    while gap(lo) < 0:
-        lo -= 10.0
-    while gap(hi) > 0:
-        hi += 10.0
+    # the search stays within the normal float64 sigmas the Gaussian mechanism takes
+    floor, ceiling = math.log(_SIGMA_MIN), math.log(_SIGMA_MAX)
+    lo = max(floor, math.log(sens) - 10.0)
+    hi = min(ceiling, max(lo, math.log(sens) + 10.0))
+    while gap(lo) < 0 and lo > floor:
+        lo = max(floor, lo - 10.0)
+    while gap(hi) > 0 and hi < ceiling:
+        hi = min(ceiling, hi + 10.0)
+    if gap(hi) > 0 or gap(lo) < 0:
+        side = "above" if gap(hi) > 0 else "below"
+        raise ValueError(
+            f"epsilon={epsilon!r} with delta={delta!r} at sensitivity={sensitivity!r} needs a "
+            f"Gaussian sigma {side} the float64 range the mechanism supports "
+            f"[{_SIGMA_MIN:.6g}, {_SIGMA_MAX:.6g}]"
+        )
     # nudge the root outward so that rounding never lands on the unsafe side
     return math.exp(so.brentq(gap, lo, hi, xtol=1e-14, rtol=1e-15)) * (1 + 1e-12)
 
@@ -158,25 +188,41 @@ def gaussian_epsilon(delta, sigma, sensitivity) -> float:
     sens = _validate.positive_finite("sensitivity", sensitivity)
     if gaussian_delta(0.0, sig, sens) <= dlt:
         return 0.0
+    # the zCDP conversion bounds epsilon from above; inf when rho leaves the float range
+    cap = zcdp_to_approx(zcdp_gaussian(sig, sens), dlt)
+    if not math.isfinite(cap):
+        return math.inf
     hi = 1.0
-    while gaussian_delta(hi, sig, sens) > dlt:
+    while hi < cap and gaussian_delta(hi, sig, sens) > dlt:
         hi *= 2.0
+    hi = min(hi, cap)
+    if gaussian_delta(hi, sig, sens) > dlt:  # rounding at the bound itself
+        return hi
     return so.brentq(lambda e: gaussian_delta(e, sig, sens) - dlt, 0.0, hi, xtol=1e-14)
 
 
 def zcdp_gaussian(sigma, sensitivity) -> float:
-    """Return the zCDP parameter of a Gaussian: ``rho = D^2 / (2 sigma^2)``."""
+    """Return the zCDP parameter of a Gaussian: ``rho = D^2 / (2 sigma^2)``.
+
+    ``inf`` where rho exceeds the float64 range (a sigma tiny next to ``D``).
+    Where a square would under- or overflow, ``(D / sigma)^2 / 2`` is used instead.
+    """
     sig = _validate.positive_finite("sigma", sigma)
     sens = _validate.positive_finite("sensitivity", sensitivity)
-    return sens**2 / (2 * sig**2)
+    square, top = sig * sig, sens * sens
+    if _SIGMA_MIN <= square < math.inf and top < math.inf:
+        return top / (2 * square)
+    ratio = sens / sig
+    return 0.5 * ratio * ratio
 
 
 def zcdp_to_approx(rho, delta) -> float:
     """Epsilon of a rho-zCDP mechanism at ``delta``: ``rho + 2 sqrt(rho log(1/delta))``.
 
-    Bun & Steinke (2016), Proposition 1.3.
+    Bun & Steinke (2016), Proposition 1.3; ``inf`` for ``rho = inf`` or beyond the
+    float64 range.
     """
-    r = _validate.positive_finite("rho", rho)
+    r = _validate.positive_or_inf("rho", rho)
     dlt = _validate.probability_open("delta", delta)
     return r + 2 * math.sqrt(r * math.log(1 / dlt))
 
@@ -188,15 +234,19 @@ def discrete_gaussian_delta(epsilon, sigma, sensitivity=1) -> float:
     and integer sensitivity ``D``,
     ``delta = P[Y > eps sigma^2/D - D/2] - e^eps P[Y > eps sigma^2/D + D/2]``.
     """
-    from .mechanisms.discrete import discrete_gaussian_sf
+    from .mechanisms._discrete_gaussian import check_sigma, discrete_gaussian_sf
 
     eps = _validate.non_negative("epsilon", epsilon)
-    sig = _validate.positive_finite("sigma", sigma)
+    sig = check_sigma(_validate.positive_finite("sigma", sigma))
     sens = _validate.integer_sensitivity(sensitivity)
-    centre = eps * sig**2 / sens
+    centre = eps * sig * sig / sens
     first = discrete_gaussian_sf(centre - sens / 2, sig)
     second = discrete_gaussian_sf(centre + sens / 2, sig)
-    return max(0.0, first - math.exp(eps) * second)
+    if first == 0.0 or second == 0.0:
+        return first
+    # first - e^eps second, in log space: e^eps alone overflows from eps = 710 on
+    log_ratio = eps + math.log(second) - math.log(first)
+    return 0.0 if log_ratio >= 0 else first * -math.expm1(log_ratio)
 
 
 # --- Renyi DP --------------------------------------------------------------------------

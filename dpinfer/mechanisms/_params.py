@@ -30,6 +30,59 @@ def noise_array(name: str, value, event_shape) -> tuple[np.ndarray, tuple[int, .
     return arr, shape
 
 
+#: Float noise scales must be normal float64 numbers: a subnormal scale keeps fewer than
+#: 53 significant bits, so its noise can be neither drawn nor scored faithfully.
+FLOAT_SCALE_MIN = float(np.finfo(float).tiny)
+#: Laplace draws reach 745 scales (inverse CDF at the smallest double), Gaussian ones 39;
+#: below this bound 1024 scales stay finite.
+FLOAT_SCALE_MAX = float(np.finfo(float).max) / 1024
+#: Integer noise of a larger scale can leave the int64 range of the releases: discrete
+#: Laplace draws beyond 2**63 have probability exp(-2**63 / scale), under exp(-1024) here.
+INTEGER_SCALE_MAX = 2.0**53
+
+
+def check_range(name: str, arr, lower: float, upper: float, *, why_low: str, why_high: str):
+    """Refuse a noise parameter below ``lower`` or above ``upper``, saying why."""
+    values = np.asarray(arr, dtype=float)
+    low, high = values < lower, values > upper
+    if np.any(low):
+        raise ValueError(
+            f"{name}={_shown(values[low])} is below {lower:.6g}, the smallest {name} "
+            f"supported: {why_low}"
+        )
+    if np.any(high):
+        raise ValueError(
+            f"{name}={_shown(values[high])} is above {upper:.6g}, the largest {name} "
+            f"supported: {why_high}"
+        )
+    return arr
+
+
+def check_float_scale(name: str, arr):
+    """Refuse a Laplace or Gaussian scale outside the normal float64 numbers it can use."""
+    return check_range(
+        name,
+        arr,
+        FLOAT_SCALE_MIN,
+        FLOAT_SCALE_MAX,
+        why_low="it is a subnormal float64 (fewer than 53 significant bits), so its noise can "
+        "be neither drawn nor scored faithfully",
+        why_high="the noise's tails (up to 1024 times the scale) overflow float64",
+    )
+
+
+def calibrated(cls, name: str, value, targets: str, **kwargs):
+    """Build ``cls(value, **kwargs)`` from a calibration, saying which targets failed."""
+    try:
+        return cls(value, **kwargs)
+    except ValueError as err:
+        raise ValueError(f"{targets} need {name}={value!r}, which is refused: {err}") from None
+
+
+def _shown(values: np.ndarray):
+    return values[0].item() if values.size == 1 else values.tolist()
+
+
 def as_shape(event_shape) -> tuple[int, ...]:
     """Return ``event_shape`` as a tuple of non-negative ints (an int means ``(int,)``)."""
     if isinstance(event_shape, str) or not (

@@ -7,16 +7,29 @@ import math
 from fractions import Fraction
 
 import numpy as np
-import scipy.optimize as so
-from scipy.special import logsumexp
 
 from .. import _validate, accounting
 from .._validate import integer_sensitivity as _integer_sensitivity
 from . import _exact
 from ._bits import word_source
 from ._coordinate import GAUSSIAN, LAPLACE, CoordinateForm
+from ._discrete_gaussian import (
+    check_sigma,
+    discrete_gaussian_log_normaliser,
+    discrete_gaussian_sf,
+    epsilon_at,
+    solve_sigma,
+)
 from ._discrete_quantiles import discrete_gaussian_quantile, discrete_laplace_quantile
-from ._params import as_shape, noise_array, require_sensitivity
+from ._numerics import checked_add, scaled_difference
+from ._params import (
+    INTEGER_SCALE_MAX,
+    as_shape,
+    calibrated,
+    check_range,
+    noise_array,
+    require_sensitivity,
+)
 from .base import Mechanism, Privacy
 
 __all__ = ["DiscreteGaussian", "DiscreteLaplace", "discrete_gaussian_sf"]
@@ -50,7 +63,7 @@ class _IntegerNoise(Mechanism):
     def _sample(self, value, source):
         # ``source`` is the word source that _noise_source made of the caller's rng
         noise = type(self)._exact_sampler(self._rational, value.size, source)
-        return value + noise.reshape(value.shape)
+        return checked_add("value", value, noise.reshape(value.shape))
 
     @property
     def log_max_density(self) -> float:
@@ -94,9 +107,18 @@ class DiscreteLaplace(_IntegerNoise):
 
     def __init__(self, scale, *, sensitivity=None, event_shape=()):
         self.scale = _validate.positive_finite("scale", scale)
+        check_range(
+            "scale",
+            self.scale,
+            0.0,
+            INTEGER_SCALE_MAX,
+            why_low="",
+            why_high="draws of larger noise can leave the int64 range of the releases",
+        )
         self.sensitivity = None if sensitivity is None else _integer_sensitivity(sensitivity)
         self._init_shape(event_shape)
-        # log((1 - p) / (1 + p)) with p = exp(-1/t), i.e. log tanh(1/(2t))
+        # log((1 - p) / (1 + p)) with p = exp(-1/t), i.e. log tanh(1/(2t)); for a tiny t,
+        # -1/t is -inf and the normaliser log 1 = 0
         self._log_norm = math.log(-math.expm1(-1 / self.scale)) - math.log1p(
             math.exp(-1 / self.scale)
         )
@@ -112,17 +134,28 @@ class DiscreteLaplace(_IntegerNoise):
         """
         eps = _validate.positive_finite("epsilon", epsilon)
         sens = _integer_sensitivity(sensitivity)
-        return cls(sens / eps, sensitivity=sens, event_shape=event_shape)
+        return calibrated(
+            cls,
+            "scale",
+            sens / eps,
+            f"epsilon={epsilon!r} and sensitivity={sensitivity!r}",
+            sensitivity=sens,
+            event_shape=event_shape,
+        )
 
     @property
     def _rational(self) -> Fraction:
         return Fraction(self.scale)
 
     def _log_density(self, xp, released, value):
-        return self._log_norm - xp.abs(released - value) / self.scale
+        return self._log_norm - xp.abs(scaled_difference(xp, released, value, self.scale))
+
+    @property
+    def _noise_scale(self):
+        return np.full(self.event_shape, self.scale)
 
     def _quantile(self, value, u):
-        return value + discrete_laplace_quantile(u, self.scale)
+        return checked_add("value", value, discrete_laplace_quantile(u, self.scale))
 
     def _coordinate_form(self, released):
         return CoordinateForm.build(LAPLACE, released, a=self.scale, c=self._log_norm)
@@ -179,7 +212,7 @@ class DiscreteGaussian(_IntegerNoise):
     _exact_sampler = staticmethod(_exact.sample_discrete_gaussian)
 
     def __init__(self, sigma, *, sensitivity=None, delta=None, event_shape=()):
-        self.sigma = _validate.positive_finite("sigma", sigma)
+        self.sigma = check_sigma(_validate.positive_finite("sigma", sigma))
         self.sensitivity = None if sensitivity is None else _integer_sensitivity(sensitivity)
         self.delta = None if delta is None else _validate.probability_open("delta", delta)
         self._init_shape(event_shape)
@@ -196,8 +229,11 @@ class DiscreteGaussian(_IntegerNoise):
         eps = _validate.positive_finite("epsilon", epsilon)
         dlt = _validate.probability_open("delta", delta)
         sens = _integer_sensitivity(sensitivity)
-        mech = cls(
-            _solve_sigma(eps, dlt, sens, math.prod(as_shape(event_shape))),
+        mech = calibrated(
+            cls,
+            "sigma",
+            solve_sigma(eps, dlt, sens, math.prod(as_shape(event_shape))),
+            f"epsilon={epsilon!r}, delta={delta!r} and sensitivity={sensitivity!r}",
             sensitivity=sens,
             delta=dlt,
             event_shape=event_shape,
@@ -210,13 +246,19 @@ class DiscreteGaussian(_IntegerNoise):
         return Fraction(self.sigma**2)
 
     def _log_density(self, xp, released, value):
-        return self._log_norm - xp.square(released - value) / (2 * self.sigma**2)
+        # z = d / sigma first: d^2 overflows (in int64 from 3.04e9 on) long before the density
+        z = scaled_difference(xp, released, value, self.sigma)
+        return self._log_norm - (0.5 * z) * z
+
+    @property
+    def _noise_scale(self):
+        return np.full(self.event_shape, self.sigma)
 
     def _quantile(self, value, u):
-        return value + discrete_gaussian_quantile(u, self.sigma)
+        return checked_add("value", value, discrete_gaussian_quantile(u, self.sigma))
 
     def _coordinate_form(self, released):
-        return CoordinateForm.build(GAUSSIAN, released, a=2 * self.sigma**2, c=self._log_norm)
+        return CoordinateForm.build(GAUSSIAN, released, a=self.sigma, c=self._log_norm)
 
     @property
     def privacy(self) -> Privacy:
@@ -228,7 +270,7 @@ class DiscreteGaussian(_IntegerNoise):
             )
         eps = self._calibrated_epsilon
         if eps is None:
-            eps = _epsilon_at(self.sigma, self.delta, sens, self._dimension)
+            eps = epsilon_at(self.sigma, self.delta, sens, self._dimension)
         return Privacy(
             epsilon=eps,
             delta=self.delta,
@@ -242,62 +284,3 @@ class DiscreteGaussian(_IntegerNoise):
 
     def _repr_params(self):
         return {"sigma": self.sigma, "sensitivity": self.sensitivity, "delta": self.delta}
-
-
-def discrete_gaussian_log_normaliser(sigma: float) -> float:
-    """``log sum_k exp(-k^2 / (2 sigma^2))`` to double precision.
-
-    A direct sum for small sigma; for ``sigma >= 1`` the Poisson-summation
-    dual ``sqrt(2 pi) sigma sum_k exp(-2 pi^2 sigma^2 k^2)``, which converges
-    in a handful of terms.
-    """
-    if sigma < 1:
-        k = np.arange(-40, 41)
-        return float(logsumexp(-(k**2) / (2 * sigma**2)))
-    k = np.arange(-5, 6)
-    return (
-        0.5 * math.log(2 * math.pi)
-        + math.log(sigma)
-        + float(logsumexp(-2 * math.pi**2 * sigma**2 * k**2))
-    )
-
-
-def discrete_gaussian_sf(x: float, sigma: float) -> float:
-    """``P[Y > x]`` for ``Y ~ N_Z(0, sigma^2)``, by summing the pmf over the tail."""
-    start = math.floor(x) + 1
-    stop = max(start, 0) + math.ceil(40 * sigma) + 50
-    k = np.arange(start, stop, dtype=float)
-    log_terms = -(k**2) / (2 * sigma**2) - discrete_gaussian_log_normaliser(sigma)
-    return float(np.exp(logsumexp(log_terms))) if k.size else 0.0
-
-
-def _epsilon_at(sigma: float, delta: float, sens: int, dim: int) -> float:
-    if dim > 1:
-        return accounting.zcdp_to_approx(accounting.zcdp_gaussian(sigma, sens), delta)
-    if accounting.discrete_gaussian_delta(1e-12, sigma, sens) <= delta:
-        return 1e-12
-    hi = 1.0
-    while accounting.discrete_gaussian_delta(hi, sigma, sens) > delta:
-        hi *= 2
-    return so.brentq(
-        lambda e: accounting.discrete_gaussian_delta(e, sigma, sens) - delta, 0, hi, xtol=1e-13
-    )
-
-
-def _solve_sigma(epsilon: float, delta: float, sens: int, dim: int) -> float:
-    if dim > 1:
-        # rho + 2 sqrt(rho log(1/delta)) = epsilon  =>  sqrt(rho) = -L + sqrt(L^2 + epsilon)
-        root_log = math.sqrt(math.log(1 / delta))
-        rho = (math.sqrt(root_log**2 + epsilon) - root_log) ** 2
-        return sens / math.sqrt(2 * rho)
-
-    def excess(log_sigma):
-        return accounting.discrete_gaussian_delta(epsilon, math.exp(log_sigma), sens) - delta
-
-    lo, hi = math.log(sens) - 5, math.log(sens) + 5
-    while excess(lo) < 0:
-        lo -= 5
-    while excess(hi) > 0:
-        hi += 5
-    # the root's upper end, so the guarantee holds at the returned sigma
-    return math.exp(so.brentq(excess, lo, hi, xtol=1e-13)) * (1 + 1e-12)

@@ -7,7 +7,8 @@ from scipy.special import ndtri
 
 from .. import _validate, accounting
 from ._coordinate import GAUSSIAN, CoordinateForm
-from ._params import noise_array, require_sensitivity
+from ._numerics import scaled_difference
+from ._params import calibrated, check_float_scale, noise_array, require_sensitivity
 from .base import Mechanism, Privacy
 
 __all__ = ["Gaussian"]
@@ -67,6 +68,9 @@ class Gaussian(Mechanism):
 
     def __init__(self, sigma, *, sensitivity=None, delta=None, event_shape=None):
         self.sigma, self.event_shape = noise_array("sigma", sigma, event_shape)
+        check_float_scale("sigma", self.sigma)
+        # log(1 / sqrt(2 pi sigma^2)) without squaring sigma, which under- or overflows
+        self._log_norm = -(np.log(self.sigma) + 0.5 * np.log(2 * np.pi))
         self.sensitivity = (
             None if sensitivity is None else _validate.positive_finite("sensitivity", sensitivity)
         )
@@ -97,23 +101,30 @@ class Gaussian(Mechanism):
             else accounting.gaussian_sigma_classical
         )
         sigma = solve(epsilon, delta, sensitivity)
-        mech = cls(sigma, sensitivity=sensitivity, delta=delta, event_shape=event_shape)
+        mech = calibrated(
+            cls,
+            "sigma",
+            sigma,
+            f"epsilon={epsilon!r}, delta={delta!r} and sensitivity={sensitivity!r}",
+            sensitivity=sensitivity,
+            delta=delta,
+            event_shape=event_shape,
+        )
         mech._calibrated_epsilon = float(epsilon)
         mech.calibration = calibration
         return mech
 
     def _log_density(self, xp, released, value):
-        return -xp.square(released - value) / (2 * self.sigma**2) - 0.5 * np.log(
-            2 * np.pi * self.sigma**2
-        )
+        # z = d / sigma first: (d^2) overflows long before the log-density does
+        z = scaled_difference(xp, released, value, self.sigma)
+        return self._log_norm - (0.5 * z) * z
+
+    @property
+    def _noise_scale(self):
+        return self.sigma
 
     def _coordinate_form(self, released):
-        return CoordinateForm.build(
-            GAUSSIAN,
-            released,
-            a=2 * self.sigma**2,
-            c=-0.5 * np.log(2 * np.pi * self.sigma**2),
-        )
+        return CoordinateForm.build(GAUSSIAN, released, a=self.sigma, c=self._log_norm)
 
     def _sample(self, value, rng):
         return value + rng.standard_normal(size=value.shape) * self.sigma
@@ -124,7 +135,7 @@ class Gaussian(Mechanism):
     @property
     def log_max_density(self) -> float:
         """``log sup eta(s_dp | s)`` over releases and confidential values."""
-        return -0.5 * float(np.sum(np.log(2 * np.pi * self.sigma**2)))
+        return float(np.sum(self._log_norm))
 
     @property
     def privacy(self) -> Privacy:

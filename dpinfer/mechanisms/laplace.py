@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import _validate
 from ._coordinate import LAPLACE, CoordinateForm
-from ._params import noise_array, require_sensitivity, sensitivity_array
+from ._numerics import fsum_or_inf, scaled_difference
+from ._params import (
+    calibrated,
+    check_float_scale,
+    noise_array,
+    require_sensitivity,
+    sensitivity_array,
+)
 from .base import Mechanism, Privacy
 
 __all__ = ["Laplace"]
@@ -64,6 +69,7 @@ class Laplace(Mechanism):
 
     def __init__(self, scale, *, sensitivity=None, event_shape=None):
         self.scale, self.event_shape = noise_array("scale", scale, event_shape)
+        check_float_scale("scale", self.scale)
         self.sensitivity = sensitivity_array(sensitivity, self.event_shape)
 
     @classmethod
@@ -71,10 +77,21 @@ class Laplace(Mechanism):
         """Calibrate ``scale = sensitivity / epsilon`` (l1 sensitivity)."""
         eps = _validate.positive_finite("epsilon", epsilon)
         sens = _validate.positive_finite("sensitivity", sensitivity)
-        return cls(sens / eps, sensitivity=sens, event_shape=event_shape)
+        return calibrated(
+            cls,
+            "scale",
+            sens / eps,
+            f"epsilon={epsilon!r} and sensitivity={sensitivity!r}",
+            sensitivity=sens,
+            event_shape=event_shape,
+        )
 
     def _log_density(self, xp, released, value):
-        return -xp.abs(released - value) / self.scale - np.log(2 * self.scale)
+        return -xp.abs(scaled_difference(xp, released, value, self.scale)) - np.log(2 * self.scale)
+
+    @property
+    def _noise_scale(self):
+        return self.scale
 
     def _coordinate_form(self, released):
         return CoordinateForm.build(LAPLACE, released, a=self.scale, c=-np.log(2 * self.scale))
@@ -101,7 +118,8 @@ class Laplace(Mechanism):
         if sens.ndim == 0:
             eps = float(sens) / float(np.min(self.scale))
         else:
-            eps = math.fsum((sens / self.scale).ravel())
+            with np.errstate(over="ignore"):
+                eps = fsum_or_inf((sens / self.scale).ravel())
         return Privacy(epsilon=eps, neighbouring=self._neighbouring())
 
     def _neighbouring(self) -> str:

@@ -19,16 +19,22 @@ Each row gives
 - ``audit``: the worst-case neighbours and sample sizes for the empirical audit;
 - ``ppf(mech, value, u)``: for continuous families, the inverse CDF from scipy.stats
   (discrete families are inverted by brute force from ``oracle``, see
-  :func:`oracle_quantile`).
+  :func:`oracle_quantile`);
+- ``exact(mech, j, released_j, value_j)``: coordinate ``j`` of the log-density for
+  Python int or float inputs of any size, computed in exact rationals
+  (:class:`fractions.Fraction`) up to one rounding, and the sum of the magnitudes of
+  the terms it adds (the scale of a rounding error), as ``(term, magnitude)``.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -72,6 +78,7 @@ class Case:
     translation: bool = True
     release_candidates: Callable[[dp.Mechanism], list] | None = None
     ppf: Callable[[dp.Mechanism, np.ndarray, np.ndarray], np.ndarray] | None = None
+    exact: Callable[[dp.Mechanism, int, Any, Any], tuple[float, float]] | None = None
 
     def __str__(self) -> str:
         return self.name
@@ -107,6 +114,71 @@ def _dgaussian_oracle(mech, released, value):
 def _binomial_oracle(mech, released, value):
     p = (np.asarray(value, dtype=float) + mech.m) / (mech.population + 2 * mech.m)
     return st.binom.logpmf(released, mech.n, p)
+
+
+# --- exact references: rationals for the part that depends on the inputs -----------------
+
+
+def _rounded(x: Fraction) -> float:
+    """``x`` rounded to float64 (once), or an infinity beyond the float64 range."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
+def _coordinate(mech, name: str, j: int) -> float:
+    return float(np.broadcast_to(getattr(mech, name), mech.event_shape).reshape(-1)[j])
+
+
+def _with_constant(term: float, constant: float) -> tuple[float, float]:
+    return term + constant, abs(term) + abs(constant)
+
+
+def _exact_laplace(mech, j, r, s):
+    b = _coordinate(mech, "scale", j)
+    term = -_rounded(abs(Fraction(r) - Fraction(s)) / Fraction(b))
+    return _with_constant(term, -(math.log(2) + math.log(b)))
+
+
+def _exact_gaussian(mech, j, r, s):
+    sigma = _coordinate(mech, "sigma", j)
+    z = (Fraction(r) - Fraction(s)) / Fraction(sigma)
+    return _with_constant(-_rounded(z * z / 2), -(0.5 * math.log(2 * math.pi) + math.log(sigma)))
+
+
+def _exact_dlaplace(mech, j, r, s):
+    term = -_rounded(abs(Fraction(r) - Fraction(s)) / Fraction(mech.scale))
+    return _with_constant(term, math.log(math.tanh(0.5 / mech.scale)))
+
+
+def _exact_dgaussian(mech, j, r, s):
+    z = (Fraction(r) - Fraction(s)) / Fraction(mech.sigma)
+    return _with_constant(-_rounded(z * z / 2), _dgaussian_log_pmf_at_zero(mech.sigma))
+
+
+@functools.lru_cache(maxsize=8)
+def _dgaussian_log_pmf_at_zero(sigma: float) -> float:
+    """``-log(normaliser)`` by the brute-force sum."""
+    return float(discrete_gaussian_logpmf_bruteforce(0, sigma))
+
+
+def _exact_binomial(mech, j, r, s):
+    r, s = int(r), int(s)
+    total = mech.population + 2 * Fraction(mech.m)
+    p, q = (s + Fraction(mech.m)) / total, (mech.population - s + Fraction(mech.m)) / total
+
+    def log(x: Fraction, other: Fraction) -> float:  # log x, accurate also for x near 1
+        return math.log(float(x)) if x <= Fraction(1, 2) else math.log1p(-float(other))
+
+    terms = [
+        math.lgamma(mech.n + 1),
+        -math.lgamma(r + 1),
+        -math.lgamma(mech.n - r + 1),
+        r * log(p, q) if r else 0.0,
+        (mech.n - r) * log(q, p) if mech.n - r else 0.0,
+    ]
+    return math.fsum(terms), math.fsum(abs(t) for t in terms)
 
 
 # --- perturbations (planted bugs) ------------------------------------------------------
@@ -276,6 +348,7 @@ CASES: list[Case] = [
         ),
         gof_value=1.5,
         ppf=lambda mech, value, u: st.laplace.ppf(u, loc=value, scale=mech.scale),
+        exact=_exact_laplace,
     ),
     Case(
         name="Laplace-per-coordinate",
@@ -296,6 +369,7 @@ CASES: list[Case] = [
             code=_privacy_loss_code,
         ),
         ppf=lambda mech, value, u: st.laplace.ppf(u, loc=value, scale=mech.scale),
+        exact=_exact_laplace,
     ),
     Case(
         name="Gaussian",
@@ -317,6 +391,7 @@ CASES: list[Case] = [
         ),
         gof_value=-2.0,
         ppf=lambda mech, value, u: st.norm.ppf(u, loc=value, scale=mech.sigma),
+        exact=_exact_gaussian,
     ),
     Case(
         name="DiscreteLaplace",
@@ -336,6 +411,7 @@ CASES: list[Case] = [
         ),
         gof_size=20_000,
         gof_value=7,
+        exact=_exact_dlaplace,
     ),
     Case(
         name="DiscreteGaussian",
@@ -357,6 +433,7 @@ CASES: list[Case] = [
         gof_size=20_000,
         gof_value=-3,
         normalisation_range=(-300, 301),
+        exact=_exact_dgaussian,
     ),
     Case(
         name="BinomialRelease",
@@ -377,6 +454,7 @@ CASES: list[Case] = [
         gof_size=100_000,
         gof_value=np.array([4]),
         normalisation_range=(0, 51),
+        exact=_exact_binomial,
         translation=False,
         # the supremum over releases is a product of identical per-coordinate suprema,
         # so it is attained on the diagonal releases (r, ..., r)
