@@ -31,6 +31,7 @@ from . import _validate
 from .mechanisms._numerics import fsum_or_inf
 from .mechanisms._params import FLOAT_SCALE_MAX as _SIGMA_MAX
 from .mechanisms._params import FLOAT_SCALE_MIN as _SIGMA_MIN
+from .mechanisms._params import bracket
 from .mechanisms.base import Privacy
 
 __all__ = [
@@ -163,13 +164,10 @@ def gaussian_sigma_analytic(epsilon, delta, sensitivity) -> float:
         )
 
     # the search stays within the normal float64 sigmas the Gaussian mechanism takes
-    floor, ceiling = math.log(_SIGMA_MIN), math.log(_SIGMA_MAX)
-    lo = max(floor, math.log(sens) - 10.0)
-    hi = min(ceiling, max(lo, math.log(sens) + 10.0))
-    while gap(lo) < 0 and lo > floor:
-        lo = max(floor, lo - 10.0)
-    while gap(hi) > 0 and hi < ceiling:
-        hi = min(ceiling, hi + 10.0)
+    start = math.log(sens)
+    lo, hi = bracket(
+        gap, start - 10.0, start + 10.0, math.log(_SIGMA_MIN), math.log(_SIGMA_MAX), 10.0
+    )
     if gap(hi) > 0 or gap(lo) < 0:
         side = "above" if gap(hi) > 0 else "below"
         raise ValueError(

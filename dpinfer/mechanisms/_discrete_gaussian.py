@@ -15,7 +15,7 @@ import scipy.optimize as so
 from scipy.special import logsumexp
 
 from ._discrete_quantiles import discrete_gaussian_log_cdf
-from ._params import INTEGER_SCALE_MAX, check_range
+from ._params import INTEGER_SCALE_MAX, bracket, check_range
 
 __all__ = [
     "SIGMA_MIN",
@@ -128,13 +128,10 @@ def solve_sigma(epsilon: float, delta: float, sens: int, dim: int) -> float:
     def excess(log_sigma):
         return accounting.discrete_gaussian_delta(epsilon, math.exp(log_sigma), sens) - delta
 
-    floor, ceiling = math.log(SIGMA_MIN), math.log(INTEGER_SCALE_MAX)
-    lo = max(floor, math.log(sens) - 5)
-    hi = min(ceiling, max(lo, math.log(sens) + 5))
-    while excess(lo) < 0 and lo > floor:
-        lo = max(floor, lo - 5)
-    while excess(hi) > 0 and hi < ceiling:
-        hi = min(ceiling, hi + 5)
+    start = math.log(sens)
+    lo, hi = bracket(
+        excess, start - 5, start + 5, math.log(SIGMA_MIN), math.log(INTEGER_SCALE_MAX), 5
+    )
     if excess(hi) > 0:
         raise ValueError(
             f"epsilon={epsilon!r} with delta={delta!r} at sensitivity {sens} needs a discrete "

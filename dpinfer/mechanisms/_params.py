@@ -79,6 +79,33 @@ def calibrated(cls, name: str, value, targets: str, **kwargs):
         raise ValueError(f"{targets} need {name}={value!r}, which is refused: {err}") from None
 
 
+def scale_for_epsilon(cls, epsilon, sensitivity, *, eps: float, sens, event_shape):
+    """``cls(sens / eps)``, the l1 calibration, naming epsilon where the scale is refused."""
+    return calibrated(
+        cls,
+        "scale",
+        sens / eps,
+        f"epsilon={epsilon!r} and sensitivity={sensitivity!r}",
+        sensitivity=sens,
+        event_shape=event_shape,
+    )
+
+
+def bracket(fn, lo: float, hi: float, floor: float, ceiling: float, step: float):
+    """Widen ``[lo, hi]`` by ``step`` within ``[floor, ceiling]`` until ``fn(lo) >= 0 >= fn(hi)``.
+
+    For a decreasing ``fn`` (a delta against the log of a noise scale). Where the range
+    ends first, ``fn(lo) < 0`` or ``fn(hi) > 0`` remain for the caller to report.
+    """
+    lo = max(floor, lo)
+    hi = min(ceiling, max(lo, hi))
+    while fn(lo) < 0 and lo > floor:
+        lo = max(floor, lo - step)
+    while fn(hi) > 0 and hi < ceiling:
+        hi = min(ceiling, hi + step)
+    return lo, hi
+
+
 def _shown(values: np.ndarray):
     return values[0].item() if values.size == 1 else values.tolist()
 

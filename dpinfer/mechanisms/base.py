@@ -278,6 +278,14 @@ class Mechanism(abc.ABC):
         -------
         numpy.ndarray
             ``log eta(released | value)`` of shape ``batch``.
+
+        Notes
+        -----
+        Exact for any int64 or float64 ``released`` and ``value``: the difference
+        is taken within 2 units in the last place without overflowing (see
+        :mod:`dpinfer.mechanisms._numerics`) and divided by the noise scale before
+        it is squared, so the result is ``-inf`` only where the log-density itself
+        is beyond the float64 range. Integers outside the int64 range are refused.
         """
         released = self._check_released(released)
         value = self._check_value(value)

@@ -29,6 +29,7 @@ from ._params import (
     check_range,
     noise_array,
     require_sensitivity,
+    scale_for_epsilon,
 )
 from .base import Mechanism, Privacy
 
@@ -77,7 +78,8 @@ class DiscreteLaplace(_IntegerNoise):
     Parameters
     ----------
     scale : float
-        ``t > 0``; ``P(x) = tanh(1/(2t)) exp(-|x|/t)``.
+        ``t > 0``; ``P(x) = tanh(1/(2t)) exp(-|x|/t)``. At most ``2**53``: larger
+        noise can leave the int64 range of the releases.
     sensitivity : int, optional
         Declared l1 sensitivity (an integer). Needed only for :attr:`privacy`.
     event_shape : tuple of int, default ()
@@ -134,13 +136,8 @@ class DiscreteLaplace(_IntegerNoise):
         """
         eps = _validate.positive_finite("epsilon", epsilon)
         sens = _integer_sensitivity(sensitivity)
-        return calibrated(
-            cls,
-            "scale",
-            sens / eps,
-            f"epsilon={epsilon!r} and sensitivity={sensitivity!r}",
-            sensitivity=sens,
-            event_shape=event_shape,
+        return scale_for_epsilon(
+            cls, epsilon, sensitivity, eps=eps, sens=sens, event_shape=event_shape
         )
 
     @property
@@ -179,7 +176,8 @@ class DiscreteGaussian(_IntegerNoise):
     Parameters
     ----------
     sigma : float
-        Scale: ``P(x) ∝ exp(-x^2 / (2 sigma^2))`` on the integers.
+        Scale: ``P(x) ∝ exp(-x^2 / (2 sigma^2))`` on the integers; from 1.5e-154
+        (``sigma**2`` a normal float64) to ``2**53`` (draws fit int64).
     sensitivity : int, optional
         Declared l2 sensitivity (an integer). Needed only for :attr:`privacy`.
     delta : float, optional
@@ -197,9 +195,10 @@ class DiscreteGaussian(_IntegerNoise):
     releases the reported guarantee is the zCDP one converted to
     :math:`(\varepsilon, \delta)` (Bun & Steinke 2016, Proposition 1.3).
     Releases use the exact rational sampler (CKS Algorithm 3) with
-    :math:`\sigma^2` the rational value of the float ``sigma**2`` (the one
-    :meth:`logpdf` uses), compiled; with ``rng=None`` every random bit comes
-    from the operating system's cryptographic generator.
+    :math:`\sigma^2` the rational value of the float ``sigma**2`` (which
+    :meth:`logpdf`'s ``(x / sigma)^2`` matches to rounding), compiled; with
+    ``rng=None`` every random bit comes from the operating system's
+    cryptographic generator.
 
     Examples
     --------

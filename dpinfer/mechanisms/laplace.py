@@ -8,10 +8,10 @@ from .. import _validate
 from ._coordinate import LAPLACE, CoordinateForm
 from ._numerics import fsum_or_inf, scaled_difference
 from ._params import (
-    calibrated,
     check_float_scale,
     noise_array,
     require_sensitivity,
+    scale_for_epsilon,
     sensitivity_array,
 )
 from .base import Mechanism, Privacy
@@ -25,7 +25,9 @@ class Laplace(Mechanism):
     Parameters
     ----------
     scale : float or array_like
-        Noise scale ``b > 0``, scalar or one per coordinate.
+        Noise scale ``b > 0``, scalar or one per coordinate: a normal float64 from
+        2.2e-308 to 1.8e305 (a subnormal scale has too few bits to draw or score
+        its noise; a larger one overflows in its tails).
     sensitivity : float or array_like, optional
         Declared sensitivity: a scalar is the l1 sensitivity of the whole
         vector; an array bounds each coordinate separately. Needed only for
@@ -77,13 +79,8 @@ class Laplace(Mechanism):
         """Calibrate ``scale = sensitivity / epsilon`` (l1 sensitivity)."""
         eps = _validate.positive_finite("epsilon", epsilon)
         sens = _validate.positive_finite("sensitivity", sensitivity)
-        return calibrated(
-            cls,
-            "scale",
-            sens / eps,
-            f"epsilon={epsilon!r} and sensitivity={sensitivity!r}",
-            sensitivity=sens,
-            event_shape=event_shape,
+        return scale_for_epsilon(
+            cls, epsilon, sensitivity, eps=eps, sens=sens, event_shape=event_shape
         )
 
     def _log_density(self, xp, released, value):

@@ -12,6 +12,7 @@ from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence
 from ._chains import per_chain
 from ._common import abc_result, check_count, check_inputs, check_options, stack_draws
+from ._precision import density_bound_message, nan_density_message, warn_if_coarse_release
 
 __all__ = ["SimulationBudgetExceeded", "rejection_abc"]
 
@@ -77,6 +78,21 @@ def rejection_abc(
         ``posterior``: the accepted draws (i.i.d.); ``attrs``: the acceptance
         rate and the evidence estimate ``log(acceptance rate) + log sup eta``.
 
+    Raises
+    ------
+    RuntimeError
+        When the mechanism's log-density exceeds its stated supremum, or is NaN,
+        at a simulated value; the message names the cause it can tell (integer
+        overflow or float64 rounding at values that large, or a wrong bound).
+
+    Warns
+    -----
+    PrecisionWarning
+        When float64 rounding at the release exceeds 1/100 of the noise scale
+        (for the integer families: when the simulator returns floats there), so
+        that the densities are rounded by more than 1%
+        (:mod:`dpinfer.samplers._precision`).
+
     Notes
     -----
     Exact (Gong 2022, Theorem 3.1): the accepted ``theta`` are i.i.d. draws from
@@ -111,23 +127,27 @@ def rejection_abc(
     max_simulations = check_count("max_simulations", max_simulations)
     root = as_seed_sequence(rng)
     log_bound = mechanism.log_max_density_at(released)
+    warn_if_coarse_release("rejection_abc", mechanism, released, float_simulations=False)
 
     def task(_, chunk_rng):
         return _rejection_chunk(model, mechanism, released, log_bound, batch_size, chunk_rng)
 
-    accepted, n_sim, n_acc = [], 0, 0
+    accepted, n_sim, n_acc, float_sims = [], 0, 0, False
     with progress_bar("rejection ABC", total=draws, enabled=progressbar) as bar:
         for chunk in parallel.iter_chunks(task, root, executor=executor):
             accepted.append(chunk)
             n_sim += batch_size
             n_acc += chunk["_n"]
+            if chunk["_float"] and mechanism.discrete and not float_sims:
+                float_sims = True  # integer families: only float simulations round
+                warn_if_coarse_release("rejection_abc", mechanism, released)
             bar.advance(min(chunk["_n"], draws - (n_acc - chunk["_n"])))
             if n_acc >= draws:
                 break
             if n_sim >= max_simulations:
                 raise _budget_error(n_acc, n_sim, draws)
 
-    names = [k for k in accepted[0] if k != "_n"]
+    names = [k for k in accepted[0] if k not in ("_n", "_float")]
     posterior = {k: v[:draws] for k, v in stack_draws(accepted, names).items()}
     rate = n_acc / n_sim
     return abc_result(
@@ -149,15 +169,16 @@ def rejection_abc(
 def _rejection_chunk(model, mechanism, released, log_bound, size, rng) -> dict:
     params = model.prior.sample(size, rng)
     s = model.simulate_checked(params, rng, event_shape=mechanism.event_shape)
-    log_accept = mechanism.logpdf(released, s) - log_bound
+    log_density = mechanism.logpdf(released, s)
+    if np.any(np.isnan(log_density)):
+        raise RuntimeError(nan_density_message(mechanism, log_density, s))
+    log_accept = log_density - log_bound
     if np.any(log_accept > 1e-9):
-        raise RuntimeError(
-            "the mechanism density exceeded its stated supremum by "
-            f"{float(np.max(log_accept)):.3g} nats; log_max_density_at is wrong for this release"
-        )
+        raise RuntimeError(density_bound_message(mechanism, log_density, log_bound, s))
     keep = rng.random(size) < np.exp(log_accept)
     out = {name: value[keep] for name, value in params.items()}
     out["_n"] = int(np.count_nonzero(keep))
+    out["_float"] = s.dtype.kind == "f"
     return out
 
 

@@ -47,6 +47,7 @@ NOT_ENTRY_POINTS = {
     "GaussianVerification",
     "MCEMResult",
     "Mechanism",
+    "PrecisionWarning",
     "SVTPrivacyLoss",
     "SVTResult",
     "SimulationBudgetExceeded",
