@@ -230,21 +230,16 @@ def discrete_gaussian_delta(epsilon, sigma, sensitivity=1) -> float:
 
     Canonne, Kamath & Steinke (2020), Theorem 7: with ``Y ~ N_Z(0, sigma^2)``
     and integer sensitivity ``D``,
-    ``delta = P[Y > eps sigma^2/D - D/2] - e^eps P[Y > eps sigma^2/D + D/2]``.
+    ``delta = P[Y > eps sigma^2/D - D/2] - e^eps P[Y > eps sigma^2/D + D/2]``,
+    evaluated as ``P[a < Y <= b] - (e^eps - 1) P[Y > b]`` (``a``, ``b`` the two
+    thresholds), which does not cancel when epsilon is small.
     """
-    from .mechanisms._discrete_gaussian import check_sigma, discrete_gaussian_sf
+    from .mechanisms import _discrete_gaussian as dg
 
     eps = _validate.non_negative("epsilon", epsilon)
-    sig = check_sigma(_validate.positive_finite("sigma", sigma))
+    sig = dg.check_sigma(_validate.positive_finite("sigma", sigma))
     sens = _validate.integer_sensitivity(sensitivity)
-    centre = eps * sig * sig / sens
-    first = discrete_gaussian_sf(centre - sens / 2, sig)
-    second = discrete_gaussian_sf(centre + sens / 2, sig)
-    if first == 0.0 or second == 0.0:
-        return first
-    # first - e^eps second, in log space: e^eps alone overflows from eps = 710 on
-    log_ratio = eps + math.log(second) - math.log(first)
-    return 0.0 if log_ratio >= 0 else first * -math.expm1(log_ratio)
+    return dg.exact_delta(eps, sig, sens)
 
 
 # --- Renyi DP --------------------------------------------------------------------------

@@ -84,11 +84,50 @@ def discrete_gaussian_sf(x: float, sigma: float) -> float:
     return float(np.exp(logsumexp(log_terms))) if z.size else 0.0
 
 
+def exact_delta(eps: float, sigma: float, sens: int) -> float:
+    """CKS Theorem 7's delta(epsilon), as ``P[a < Y <= b] - (e^eps - 1) P[Y > b]``.
+
+    With ``a, b = eps sigma^2 / D -+ D / 2``. The two tails of the theorem are each
+    near 1/2 at a small epsilon and a large sigma, where their difference (delta, say
+    1e-6) would keep only a few digits; the mass between the thresholds (``D``
+    lattice points) and ``e^eps - 1`` are computed directly instead.
+    """
+    centre = eps * sigma * sigma / sens
+    a, b = centre - sens / 2, centre + sens / 2
+    if not a / sigma < 40:  # both tails below exp(-800): zero in float64
+        return 0.0
+    tail = discrete_gaussian_sf(b, sigma)
+    between = _mass_between(a, b, sigma)
+    if eps == 0.0 or tail == 0.0 or between == 0.0:
+        return between
+    log_excess = math.log(tail) + _log_expm1(eps)
+    log_between = math.log(between)
+    return 0.0 if log_excess >= log_between else between * -math.expm1(log_excess - log_between)
+
+
+def _log_expm1(x: float) -> float:
+    """``log(e^x - 1)`` for ``x > 0``, without overflowing ``e^x`` from ``x = 710`` on."""
+    return math.log(math.expm1(x)) if x < 1 else x + math.log1p(-math.exp(-x))
+
+
+def _mass_between(a: float, b: float, sigma: float) -> float:
+    """``P[a < Y <= b]``: the pmf summed over the lattice points, or a difference of tails."""
+    first, last = math.floor(a) + 1, math.floor(b)
+    if last < first:
+        return 0.0
+    if last - first > 10_000:
+        return discrete_gaussian_sf(a, sigma) - discrete_gaussian_sf(b, sigma)
+    z = np.arange(first, last + 1, dtype=float) / sigma
+    with np.errstate(over="ignore"):
+        log_pmf = -(0.5 * z) * z - discrete_gaussian_log_normaliser(sigma)
+    return float(np.exp(logsumexp(log_pmf)))
+
+
 def epsilon_at(sigma: float, delta: float, sens: int, dim: int) -> float:
     """Smallest epsilon of the discrete Gaussian at ``delta`` (``inf`` beyond the float range).
 
-    The zCDP conversion bounds it from above (CKS 2020, Corollary 13 and Bun &
-    Steinke 2016, Proposition 1.3), so the search never runs past that bound.
+    The mechanism is D^2/(2 sigma^2)-zCDP (CKS 2020), whose conversion (Bun &
+    Steinke 2016, Proposition 1.3) bounds it from above: the search stops there.
     """
     from .. import accounting
 
