@@ -5,6 +5,7 @@ import importlib
 from . import accounting, distances, theory
 from ._version import __version__
 from .likelihood import ExponentialFamily, Likelihood
+from .marginal import to_pymc
 from .mechanisms import (
     BinomialRelease,
     DiscreteGaussian,
@@ -71,6 +72,7 @@ __all__ = [
     "smc_abc",
     "soft_abcdp",
     "theory",
+    "to_pymc",
     "tolerance_smc_abc",
 ]
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _validate
 from .likelihood import _as_bounds
-from .model import Prior, _callable_name
+from .model import Prior, _callable_name, pymc_prior
 
 __all__ = ["RecordModel"]
 
@@ -173,7 +173,7 @@ class RecordModel:
         )
         bounds = {k: likelihood.space.bounds[k] for k in likelihood.space.names}
         model = cls(
-            Prior(sample, logpdf=logpdf),
+            pymc_prior(sample, logpdf, pymc_model, likelihood.space.names),
             _RepeatedRecords(simulate_one),
             statistic,
             summary=summary,
@@ -201,8 +201,17 @@ class RecordModel:
         return records
 
     def statistics(self, records) -> np.ndarray:
-        """Per-record statistics ``t(x_i)`` as float64, shape ``(batch, n, *t_shape)``."""
-        lead = np.shape(records)[:2]
+        """Per-record statistics ``t(x_i)`` as float64, shape ``(batch, n, *t_shape)``.
+
+        Records may be confidential: messages give shapes, counts and positions, never values.
+        """
+        try:
+            lead = np.shape(records)[:2]
+        except ValueError:  # ragged
+            raise TypeError(
+                f"records must be an array with leading axes (batch, n), got "
+                f"{_validate.shown(records, confidential=True)}"
+            ) from None
         t = np.asarray(self.statistic(records))
         if t.ndim < 2 or t.shape[:2] != lead:
             raise ValueError(
@@ -210,10 +219,13 @@ class RecordModel:
                 f"axes (batch, n) = {lead}, not summed over records; got shape {t.shape}"
             )
         if t.dtype.kind not in "biuf":
-            raise TypeError(f"statistic must return numbers, got dtype {t.dtype}")
+            raise TypeError(f"statistic must return numbers for the records, got dtype {t.dtype}")
         t = t.astype(float, copy=False)
-        if not np.all(np.isfinite(t)):
-            raise ValueError("statistic returned non-finite per-record statistics")
+        finite = np.isfinite(t).reshape(*lead, -1).all(axis=-1)
+        if not np.all(finite):
+            raise ValueError(
+                _validate.bad_entries("statistic(records)", ~finite, "be finite for every record")
+            )
         return t
 
     def summarise(self, totals: np.ndarray, event_shape: tuple) -> np.ndarray:
@@ -260,13 +272,29 @@ class RecordModel:
         return out
 
     def __repr__(self) -> str:
-        how = "update" if self.update is not None else "loglik"
-        return f"RecordModel(prior={self.prior!r}, theta | x by {how})"
+        """``RecordModel(prior: ...; records: ...; statistic: ...; theta | records: ...)``."""
+        if self.pymc_model is not None:
+            records = "PyMC model of one record"
+        else:
+            records = _callable_name(self.simulate)
+        parts = [
+            f"prior: {self.prior.describe()}",
+            f"records: {records}",
+            f"statistic: {_callable_name(self.statistic)}",
+        ]
+        if self.summary is not None:
+            parts.append(f"summary: {_callable_name(self.summary)}")
+        if self.update is not None:
+            parts.append(f"theta | records: update={_callable_name(self.update)}")
+        else:
+            parts.append("theta | records: Metropolis on loglik")
+        return f"RecordModel({'; '.join(parts)})"
 
 
 def _batch_size(params) -> int:
     if not isinstance(params, Mapping) or not params:
-        raise TypeError(f"params must be a non-empty dict of arrays, got {params!r}")
+        got = "an empty dict" if isinstance(params, Mapping) else type(params).__name__
+        raise TypeError(f"params must be a non-empty dict of arrays, got {got}")
     return len(np.asarray(next(iter(params.values()))))
 
 

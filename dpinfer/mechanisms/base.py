@@ -313,24 +313,47 @@ class Mechanism(abc.ABC):
         """
         return None
 
-    def to_pymc(self, name: str, value, *, observed):
+    def to_pymc(self, name: str, value, *, observed, tol: float = 1e-10):
         """Add this mechanism's density as a likelihood term to the PyMC model in context.
 
         Parameters
         ----------
         name : str
             Name of the observed variable.
-        value : array_like or TensorVariable
-            The confidential value (a random variable of the model), of shape
-            ``event_shape``.
+        value : TensorVariable or array_like
+            Either the confidential value as a variable of the model (or any
+            tensor) of shape ``event_shape``: the density of the release given
+            it is added. Or an *unregistered* univariate PyMC distribution of
+            the confidential value of every cell (``pm.Poisson.dist(mu=lam)``):
+            the confidential value is then summed (or integrated) out cell by
+            cell, exactly, by :func:`dpinfer.to_pymc`.
         observed : array_like
-            The release.
+            The release: of shape ``event_shape``; with a distribution, of the
+            cells' shape (ending in ``event_shape``).
+        tol : float, default 1e-10
+            With a distribution: the bound on each cell's neglected mass,
+            relative to its likelihood (see :func:`dpinfer.to_pymc`).
 
         Returns
         -------
         TensorVariable
-            The observed variable; ``pm.logp`` of it equals :meth:`logpdf`.
+            The observed variable; ``pm.logp`` of it equals :meth:`logpdf`
+            (with a tensor value) or the per-cell marginal log-likelihood.
+
+        Examples
+        --------
+        >>> import numpy as np, pymc as pm, dpinfer as dp
+        >>> mech = dp.DiscreteGaussian.from_privacy(epsilon=1.0, delta=1e-6, sensitivity=1)
+        >>> with pm.Model():
+        ...     rate = pm.Exponential("rate", 0.1)
+        ...     obs = mech.to_pymc("cases", pm.Poisson.dist(mu=rate, shape=3),
+        ...                        observed=np.array([4, 9, 6]))
         """
+        from ..marginal import is_unregistered_distribution
+        from ..marginal import to_pymc as marginal_to_pymc
+
+        if is_unregistered_distribution(value):
+            return marginal_to_pymc(name, value, observed=[(self, observed)], tol=tol)
         import pymc as pm
 
         if not (isinstance(name, str) and name):
@@ -376,36 +399,38 @@ class Mechanism(abc.ABC):
         return arr
 
     def _check_value(self, value) -> np.ndarray:
-        arr = _validate.numeric_array("value", value)
-        if arr.dtype.kind in "iu":
-            arr = _validate.integer_array("value", arr)
+        # the confidential value: messages give shapes, counts and positions, never values
+        arr = _validate.numeric_array("value", value, confidential=True)
+        if arr.dtype.kind in "iu":  # int64, refusing (not wrapping) uint64 beyond it
+            arr = _validate.integer_array("value", arr, confidential=True)
         else:
             arr = arr.astype(float, copy=False)
-        k = len(self.event_shape)
-        if arr.ndim < k or arr.shape[arr.ndim - k :] != self.event_shape:
-            raise ValueError(
-                f"value must have shape (*batch, {', '.join(map(str, self.event_shape))}) "
-                f"ending in the mechanism's event_shape {self.event_shape}, "
-                f"got shape {arr.shape}"
-            )
-        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
-            raise ValueError("value must be finite; got non-finite entries")
+        self._check_event_axes("value", arr)
+        if arr.dtype.kind == "f":
+            arr = _validate.finite_array("value", arr, confidential=True)
         if self.discrete and arr.dtype.kind == "f":
-            arr = _validate.integer_array("value", arr)
+            arr = _validate.integer_array("value", arr, confidential=True)
         return arr
 
     def _check_uniform(self, u) -> np.ndarray:
-        arr = _validate.finite_array("u", u)
+        # the uniforms are the noise of a release: shown no more than the value itself
+        arr = _validate.finite_array("u", u, confidential=True)
+        self._check_event_axes("u", arr)
+        inside = (arr > 0) & (arr < 1)
+        if not np.all(inside):
+            raise ValueError(
+                _validate.bad_entries("u", ~inside, "lie in the open interval (0, 1)")
+            )
+        return arr
+
+    def _check_event_axes(self, name: str, arr: np.ndarray) -> None:
         k = len(self.event_shape)
         if arr.ndim < k or arr.shape[arr.ndim - k :] != self.event_shape:
             raise ValueError(
-                f"u must have shape (*batch, {', '.join(map(str, self.event_shape))}) ending in "
-                f"the mechanism's event_shape {self.event_shape}, got shape {arr.shape}"
+                f"{name} must have shape (*batch, {', '.join(map(str, self.event_shape))}) "
+                f"ending in the mechanism's event_shape {self.event_shape}, "
+                f"got shape {arr.shape}"
             )
-        if not np.all((arr > 0) & (arr < 1)):
-            bad = arr[~((arr > 0) & (arr < 1))]
-            raise ValueError(f"u must lie in the open interval (0, 1), got {bad[:5]}")
-        return arr
 
     def _sum_event(self, terms: np.ndarray) -> np.ndarray:
         k = len(self.event_shape)

@@ -79,6 +79,7 @@ def abc_result(
     root,
     sample_stats=None,
     chains: int = 1,
+    diagnostic_vars=None,
     **attrs,
 ):
     """Build the InferenceData every sampler of a DP release returns.
@@ -91,12 +92,14 @@ def abc_result(
     arrays, ...); the method, reference, mechanism, its privacy and the seed are
     filled here. The ``ess`` given is the sampler's own figure: it is kept as
     ``ess_sampler`` and ``ess`` becomes the conservative one (see
-    :mod:`dpinfer.results`).
+    :mod:`dpinfer.results`). ``diagnostic_vars`` names the posterior variables
+    those diagnostics cover (default: all).
     """
     warn_if_overflowing_draws(method, posterior)
     return to_inference_data(
         posterior,
         chains=chains,
+        diagnostic_vars=diagnostic_vars,
         sample_stats=sample_stats,
         observed=released,
         constant_data=mechanism_constants(mechanism),

@@ -72,8 +72,11 @@ def public_distances(
 
 
 def check_observed(observed) -> np.ndarray:
-    """Return the confidential observations as a non-empty float array of finite numbers."""
-    return _validate.non_empty("observed", _validate.finite_array("observed", observed))
+    """Return the confidential observations as a non-empty float array of finite numbers.
+
+    Messages name the shape, count and positions of bad entries, never their values.
+    """
+    return _validate.confidential_data("observed", observed)
 
 
 def _simulated(observed, distance, model, n_proposals, rng, batch_size, executor, progressbar):

@@ -77,6 +77,22 @@ def _abcdp_args(**extra):
     }
 
 
+def _abcdp_model_args():
+    return {
+        "observed": OBS,
+        "distance": _rfmmd(),
+        "model": _pseudo_model(),
+        "n_proposals": 20,
+        "epsilon_total": 1.0,
+        "epsilon_abc": 0.2,
+        "c": 2,
+        "rng": 0,
+        "privacy_rng": 1,
+        "batch_size": 10,
+        "progressbar": False,
+    }
+
+
 def compare_entries():
     rng = np.random.default_rng(0)
     a = {"x": rng.normal(size=(2, 20))}
@@ -422,19 +438,7 @@ def sampler_entries():
         Entry(
             "abcdp(model=)",
             dp.abcdp,
-            lambda: {
-                "observed": OBS,
-                "distance": _rfmmd(),
-                "model": _pseudo_model(),
-                "n_proposals": 20,
-                "epsilon_total": 1.0,
-                "epsilon_abc": 0.2,
-                "c": 2,
-                "rng": 0,
-                "privacy_rng": 1,
-                "batch_size": 10,
-                "progressbar": False,
-            },
+            _abcdp_model_args,
             (P("model", "model"), P("n_proposals", "size"), *PUBLIC_DRAWS),
         ),
         Entry(

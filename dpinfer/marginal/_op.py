@@ -1,0 +1,90 @@
+"""A PyTensor Op: the per-cell marginal log-likelihood of releases and its gradient."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+
+from ._kernels import marginal_cells
+
+
+class MarginalLogp(Op):
+    """``log sum_s p(s | a, b) prod_m eta_m(r_m | s)`` per cell, with its gradient in ``a, b``.
+
+    Inputs are flat float64 vectors of the latent parameters ``a`` and ``b``
+    (one entry per cell), the releases ``(m, n)`` and the mechanism
+    coefficients ``(m, n, 4)`` (constants). Outputs: the log-likelihood per
+    cell and the two scores ``d logp / da``, ``d logp / db`` that its gradient
+    uses. See :mod:`dpinfer.marginal._kernels`.
+    """
+
+    __props__ = ("family", "kinds", "tol")
+
+    def __init__(self, family: int, kinds: tuple[int, ...], tol: float):
+        self.family = int(family)
+        self.kinds = tuple(int(k) for k in kinds)
+        self.tol = float(tol)
+        self._hints = np.empty(0)  # each cell's last mode: a starting point, not a result
+
+    def make_node(self, a, b, released, coef):
+        a = pt.as_tensor_variable(a).astype("float64")
+        b = pt.as_tensor_variable(b).astype("float64")
+        released = pt.as_tensor_variable(released).astype("float64")
+        coef = pt.as_tensor_variable(coef).astype("float64")
+        outputs = [pt.dvector(), pt.dvector(), pt.dvector()]
+        return Apply(self, [a, b, released, coef], outputs)
+
+    def perform(self, node, inputs, output_storage):
+        a, b, released, coef = inputs
+        n = a.size
+        logp, score_a, score_b = np.empty(n), np.empty(n), np.empty(n)
+        terms = np.empty(n, dtype=np.int64)
+        if self._hints.size != n:
+            self._hints = np.full(n, np.nan)
+        marginal_cells(
+            self.family,
+            np.ascontiguousarray(a, dtype=float),
+            np.ascontiguousarray(b, dtype=float),
+            np.asarray(self.kinds, dtype=np.int64),
+            np.ascontiguousarray(released),
+            np.ascontiguousarray(coef),
+            self.tol,
+            self._hints,
+            logp,
+            score_a,
+            score_b,
+            terms,
+        )
+        if np.isnan(logp).any():
+            bad = np.flatnonzero(np.isnan(logp))
+            raise FloatingPointError(
+                f"the marginal likelihood of {bad.size} cell(s) (first at position "
+                f"{bad[:5].tolist()}) needs more than 10^8 terms of the latent sum: the latent "
+                "parameters there make the posterior of the confidential count wider than can be "
+                "summed; check the model's priors"
+            )
+        for storage, value in zip(output_storage, (logp, score_a, score_b), strict=True):
+            storage[0] = value
+
+    def infer_shape(self, fgraph, node, shapes):
+        return [shapes[0]] * 3
+
+    def connection_pattern(self, node):
+        return [[True, True, True], [True, True, True], [False] * 3, [False] * 3]
+
+    def grad(self, inputs, output_grads):
+        _, score_a, score_b = self(*inputs)
+        g = output_grads[0]
+        for name, extra in zip(("score_a", "score_b"), output_grads[1:], strict=True):
+            if not isinstance(extra.type, DisconnectedType):
+                note = f"second derivatives ({name})"
+                return [
+                    grad_not_implemented(self, i, x, note) for i, x in enumerate(inputs[:2])
+                ] + [
+                    disconnected_type(),
+                    disconnected_type(),
+                ]
+        return [g * score_a, g * score_b, disconnected_type(), disconnected_type()]

@@ -1,0 +1,150 @@
+"""The observed PyMC variable of marginalised releases: one CustomDist per table of cells."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..mechanisms._coordinate import GAUSSIAN, LAPLACE
+from ._latent import Latent
+
+
+def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float):
+    """Add the observed variable ``name`` of ``pairs`` (mechanism, release) given ``latent``."""
+    import pymc as pm
+
+    cells = _cells_shape(pairs)
+    forms = [_form(mechanism, released, cells, latent) for mechanism, released in pairs]
+    released = [form[1].reshape(cells) for form in forms]
+    discrete = all(mechanism.discrete for mechanism, _ in pairs)
+    value = released[0] if len(pairs) == 1 else np.stack(released, axis=-1)
+    core = "" if len(pairs) == 1 else str(len(pairs))
+
+    def logp(value, *params):
+        return _latent_logp(latent, params, forms, cells, tol)
+
+    return pm.CustomDist(
+        name,
+        *latent.tensors(),
+        logp=logp,
+        random=_random(latent, [m for m, _ in pairs], cells),
+        observed=value.astype(np.int64) if discrete else value,
+        dtype="int64" if discrete else "floatX",
+        signature=",".join(latent.core_signatures()) + f"->({core})",
+    )
+
+
+def _latent_logp(latent: Latent, params, forms, cells, tol):
+    """Return the per-cell marginal log-likelihood graph of ``latent`` at ``params``."""
+    import pytensor.tensor as pt
+
+    own, parts = latent.split(params)
+    if latent.kind == "kernel":
+        return _kernel_logp(latent.family, own, forms, cells, tol)
+    if latent.kind == "normal":
+        return _normal_logp(own, forms, cells)
+    components = pt.stack(
+        [
+            _latent_logp(c, p, forms, cells, tol)
+            for c, p in zip(latent.components, parts, strict=True)
+        ],
+        axis=-1,
+    )
+    log_weights = pt.log(pt.broadcast_to(own[0], (*cells, len(latent.components))))
+    return pt.logsumexp(log_weights + components, axis=-1)
+
+
+def _cells_shape(pairs) -> tuple[int, ...]:
+    shapes = {tuple(np.shape(released)) for _, released in pairs}
+    if len(shapes) != 1:
+        raise ValueError(
+            "every release of the cells must have the cells' shape; got shapes "
+            f"{sorted(shapes)} for the {len(pairs)} (mechanism, released) pairs"
+        )
+    return shapes.pop()
+
+
+def _form(mechanism, released, cells, latent):
+    """Return (kind, released (n,), coefficients (n, 6)) of one mechanism's release."""
+    k = len(mechanism.event_shape)
+    if len(cells) < k or cells[len(cells) - k :] != mechanism.event_shape:
+        raise ValueError(
+            f"released of shape {cells} must end in the mechanism's event_shape "
+            f"{mechanism.event_shape}"
+        )
+    if mechanism.discrete and not latent.discrete:
+        raise ValueError(
+            f"{type(mechanism).__name__} releases integers and needs an integer confidential "
+            "value; the latent distribution given is continuous"
+        )
+    rows = np.reshape(released, (-1, *mechanism.event_shape))
+    kinds, values, coefs = set(), [], []
+    for row in rows:
+        form = mechanism._coordinate_form(mechanism._check_released(row, "released"))
+        if form is None:
+            raise ValueError(
+                f"{type(mechanism).__name__} has no per-cell log-density, so its releases "
+                "cannot be marginalised cell by cell"
+            )
+        kinds.add(form.kind)
+        values.append(form.released)
+        coefs.append(np.column_stack([form.coefficients, form.lower, form.upper]))
+    return kinds.pop(), np.concatenate(values), np.concatenate(coefs)
+
+
+def _kernel_logp(family, params, forms, cells, tol):
+    import pytensor.tensor as pt
+
+    from ._op import MarginalLogp
+
+    op = MarginalLogp(family, tuple(kind for kind, _, _ in forms), tol)
+    released = pt.constant(np.stack([r for _, r, _ in forms]))
+    coef = pt.constant(np.ascontiguousarray(np.stack([c for _, _, c in forms])))
+    a, b = (pt.broadcast_to(pt.cast(p, "float64"), cells).ravel() for p in params)
+    return op(a, b, released, coef)[0].reshape(cells)
+
+
+def _normal_logp(params, forms, cells):
+    if len(forms) != 1:
+        raise ValueError(
+            "a Normal confidential value can be marginalised against one release per cell; "
+            "for several, use a discrete latent or combine the Gaussian releases first"
+        )
+    kind, released, coef = forms[0]
+    mu, sigma = params
+    if kind == GAUSSIAN:
+        return _normal_gaussian(mu, sigma, released.reshape(cells), coef[:, 0].reshape(cells) ** 2)
+    if kind == LAPLACE:
+        return _normal_laplace(mu, sigma, released.reshape(cells), coef[:, 0].reshape(cells))
+    raise ValueError("a Normal confidential value needs Gaussian or Laplace noise")
+
+
+def _normal_gaussian(mu, sigma, y, noise_var):
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    return pm.logp(pm.Normal.dist(mu, pt.sqrt(pt.square(sigma) + noise_var)), y)
+
+
+def _normal_laplace(mu, sigma, y, b):
+    import pytensor.tensor as pt
+    from pymc.distributions.dist_math import normal_lcdf
+
+    z = y - mu
+    return (
+        -np.log(2 * b)
+        + pt.square(sigma) / (2 * b**2)
+        + pt.logaddexp(
+            -z / b + normal_lcdf(0.0, 1.0, z / sigma - sigma / b),
+            z / b + normal_lcdf(0.0, 1.0, -z / sigma - sigma / b),
+        )
+    )
+
+
+def _random(latent: Latent, mechanisms, cells):
+    def random(*params, rng=None, size=None):
+        shape = tuple(size) if size is not None else cells
+        s = latent.sample(params, rng, shape)
+        draws = [m.release(s, rng=rng) for m in mechanisms]
+        return draws[0] if len(draws) == 1 else np.stack(draws, axis=-1)
+
+    return random
