@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 
+from .._validate import bad_entries
+
 __all__ = [
     "scaled_difference",
     "beyond_float",
@@ -26,7 +28,6 @@ __all__ = [
     "difference",
     "float_spacing",
     "fsum_or_inf",
-    "positions",
 ]
 
 _TWO_53 = 2.0**53
@@ -89,7 +90,7 @@ def _float_minus_int(xp, x, n):
 def checked_add(name: str, value: np.ndarray, noise: np.ndarray) -> np.ndarray:
     """``value + noise`` for int64 arrays, refusing entries whose sum leaves the int64 range.
 
-    The message names the entries' count and positions, never the (confidential) values.
+    The message gives the entries' count and positions, never the (confidential) values.
     """
     value = np.asarray(value, dtype=np.int64)
     noise = np.asarray(noise, dtype=np.int64)
@@ -98,11 +99,8 @@ def checked_add(name: str, value: np.ndarray, noise: np.ndarray) -> np.ndarray:
     # two's complement: the sum overflowed exactly where its sign differs from both operands'
     wrapped = ((value ^ total) & (noise ^ total)) < 0
     if np.any(wrapped):
-        raise OverflowError(
-            f"the release of {name} would leave the int64 range at {int(wrapped.sum())} of "
-            f"{wrapped.size} entries (positions {positions(wrapped)}): the confidential values "
-            "there are too close to -2**63 or 2**63 - 1 for this noise"
-        )
+        left = bad_entries(name, wrapped, "stay in the int64 range once the noise is added")
+        raise OverflowError(f"{left}: values that close to -2**63 or 2**63 - 1 leave no room")
     return total
 
 
@@ -127,13 +125,3 @@ def fsum_or_inf(values) -> float:
 def beyond_float(arr: np.ndarray) -> bool:
     """Whether an integer array holds a value that float64 cannot represent exactly."""
     return bool(arr.size) and bool(np.any(np.abs(arr.astype(float)) >= _TWO_53))
-
-
-def positions(mask: np.ndarray, shown: int = 5) -> str:
-    """Return the first ``shown`` positions where ``mask`` holds, as text (never values)."""
-    mask = np.asarray(mask)
-    if mask.ndim == 0:
-        return "[()]" if mask else "[]"
-    idx = [tuple(int(i) for i in p) if mask.ndim > 1 else int(p[0]) for p in np.argwhere(mask)]
-    text = ", ".join(map(str, idx[:shown]))
-    return f"[{text}{', ...' if len(idx) > shown else ''}]"

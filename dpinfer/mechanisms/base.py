@@ -20,7 +20,7 @@ import scipy.special as sc
 
 from .. import _validate
 from .._rng import RNGLike, as_generator
-from ._numerics import beyond_float, float_spacing, positions
+from ._numerics import beyond_float, float_spacing
 
 __all__ = ["Mechanism", "Privacy"]
 
@@ -173,12 +173,10 @@ class Mechanism(abc.ABC):
             self._check_resolution(value)
         out = self._sample(value, self._noise_source(rng))
         if out.dtype.kind == "f" and not np.all(np.isfinite(out)):
-            bad = ~np.isfinite(out)
-            raise OverflowError(
-                f"the release overflowed float64 at {int(bad.sum())} of {bad.size} entries "
-                f"(positions {positions(bad)}): the confidential values there are too close to "
-                "the largest float64 for this noise"
+            overflowed = _validate.bad_entries(
+                "value", ~np.isfinite(out), "stay within float64 once the noise is added"
             )
+            raise OverflowError(f"{overflowed}: values that large leave no room for the noise")
         return out
 
     @property
@@ -196,13 +194,14 @@ class Mechanism(abc.ABC):
             return
         coarse = float_spacing(value) > RESOLUTION_FRACTION * scale
         if np.any(coarse):
+            family = type(self).__name__
+            requirement = (
+                f"be small enough that float64 rounding stays below 1/100 of the {family} noise"
+            )
             raise ValueError(
-                f"{type(self).__name__} cannot release value: at {int(coarse.sum())} of "
-                f"{coarse.size} entries (positions {positions(coarse)}) the confidential values "
-                "are so large that float64 rounding there exceeds 1/100 of the noise scale, so "
-                "the noise would be rounded away and the release would not carry its privacy "
-                "guarantee. Release integers with the discrete family, or subtract a public "
-                "offset from the values first."
+                f"{_validate.bad_entries('value', coarse, requirement)}; there the noise would be "
+                "rounded away and the release would not carry its privacy guarantee. Release "
+                "integers with the discrete family, or subtract a public offset from the values."
             )
 
     def _noise_source(self, rng: RNGLike):
