@@ -37,7 +37,7 @@ INT64 = st.integers(-(2**63), 2**63 - 1)
 FLOAT64 = st.floats(allow_nan=False, allow_infinity=False, width=64)
 # integer-valued floats in the int64 range (2**63 - 1 rounds to 2**63, which is not)
 INTEGRAL_FLOAT = INT64.map(float).filter(lambda x: x < 2.0**63)
-EXAMPLES = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EXAMPLES = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 ADDITIVE = [c for c in CASES if c.translation]
 
