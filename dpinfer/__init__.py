@@ -16,11 +16,13 @@ from .mechanisms import (
     Privacy,
     SparseVector,
     SVTResult,
+    Thresholded,
 )
 from .model import Model, Prior
 from .record_model import RecordModel
 from .reference import sample_reference
 from .samplers import (
+    AcceptanceRate,
     AscentSchedule,
     BoundaryEstimateWarning,
     MCEMResult,
@@ -29,6 +31,7 @@ from .samplers import (
     StagedSchedule,
     abcdp,
     da_mcmc,
+    estimate_acceptance_rate,
     importance_abc,
     mcem,
     rejection_abc,
@@ -39,6 +42,7 @@ from .samplers import (
 )
 
 __all__ = [
+    "AcceptanceRate",
     "AscentSchedule",
     "BinomialRelease",
     "BoundaryEstimateWarning",
@@ -59,11 +63,13 @@ __all__ = [
     "SimulationBudgetExceeded",
     "SparseVector",
     "StagedSchedule",
+    "Thresholded",
     "__version__",
     "abcdp",
     "accounting",
     "da_mcmc",
     "distances",
+    "estimate_acceptance_rate",
     "importance_abc",
     "mcem",
     "rejection_abc",

@@ -347,7 +347,8 @@ def numeric_output(value, *, source: str, allow_bool: bool = False) -> np.ndarra
     ``x > 0`` where a count was meant gives a silently wrong posterior, and
     NumPy subtracts and compares booleans as logical values. Object arrays,
     strings and complex numbers are refused too. ``allow_bool`` admits booleans
-    where user code reads them next (records passed on to a statistic).
+    where user code reads them next (records passed on to a statistic). The
+    array returned is writable (a read-only one is copied).
 
     Examples
     --------
@@ -363,7 +364,9 @@ def numeric_output(value, *, source: str, allow_bool: bool = False) -> np.ndarra
     except ValueError:  # ragged
         raise TypeError(f"{source} returned a ragged sequence, not an array of numbers") from None
     if arr.dtype.kind in "iuf" or (allow_bool and arr.dtype.kind == "b"):
-        return arr
+        # a read-only result (one of the read-only params handed back, np.broadcast_to) is
+        # copied, so that the library may update what it keeps in place
+        return arr if arr.flags.writeable else arr.copy()
     hint = (
         ": return x.astype(int) or x.astype(float) if 0/1 is meant"
         if arr.dtype.kind == "b"

@@ -9,6 +9,7 @@ import scipy.stats
 
 from . import _validate
 from ._rng import RNGLike, as_generator
+from ._user_code import no_writes, read_only
 
 __all__ = ["Model", "Prior", "as_prior"]
 
@@ -25,7 +26,8 @@ class Prior:
         callable ``sample(n, rng) -> dict`` of arrays with leading dimension
         ``n``, for dependent priors.
     logpdf : callable, optional
-        With a callable ``spec``: ``logpdf(params) -> (n,)``. Samplers that
+        With a callable ``spec``: ``logpdf(params) -> (n,)``, given read-only
+        arrays (the draws a sampler keeps; see :class:`Model`). Samplers that
         need prior densities (importance sampling with a proposal, SMC) refuse
         a prior without one. A dict ``spec`` has its densities already, so a
         ``logpdf`` beside it is refused rather than ignored.
@@ -112,7 +114,8 @@ class Prior:
         if self._spec is None:
             if self._logpdf_fn is None:
                 raise ValueError("this prior was given as a sampler only; pass logpdf=... too")
-            return np.asarray(self._logpdf_fn(params), dtype=float)
+            with no_writes(f"the prior density {_callable_name(self._logpdf_fn)}", "params"):
+                return np.asarray(self._logpdf_fn(read_only(params)), dtype=float)
         total = 0.0
         for name, dist in self._spec.items():
             x = np.asarray(params[name])
@@ -156,7 +159,11 @@ class Model:
     simulate : callable
         ``simulate(params, rng) -> array`` of shape ``(n, *event_shape)``:
         one confidential statistic per parameter set in the batch ``params``
-        (a dict of arrays with leading dimension ``n``).
+        (a dict of arrays with leading dimension ``n``). The arrays of
+        ``params`` are **read-only** views of the draws the sampler keeps: a
+        simulator computes new arrays from them (``params["theta"] * 1.2``)
+        and never changes them in place (``params["theta"] *= 1.2`` raises a
+        ValueError that says so, instead of silently changing the draws).
     loglik : callable, optional
         ``loglik(s, params) -> (n,)``, the confidential log-likelihood
         ``log pi(s | theta)``, for likelihood-based methods.
@@ -266,12 +273,14 @@ class Model:
         Every sampler simulates through this method, so a simulator returning
         NaN or inf is reported once, here: with the simulator's name, how many
         of the batch's outputs were not finite, and the first few parameter
-        sets that produced them.
+        sets that produced them. The simulator gets read-only views of
+        ``params`` (see :mod:`dpinfer._user_code`), so it cannot change the
+        draws a sampler keeps.
         """
         n = len(next(iter(params.values())))
-        s = _validate.numeric_output(
-            self.simulate(params, rng), source=f"the simulator {_callable_name(self.simulate)}"
-        )
+        name = f"the simulator {_callable_name(self.simulate)}"
+        with no_writes(name, "params"):
+            s = _validate.numeric_output(self.simulate(read_only(params), rng), source=name)
         expected = (n, *event_shape)
         if s.shape != expected:
             raise ValueError(

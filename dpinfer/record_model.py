@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from . import _validate
+from ._user_code import no_writes, read_only
 from .likelihood import _as_bounds
 from .model import Prior, _callable_name, pymc_prior
 
@@ -36,6 +37,9 @@ class RecordModel:
         ``n`` independent records for each of the ``batch`` parameter sets in
         ``params`` (a dict of arrays with leading dimension ``batch``). Any
         trailing shape and dtype (a float vector per record, integer codes).
+        Like every function of the model, it gets read-only arrays (the
+        sampler's state): it computes new arrays and never changes them in
+        place.
     statistic : callable
         ``statistic(records) -> t`` with leading axes ``(batch, n)``: the
         per-record statistic ``t(x_i)``, *not* summed over records. It must act
@@ -188,11 +192,10 @@ class RecordModel:
     def simulate_records(self, params, n: int, rng) -> np.ndarray:
         """Simulate ``n`` records per parameter set; check the leading axes ``(batch, n)``."""
         batch = _batch_size(params)
-        records = _validate.numeric_output(
-            self.simulate(params, n, rng),
-            source=f"the record simulator {_callable_name(self.simulate)}",
-            allow_bool=True,
-        )
+        name = f"the record simulator {_callable_name(self.simulate)}"
+        with no_writes(name, "params"):
+            records = self.simulate(read_only(params), n, rng)
+        records = _validate.numeric_output(records, source=name, allow_bool=True)
         if records.ndim < 2 or records.shape[:2] != (batch, n):
             raise ValueError(
                 f"simulate must return records with leading axes (batch, n) = ({batch}, {n}) "
@@ -248,7 +251,8 @@ class RecordModel:
     def complete_loglik(self, records, params) -> np.ndarray:
         """``loglik(records, params)``, checked to have shape ``(batch,)``."""
         batch = len(records)
-        out = np.asarray(self.loglik(records, params), dtype=float)
+        with no_writes(f"loglik {_callable_name(self.loglik)}", "records or params"):
+            out = np.asarray(self.loglik(read_only(records), read_only(params)), dtype=float)
         if out.shape != (batch,):
             raise ValueError(
                 f"loglik must return one value per dataset, shape ({batch},); got {out.shape}"
@@ -258,7 +262,8 @@ class RecordModel:
     def draw_update(self, records, rng, names) -> dict[str, np.ndarray]:
         """``update(records, rng)``, checked against the parameter names and batch."""
         batch = len(records)
-        out = self.update(records, rng)
+        with no_writes(f"update {_callable_name(self.update)}", "records"):
+            out = self.update(read_only(records), rng)
         if not isinstance(out, Mapping) or set(out) != set(names):
             got = sorted(out) if isinstance(out, Mapping) else type(out).__name__
             raise ValueError(f"update must return a dict with the parameters {names}; got {got}")

@@ -22,7 +22,7 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float):
     def logp(value, *params):
         return _latent_logp(latent, params, forms, cells, tol)
 
-    return pm.CustomDist(
+    variable = pm.CustomDist(
         name,
         *latent.tensors(),
         logp=logp,
@@ -31,6 +31,8 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float):
         dtype="int64" if discrete else "floatX",
         signature=",".join(latent.core_signatures()) + f"->({core})",
     )
+    variable.tag.dpinfer_marginal = True
+    return variable
 
 
 def _latent_logp(latent: Latent, params, forms, cells, tol):

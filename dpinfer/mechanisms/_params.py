@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import _validate
+from ._numerics import fsum_or_inf
 
 
 def noise_array(name: str, value, event_shape) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -21,13 +22,17 @@ def noise_array(name: str, value, event_shape) -> tuple[np.ndarray, tuple[int, .
             f"{name} must be positive and finite (0 is not 'no noise'), got {value!r}"
         )
     shape = arr.shape if event_shape is None else as_shape(event_shape)
+    return broadcast_param(name, arr, shape), shape
+
+
+def broadcast_param(name: str, arr: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Return a copy of ``arr`` broadcast to ``shape``, or raise a ValueError naming ``name``."""
     try:
-        arr = np.broadcast_to(arr, shape).copy()
+        return np.broadcast_to(arr, shape).copy()
     except ValueError:
         raise ValueError(
             f"{name} of shape {arr.shape} does not broadcast to event_shape {shape}"
         ) from None
-    return arr, shape
 
 
 #: Float noise scales must be normal float64 numbers: a subnormal scale keeps fewer than
@@ -41,7 +46,7 @@ FLOAT_SCALE_MAX = float(np.finfo(float).max) / 1024
 INTEGER_SCALE_MAX = 2.0**53
 
 
-def check_range(name: str, arr, lower: float, upper: float, *, why_low: str, why_high: str):
+def check_range(name: str, arr, lower: float, upper: float, *, why_low: str = "", why_high: str):
     """Refuse a noise parameter below ``lower`` or above ``upper``, saying why."""
     values = np.asarray(arr, dtype=float)
     low, high = values < lower, values > upper
@@ -77,18 +82,6 @@ def calibrated(cls, name: str, value, targets: str, **kwargs):
         return cls(value, **kwargs)
     except ValueError as err:
         raise ValueError(f"{targets} need {name}={value!r}, which is refused: {err}") from None
-
-
-def scale_for_epsilon(cls, epsilon, sensitivity, *, eps: float, sens, event_shape):
-    """``cls(sens / eps)``, the l1 calibration, naming epsilon where the scale is refused."""
-    return calibrated(
-        cls,
-        "scale",
-        sens / eps,
-        f"epsilon={epsilon!r} and sensitivity={sensitivity!r}",
-        sensitivity=sens,
-        event_shape=event_shape,
-    )
 
 
 def bracket(fn, lo: float, hi: float, floor: float, ceiling: float, step: float):
@@ -129,8 +122,15 @@ def as_shape(event_shape) -> tuple[int, ...]:
     return dims
 
 
-def sensitivity_array(value, event_shape) -> np.ndarray | None:
-    """Validate a declared sensitivity: None, a positive scalar, or one per coordinate."""
+def sensitivity_array(
+    value, event_shape, *, integer: bool = False, l2: bool = False
+) -> np.ndarray | None:
+    """Validate a declared sensitivity: None, a positive scalar, or one per coordinate.
+
+    With ``integer=True`` (the discrete families) every entry must be a whole
+    number, except a scalar l2 bound (``l2=True``) on a release of several cells:
+    the l2 norm of an integer change, such as ``sqrt(10)``, need not be whole.
+    """
     if value is None:
         return None
     arr = _validate.numeric_array("sensitivity", value).astype(float)
@@ -141,7 +141,84 @@ def sensitivity_array(value, event_shape) -> np.ndarray | None:
             f"sensitivity must be a scalar or have the event_shape {tuple(event_shape)}, "
             f"got shape {arr.shape}"
         )
+    real_norm = l2 and not arr.ndim and math.prod(event_shape) > 1
+    if integer and not real_norm and not np.all(arr == np.round(arr)):
+        raise ValueError(
+            f"sensitivity must be a positive integer here (or one per cell), got {value!r}"
+        )
     return arr
+
+
+def scalar_or_cells(arr: np.ndarray | None):
+    """Return a 0-d sensitivity as a Python number (int when whole), else the array."""
+    if arr is None:
+        return None
+    whole = bool(np.all(arr == np.round(arr)))
+    if arr.ndim:
+        return arr.astype(np.int64) if whole else arr
+    return int(arr) if whole else float(arr)
+
+
+def gaussian_rho(sigma: np.ndarray, sensitivity) -> float:
+    """rho-zCDP of Gaussian noise: ``D^2 / (2 min sigma^2)``, or ``sum D_j^2 / (2 sigma_j^2)``.
+
+    A scalar ``D`` bounds the l2 norm of the whole change (it may all fall on the
+    least noisy cell); an array bounds each cell. ``inf`` beyond the float64 range
+    (see :func:`dpinfer.accounting.zcdp_gaussian`).
+    """
+    from ..accounting import zcdp_gaussian
+
+    if np.ndim(sensitivity):
+        sens = np.asarray(sensitivity, float)
+        with np.errstate(over="ignore", under="ignore", divide="ignore"):
+            closed = sens**2 / (2 * sigma**2)
+            # where a square under- or overflows, (D / sigma)^2 / 2 (inf beyond the range)
+            ratio = sens / sigma
+            safe = np.where(
+                (sigma**2 >= FLOAT_SCALE_MIN) & np.isfinite(sens**2), closed, 0.5 * ratio * ratio
+            )
+        return fsum_or_inf(safe.ravel())
+    return zcdp_gaussian(float(np.min(sigma)), float(sensitivity))
+
+
+def budget_per_cell(
+    name: str, budget, sensitivity, event_shape, *, integer: bool = False, l2: bool = False
+):
+    """Validate a privacy budget (epsilon or rho) per cell against a declared sensitivity.
+
+    ``budget`` is a positive scalar or an array; ``sensitivity`` a positive scalar
+    (a bound on the whole change) or one per cell. A per-cell sensitivity needs a
+    per-cell budget (a scalar would be spent on every cell, multiplying the total);
+    a per-cell budget with a scalar sensitivity is allowed (see the families'
+    ``from_privacy``). ``event_shape`` None is the broadcast shape of the two.
+
+    Returns
+    -------
+    (budget, sensitivity, event_shape)
+        The budget broadcast to the event shape, the validated sensitivity
+        (``sensitivity_array``) and the event shape.
+    """
+    arr = _validate.numeric_array(name, budget).astype(float)
+    if arr.size == 0 or not np.all((arr > 0) & np.isfinite(arr)):
+        raise ValueError(f"{name} must be positive and finite, got {budget!r}")
+    sens_shape = np.shape(_validate.numeric_array("sensitivity", sensitivity))
+    if event_shape is None:
+        try:
+            shape = np.broadcast_shapes(arr.shape, sens_shape)
+        except ValueError:
+            raise ValueError(
+                f"{name} of shape {arr.shape} and sensitivity of shape {sens_shape} do not "
+                "broadcast together"
+            ) from None
+    else:
+        shape = as_shape(event_shape)
+    sens = sensitivity_array(sensitivity, shape, integer=integer, l2=l2)
+    if sens.ndim and not arr.ndim:
+        raise ValueError(
+            f"{name} is a scalar but sensitivity is per cell: give {name} per cell too (the "
+            f"split of the budget; the guarantee is their sum), got {name}={budget!r}"
+        )
+    return broadcast_param(name, arr, shape), sens, shape
 
 
 def require_sensitivity(mechanism) -> np.ndarray:
@@ -152,3 +229,24 @@ def require_sensitivity(mechanism) -> np.ndarray:
             "guarantee to report; pass sensitivity=... (or use from_privacy)"
         )
     return mechanism.sensitivity
+
+
+def compact(arr):
+    """Return a parameter for a repr: its one value when every cell shares it, else a list."""
+    if arr is None:
+        return None
+    arr = np.asarray(arr)
+    if arr.size and np.all(arr == arr.reshape(-1)[0]):
+        return arr.reshape(-1)[0].item()
+    return arr.tolist()
+
+
+def neighbouring(sensitivity, *, values: str, norm: str) -> str:
+    """Describe the neighbouring relation of a declared sensitivity (``Privacy.neighbouring``).
+
+    ``values`` names what changes ("confidential values", "integer values");
+    ``norm`` the norm a scalar sensitivity bounds ("l1", "l2").
+    """
+    if np.ndim(sensitivity):
+        return f"{values} within {np.asarray(sensitivity).tolist()} coordinate-wise"
+    return f"{values} within {norm} distance {sensitivity:g}"

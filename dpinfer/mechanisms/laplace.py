@@ -4,22 +4,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _validate
 from ._coordinate import LAPLACE, CoordinateForm
 from ._numerics import fsum_or_inf, scaled_difference
 from ._params import (
+    budget_per_cell,
+    calibrated,
     check_float_scale,
+    neighbouring,
     noise_array,
     require_sensitivity,
-    scale_for_epsilon,
     sensitivity_array,
 )
-from .base import Mechanism, Privacy
+from ._tails import laplace_log_cdf
+from .base import AdditiveNoise, Privacy
 
 __all__ = ["Laplace"]
 
 
-class Laplace(Mechanism):
+class Laplace(AdditiveNoise):
     r"""Additive Laplace noise: ``s_dp = s + Lap(scale)`` coordinate-wise.
 
     Parameters
@@ -75,13 +77,43 @@ class Laplace(Mechanism):
         self.sensitivity = sensitivity_array(sensitivity, self.event_shape)
 
     @classmethod
-    def from_privacy(cls, *, epsilon, sensitivity, event_shape=()) -> Laplace:
-        """Calibrate ``scale = sensitivity / epsilon`` (l1 sensitivity)."""
-        eps = _validate.positive_finite("epsilon", epsilon)
-        sens = _validate.positive_finite("sensitivity", sensitivity)
-        return scale_for_epsilon(
-            cls, epsilon, sensitivity, eps=eps, sens=sens, event_shape=event_shape
-        )
+    def from_privacy(cls, *, epsilon, sensitivity, event_shape=None) -> Laplace:
+        r"""Calibrate ``scale = sensitivity / epsilon``, cell by cell (l1 sensitivity).
+
+        Parameters
+        ----------
+        epsilon : float or array_like
+            The budget: a scalar, or one per cell to split a budget across
+            statistics released together.
+        sensitivity : float or array_like
+            A scalar bounds the l1 norm of the whole change; an array bounds
+            each cell (then ``epsilon`` must be per cell too).
+        event_shape : tuple of int, optional
+            Shape of a release; defaults to the broadcast shape of ``epsilon``
+            and ``sensitivity``.
+
+        Notes
+        -----
+        With per-cell bounds :math:`\Delta_j` the guarantee is
+        :math:`\sum_j \Delta_j / b_j = \sum_j \varepsilon_j`. With a scalar
+        :math:`\Delta` and per-cell :math:`\varepsilon_j` the whole change may
+        fall on one cell, so the guarantee is
+        :math:`\Delta / \min_j b_j = \max_j \varepsilon_j`.
+
+        Examples
+        --------
+        >>> import dpinfer as dp
+        >>> mech = dp.Laplace.from_privacy(epsilon=[0.5, 0.5], sensitivity=[0.4, 80])
+        >>> mech.scale, mech.privacy.epsilon
+        (array([  0.8, 160. ]), 1.0)
+        """
+        eps, sens, shape = budget_per_cell("epsilon", epsilon, sensitivity, event_shape)
+        with np.errstate(over="ignore"):
+            scale = sens / eps
+        targets = f"epsilon={epsilon!r} and sensitivity={sensitivity!r}"
+        return calibrated(cls, "scale", scale, targets, sensitivity=sens, event_shape=shape)
+
+    _cell_params = ("scale",)
 
     def _log_density(self, xp, released, value):
         return -xp.abs(scaled_difference(xp, released, value, self.scale)) - np.log(2 * self.scale)
@@ -89,6 +121,9 @@ class Laplace(Mechanism):
     @property
     def _noise_scale(self):
         return self.scale
+
+    def _log_noise_cdf(self, xp, x):
+        return laplace_log_cdf(xp, x / self.scale)
 
     def _coordinate_form(self, released):
         return CoordinateForm.build(LAPLACE, released, a=self.scale, c=-np.log(2 * self.scale))
@@ -112,17 +147,15 @@ class Laplace(Mechanism):
     def privacy(self) -> Privacy:
         """The guarantee for the declared sensitivity (see Notes)."""
         sens = require_sensitivity(self)
-        if sens.ndim == 0:
-            eps = float(sens) / float(np.min(self.scale))
-        else:
-            with np.errstate(over="ignore"):
+        with np.errstate(over="ignore"):  # a tiny scale: epsilon inf, no guarantee
+            if sens.ndim == 0:
+                eps = float(sens) / float(np.min(self.scale))
+            else:
                 eps = fsum_or_inf((sens / self.scale).ravel())
-        return Privacy(epsilon=eps, neighbouring=self._neighbouring())
-
-    def _neighbouring(self) -> str:
-        if self.sensitivity.ndim == 0:
-            return f"confidential values within l1 distance {float(self.sensitivity):g}"
-        return f"confidential values within {self.sensitivity.tolist()} coordinate-wise"
+        text = neighbouring(
+            float(sens) if sens.ndim == 0 else sens, values="confidential values", norm="l1"
+        )
+        return Privacy(epsilon=eps, neighbouring=text)
 
     def _repr_params(self):
         return {"scale": self.scale.tolist(), "sensitivity": _tolist(self.sensitivity)}

@@ -10,11 +10,9 @@ import scipy.stats as st
 from scipy.special import logsumexp
 
 import dpinfer as dp
-from dpinfer.results import effective_sample_size
 
 from ._brute import log_marginal
-
-POP = np.array([900, 2500, 400, 7000, 1300, 3100])
+from ._table import POP
 
 
 def _cell_logp(model, name, point):
@@ -97,70 +95,6 @@ def test_posterior_predictive_draws_releases():
     rate = draws.prior["rate"].values[0]
     # releases = Poisson counts + noise: the mean of cases / pop tracks the rate
     assert np.corrcoef(rate, (cases[0] / POP).mean(axis=1))[0, 1] > 0.9
-
-
-# --- exactness of NUTS on the marginal model ----------------------------------------------
-
-SIGMA = 12.0
-RELEASED = np.array([3, 21, -9, 30, 6, 2])  # discrete Gaussian releases of small counts
-PRIOR = st.gamma(2.0, scale=1 / 400.0)
-
-
-def _exact_posterior():
-    """Posterior of the rate on a grid: prior times the brute-force marginal of every cell."""
-    grid = np.linspace(1e-6, 0.02, 2001)
-    log_post = PRIOR.logpdf(grid) + np.array(
-        [
-            sum(
-                log_marginal("poisson", p * r, 0, [(dp.DiscreteGaussian(SIGMA), y)])
-                for p, y in zip(POP, RELEASED, strict=True)
-            )
-            for r in grid
-        ]
-    )
-    w = np.exp(log_post - logsumexp(log_post))
-    mean = float(np.sum(w * grid))
-    return mean, float(np.sqrt(np.sum(w * (grid - mean) ** 2)))
-
-
-def _nuts(naive: bool):
-    with pm.Model():
-        rate = pm.Gamma("rate", 2.0, 400.0)
-        lam = POP * rate
-        if naive:
-            pm.Poisson("cases", lam, observed=np.maximum(RELEASED, 0))
-        else:
-            dp.DiscreteGaussian(SIGMA).to_pymc("cases", pm.Poisson.dist(mu=lam), observed=RELEASED)
-        idata = pm.sample(
-            1000,
-            tune=500,
-            chains=2,
-            cores=1,
-            random_seed=3,
-            progressbar=False,
-            compute_convergence_checks=False,
-        )
-    draws = idata.posterior["rate"].values
-    return float(draws.mean()), float(draws.std()), effective_sample_size(draws)
-
-
-@pytest.fixture(scope="module")
-def exact():
-    return _exact_posterior()
-
-
-def _z(naive, exact):
-    mean, _, ess = _nuts(naive)
-    return (mean - exact[0]) / (exact[1] / np.sqrt(ess))
-
-
-def test_nuts_on_the_marginal_model_matches_quadrature(exact):
-    # |z| < 4: false-failure rate about 6e-5 when the sampler is exact
-    assert abs(_z(False, exact)) < 4
-
-
-def test_companion_the_naive_model_fails_the_same_check(exact):
-    assert abs(_z(True, exact)) > 4
 
 
 def test_zero_inflated_and_mixture_latents_are_mixtures_of_marginals():

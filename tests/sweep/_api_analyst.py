@@ -290,6 +290,33 @@ def sampler_entries():
             (*SAMPLER_COMMON, P("draws", "size"), *sizes),
         ),
         Entry(
+            "estimate_acceptance_rate",
+            dp.estimate_acceptance_rate,
+            lambda: {
+                "model": model(),
+                "mechanism": MECH,
+                "released": 0.5,
+                "simulations": 50,
+                "rng": 0,
+                "batch_size": 20,
+            },
+            (
+                P("model", "model"),
+                P("mechanism", "mechanism"),
+                P("released", "finite_array", [0.5, 0.5], [[0.5]], named="released"),
+                P("simulations", "size", 1),
+                P("rng", "rng"),
+                P("batch_size", "size"),
+                P("executor", "executor"),
+            ),
+        ),
+        Entry(
+            "AcceptanceRate.expected_simulations",
+            lambda **kw: dp.AcceptanceRate(-2.0, -4.0, 100, 0.0).expected_simulations(**kw),
+            lambda: {"draws": 10, "z": 1.0},
+            (P("draws", "size"), P("z", "non_negative")),
+        ),
+        Entry(
             "importance_abc",
             dp.importance_abc,
             _sampler_args(draws=4),
