@@ -78,10 +78,13 @@ def check_float_scale(name: str, arr):
 
 def calibrated(cls, name: str, value, targets: str, **kwargs):
     """Build ``cls(value, **kwargs)`` from a calibration, saying which targets failed."""
+    arr = np.asarray(value, dtype=float)
+    value = arr.item() if arr.ndim == 0 else arr  # a plain float, shown as one
     try:
         return cls(value, **kwargs)
     except ValueError as err:
-        raise ValueError(f"{targets} need {name}={value!r}, which is refused: {err}") from None
+        shown = value if arr.ndim == 0 else arr.tolist()
+        raise ValueError(f"{targets} need {name}={shown!r}, which is refused: {err}") from None
 
 
 def bracket(fn, lo: float, hi: float, floor: float, ceiling: float, step: float):
