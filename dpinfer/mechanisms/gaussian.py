@@ -87,7 +87,7 @@ class Gaussian(AdditiveNoise):
     (1.0, 1e-05)
     """
 
-    _cell_params = ("sigma",)
+    _cell_params = ("sigma", "_log_norm")
 
     def __init__(self, sigma, *, sensitivity=None, delta=None, event_shape=None):
         self.sigma, self.event_shape = noise_array("sigma", sigma, event_shape)
