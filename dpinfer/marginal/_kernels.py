@@ -41,10 +41,19 @@ NEGATIVE_BINOMIAL = 2
 GEOMETRIC = 3
 DISCRETE_UNIFORM = 4
 
-# mechanism terms, as dpinfer.mechanisms._coordinate (0, 1, 2)
+# mechanism terms of a cell: a published release, as dpinfer.mechanisms._coordinate (0, 1, 2),
+# or a suppressed one, log P(noise <= cut - s) (3 to 6)
 LAPLACE = 0
 GAUSSIAN = 1
 BINOMIAL_RELEASE = 2
+LAPLACE_BELOW = 3
+GAUSSIAN_BELOW = 4
+DISCRETE_LAPLACE_BELOW = 5
+DISCRETE_GAUSSIAN_BELOW = 6
+# coefficient columns: a, b, c, d, e, f of the term's formula, then the support of s
+LOWER, UPPER = 6, 7
+_LOG2 = math.log(2.0)
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 _MAX_TERMS = 100_000_000
 # Every function below is compiled with NumPy's error model: a division by zero gives inf or
@@ -151,51 +160,109 @@ def _log_concave(family, a):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _term(kind, r, a, b, c, d, s):
-    """Log-density of one release coordinate ``r`` at the latent value ``s``."""
-    if kind == LAPLACE:
-        return c - abs(r - s) / a
-    if kind == GAUSSIAN:  # a = sigma: divided before squaring, as the mechanisms do
-        z = (r - s) / a
-        return c - (0.5 * z) * z
-    return c + r * math.log(s + a) + b * math.log(d - s)
+def _log_ndtr(z):
+    """``log Phi(z)``, accurate in both tails."""
+    if z > 0.0:
+        return math.log1p(-0.5 * math.erfc(z / math.sqrt(2.0)))
+    if z > -37.0:
+        return math.log(0.5 * math.erfc(-z / math.sqrt(2.0)))
+    z2 = z * z  # asymptotic series; its first omitted term is below 1e-13 relative here
+    series = 1.0 - 1.0 / z2 + 3.0 / z2**2 - 15.0 / z2**3 + 105.0 / z2**4
+    return -0.5 * z2 - _HALF_LOG_2PI - math.log(-z) + math.log(series)
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _term_log_ratio(kind, r, a, b, d, s):
+def _discrete_gaussian_lower_tail(m, sigma, log_norm):
+    """``log P(X <= -m)`` for the discrete Gaussian, ``m >= 1``, by the shifted direct sum."""
+    inv = 1.0 / (sigma * sigma)
+    total, i = 0.0, 0.0
+    while True:
+        term = math.exp(-(m * i + 0.5 * i * i) * inv)
+        total += term
+        if term < 1e-17 * total:
+            break
+        i += 1.0
+    return -0.5 * m * m * inv + math.log(total) - log_norm
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _log_below(kind, k, coef, m, j, table):
+    """``log P(X <= k)`` for the noise of a suppressed cell (``k`` real; integer if discrete)."""
+    a = coef[m, j, 0]
+    if kind == LAPLACE_BELOW:
+        z = k / a
+        return z - _LOG2 if z < 0.0 else math.log1p(-0.5 * math.exp(-z))
+    if kind == GAUSSIAN_BELOW:
+        return _log_ndtr(k / a)
+    if kind == DISCRETE_LAPLACE_BELOW:
+        log1p_p = coef[m, j, 1]
+        if k < 0.0:
+            return k / a - log1p_p
+        return math.log1p(-math.exp(-(k + 1.0) / a - log1p_p))
+    # discrete Gaussian: a table of log F(k) on [d, e], 0 above it, a direct sum below it
+    if k > coef[m, j, 4]:
+        return 0.0
+    if k < coef[m, j, 3]:
+        return _discrete_gaussian_lower_tail(-k, a, coef[m, j, 2])
+    return table[int(coef[m, j, 1] + k - coef[m, j, 3])]
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _term(kinds, released, coef, table, m, j, s):
+    """Log-density (or log-probability of suppression) of release ``m`` of cell ``j`` at ``s``."""
+    kind, r = kinds[m, j], released[m, j]
+    if kind == LAPLACE:
+        return coef[m, j, 2] - abs(r - s) / coef[m, j, 0]
+    if kind == GAUSSIAN:  # a = sigma: divided before squaring, as the mechanisms do
+        z = (r - s) / coef[m, j, 0]
+        return coef[m, j, 2] - (0.5 * z) * z
+    if kind == BINOMIAL_RELEASE:
+        a, b, c, d = coef[m, j, 0], coef[m, j, 1], coef[m, j, 2], coef[m, j, 3]
+        return c + r * math.log(s + a) + b * math.log(d - s)
+    return _log_below(kind, r - s, coef, m, j, table)
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _term_log_ratio(kinds, released, coef, table, m, j, s):
     """``term(s + 1) - term(s)``, written to cancel exactly what cancels."""
+    kind, r, a = kinds[m, j], released[m, j], coef[m, j, 0]
     if kind == LAPLACE:
         return (abs(r - s) - abs(r - s - 1.0)) / a
     if kind == GAUSSIAN:
         return ((r - s) - 0.5) / a / a
-    return r * math.log1p(1.0 / (s + a)) + b * math.log1p(-1.0 / (d - s))
+    if kind == BINOMIAL_RELEASE:
+        b, d = coef[m, j, 1], coef[m, j, 3]
+        return r * math.log1p(1.0 / (s + a)) + b * math.log1p(-1.0 / (d - s))
+    upper = _log_below(kind, r - s, coef, m, j, table)
+    return _log_below(kind, r - s - 1.0, coef, m, j, table) - upper
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _term_mode(kind, r, a, b, d):
+def _term_mode(kinds, released, coef, m, j):
+    """Where the term peaks in s (suppression terms only fall with s: minus infinity)."""
+    kind, r = kinds[m, j], released[m, j]
     if kind == BINOMIAL_RELEASE:
+        a, b, d = coef[m, j, 0], coef[m, j, 1], coef[m, j, 3]
         return (r * d - b * a) / (r + b) if r + b > 0 else -a
+    if kind >= LAPLACE_BELOW:
+        return -math.inf
     return r
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _mechanisms(kinds, released, coef, j, s):
+def _mechanisms(kinds, released, coef, table, j, s):
     total = 0.0
-    for m in range(kinds.size):
-        total += _term(
-            kinds[m], released[m, j], coef[m, j, 0], coef[m, j, 1], coef[m, j, 2], coef[m, j, 3], s
-        )
+    for m in range(kinds.shape[0]):
+        total += _term(kinds, released, coef, table, m, j, s)
     return total
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _mechanisms_ratio(kinds, released, coef, j, s):
+def _mechanisms_ratio(kinds, released, coef, table, j, s):
     """``prod_m eta_m(s + 1) / eta_m(s)``."""
     total = 0.0
-    for m in range(kinds.size):
-        total += _term_log_ratio(
-            kinds[m], released[m, j], coef[m, j, 0], coef[m, j, 1], coef[m, j, 3], s
-        )
+    for m in range(kinds.shape[0]):
+        total += _term_log_ratio(kinds, released, coef, table, m, j, s)
     return math.exp(total)
 
 
@@ -203,11 +270,11 @@ def _mechanisms_ratio(kinds, released, coef, j, s):
 def _gaussian_ratio(kinds, released, coef, j):
     """Return ``(A, B)``: ``prod_m eta_m(s + 1) / eta_m(s) = exp(A - B s)``, or NaNs.
 
-    Only when every release of the cell is Gaussian (continuous or discrete).
+    Only when every release of the cell is a published Gaussian one (continuous or discrete).
     """
     big_a, big_b = 0.0, 0.0
-    for m in range(kinds.size):
-        if kinds[m] != GAUSSIAN:
+    for m in range(kinds.shape[0]):
+        if kinds[m, j] != GAUSSIAN:
             return math.nan, math.nan
         big_a += (released[m, j] - 0.5) / coef[m, j, 0] / coef[m, j, 0]
         big_b += 1.0 / coef[m, j, 0] / coef[m, j, 0]
@@ -216,26 +283,26 @@ def _gaussian_ratio(kinds, released, coef, j):
 
 @nb.njit(cache=True, error_model="numpy")
 def _support(family, a, b, coef, j):
-    # the latent's support within every release's support (coefficients 4 and 5)
+    # the latent's support within every release's support
     lo, hi = _latent_support(family, a, b)
     for m in range(coef.shape[0]):
-        lo = max(lo, np.ceil(coef[m, j, 4]))
-        hi = min(hi, np.floor(coef[m, j, 5]))
+        lo = max(lo, np.ceil(coef[m, j, LOWER]))
+        hi = min(hi, np.floor(coef[m, j, UPPER]))
     return lo, hi
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _rising(family, a, b, kinds, released, coef, j, s, gauss_a, gauss_b):
+def _rising(family, a, b, kinds, released, coef, table, j, s, gauss_a, gauss_b):
     """Whether ``t(s + 1) > t(s)`` (through ``exp(A - B s)`` when the releases are Gaussian)."""
     if math.isfinite(gauss_a):
         mech = math.exp(gauss_a - gauss_b * s)
     else:
-        mech = _mechanisms_ratio(kinds, released, coef, j, s)
+        mech = _mechanisms_ratio(kinds, released, coef, table, j, s)
     return _latent_ratio(family, a, b, s) * mech > 1.0
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _find_mode(family, a, b, kinds, released, coef, j, lo, hi, hint, gauss_a, gauss_b):
+def _find_mode(family, a, b, kinds, released, coef, table, j, lo, hi, hint, gauss_a, gauss_b):
     """Return the first s in [lo, hi] where t stops rising (walk from ``hint``, else bisect).
 
     For a log-concave t both give the same s (its first maximum); the walk is
@@ -244,25 +311,27 @@ def _find_mode(family, a, b, kinds, released, coef, j, lo, hi, hint, gauss_a, ga
     if _log_concave(family, a) and lo <= hint <= hi:
         s = hint
         for _ in range(8):
-            if s < hi and _rising(family, a, b, kinds, released, coef, j, s, gauss_a, gauss_b):
+            if s < hi and _rising(
+                family, a, b, kinds, released, coef, table, j, s, gauss_a, gauss_b
+            ):
                 s += 1.0
             elif s > lo and not _rising(
-                family, a, b, kinds, released, coef, j, s - 1.0, gauss_a, gauss_b
+                family, a, b, kinds, released, coef, table, j, s - 1.0, gauss_a, gauss_b
             ):
                 s -= 1.0
             else:
                 return s
     left = _latent_mode(family, a, b)
     right = left
-    for m in range(kinds.size):
-        mode = _term_mode(kinds[m], released[m, j], coef[m, j, 0], coef[m, j, 1], coef[m, j, 3])
+    for m in range(kinds.shape[0]):
+        mode = _term_mode(kinds, released, coef, m, j)
         left = min(left, np.floor(mode))
         right = max(right, np.ceil(mode))
     left = min(max(left, lo), hi)
     right = min(max(right, lo), hi)
     while left < right:
         mid = np.floor(0.5 * (left + right))
-        if _rising(family, a, b, kinds, released, coef, j, mid, gauss_a, gauss_b):
+        if _rising(family, a, b, kinds, released, coef, table, j, mid, gauss_a, gauss_b):
             left = mid + 1.0
         else:
             right = mid
@@ -276,7 +345,7 @@ def _bound(w, ratio):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _cell(family, a, b, kinds, released, coef, j, tol, hint, out):
+def _cell(family, a, b, kinds, released, coef, table, j, tol, hint, out):
     """Sum cell j: out = (log-likelihood, E[s], E[digamma(s + a)], terms, mode)."""
     out[1], out[2], out[3], out[4] = 0.0, 0.0, 0.0, hint
     if not _latent_valid(family, a, b):
@@ -287,9 +356,13 @@ def _cell(family, a, b, kinds, released, coef, j, tol, hint, out):
         out[0] = -math.inf
         return
     gauss_a, gauss_b = _gaussian_ratio(kinds, released, coef, j)
-    mode = _find_mode(family, a, b, kinds, released, coef, j, lo, hi, hint, gauss_a, gauss_b)
+    mode = _find_mode(
+        family, a, b, kinds, released, coef, table, j, lo, hi, hint, gauss_a, gauss_b
+    )
     out[4] = mode
-    log_peak = _latent_logp(family, a, b, mode) + _mechanisms(kinds, released, coef, j, mode)
+    log_peak = _latent_logp(family, a, b, mode) + _mechanisms(
+        kinds, released, coef, table, j, mode
+    )
     out[3] = 1.0
     if not math.isfinite(log_peak):
         out[0] = log_peak
@@ -315,7 +388,7 @@ def _cell(family, a, b, kinds, released, coef, j, tol, hint, out):
                 mech = up
                 up *= step
             else:
-                mech = _mechanisms_ratio(kinds, released, coef, j, s)
+                mech = _mechanisms_ratio(kinds, released, coef, table, j, s)
             ratio = _latent_ratio(family, a, b, s) * mech
             if negbin:
                 psi += 1.0 / (s + a)
@@ -331,7 +404,7 @@ def _cell(family, a, b, kinds, released, coef, j, tol, hint, out):
                 mech_back = down
                 down *= step
             else:
-                mech_back = 1.0 / _mechanisms_ratio(kinds, released, coef, j, s_left - 1.0)
+                mech_back = 1.0 / _mechanisms_ratio(kinds, released, coef, table, j, s_left - 1.0)
             back = mech_back / _latent_ratio(family, a, b, s_left - 1.0)
             s_left -= 1.0
             if negbin:
@@ -367,7 +440,7 @@ def _scores(family, a, b, mean_s, mean_psi):
 
 @nb.njit(cache=True, error_model="numpy")
 def marginal_cells(
-    family, pa, pb, kinds, released, coef, tol, hints, logp, score_a, score_b, terms
+    family, pa, pb, kinds, released, coef, table, tol, hints, logp, score_a, score_b, terms
 ):
     """Fill ``logp``, the scores and the term counts of every cell; update the mode ``hints``.
 
@@ -377,14 +450,14 @@ def marginal_cells(
     out = np.empty(5)
     for j in range(pa.size):
         a, b = pa[j], pb[j]
-        _cell(family, a, b, kinds, released, coef, j, tol, hints[j], out)
+        _cell(family, a, b, kinds, released, coef, table, j, tol, hints[j], out)
         logp[j], terms[j], hints[j] = out[0], out[3], out[4]
         if not math.isfinite(out[0]):
             score_a[j], score_b[j] = (math.nan, math.nan) if math.isnan(out[0]) else (0.0, 0.0)
         elif family == POISSON and a == 0.0:
             # the limit of E[s] / mu - 1 at mu = 0: t(1) / t(0) - 1
             lo, hi = _support(family, a, b, coef, j)
-            up = _mechanisms_ratio(kinds, released, coef, j, 0.0) if hi >= 1.0 else 0.0
+            up = _mechanisms_ratio(kinds, released, coef, table, j, 0.0) if hi >= 1.0 else 0.0
             score_a[j], score_b[j] = up - 1.0, 0.0
         else:
             score_a[j], score_b[j] = _scores(family, a, b, out[1], out[2])

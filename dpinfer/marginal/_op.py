@@ -15,30 +15,30 @@ class MarginalLogp(Op):
     """``log sum_s p(s | a, b) prod_m eta_m(r_m | s)`` per cell, with its gradient in ``a, b``.
 
     Inputs are flat float64 vectors of the latent parameters ``a`` and ``b``
-    (one entry per cell), the releases ``(m, n)`` and the mechanism
-    coefficients ``(m, n, 4)`` (constants). Outputs: the log-likelihood per
-    cell and the two scores ``d logp / da``, ``d logp / db`` that its gradient
-    uses. See :mod:`dpinfer.marginal._kernels`.
+    (one entry per cell), then constants: the term kinds ``(m, n)``, the
+    releases ``(m, n)``, the coefficients ``(m, n, 8)`` and the log-CDF table
+    (:mod:`dpinfer.marginal._cells`). Outputs: the log-likelihood per cell and
+    the two scores ``d logp / da``, ``d logp / db`` that its gradient uses. See
+    :mod:`dpinfer.marginal._kernels`.
     """
 
-    __props__ = ("family", "kinds", "tol")
+    __props__ = ("family", "tol")
 
-    def __init__(self, family: int, kinds: tuple[int, ...], tol: float):
+    def __init__(self, family: int, tol: float):
         self.family = int(family)
-        self.kinds = tuple(int(k) for k in kinds)
         self.tol = float(tol)
         self._hints = np.empty(0)  # each cell's last mode: a starting point, not a result
 
-    def make_node(self, a, b, released, coef):
+    def make_node(self, a, b, kinds, released, coef, table):
         a = pt.as_tensor_variable(a).astype("float64")
         b = pt.as_tensor_variable(b).astype("float64")
-        released = pt.as_tensor_variable(released).astype("float64")
-        coef = pt.as_tensor_variable(coef).astype("float64")
+        kinds = pt.as_tensor_variable(kinds).astype("int64")
+        constants = [pt.as_tensor_variable(x).astype("float64") for x in (released, coef, table)]
         outputs = [pt.dvector(), pt.dvector(), pt.dvector()]
-        return Apply(self, [a, b, released, coef], outputs)
+        return Apply(self, [a, b, kinds, *constants], outputs)
 
     def perform(self, node, inputs, output_storage):
-        a, b, released, coef = inputs
+        a, b, kinds, released, coef, table = inputs
         n = a.size
         logp, score_a, score_b = np.empty(n), np.empty(n), np.empty(n)
         terms = np.empty(n, dtype=np.int64)
@@ -48,9 +48,10 @@ class MarginalLogp(Op):
             self.family,
             np.ascontiguousarray(a, dtype=float),
             np.ascontiguousarray(b, dtype=float),
-            np.asarray(self.kinds, dtype=np.int64),
+            np.ascontiguousarray(kinds),
             np.ascontiguousarray(released),
             np.ascontiguousarray(coef),
+            np.ascontiguousarray(table),
             self.tol,
             self._hints,
             logp,
@@ -73,18 +74,15 @@ class MarginalLogp(Op):
         return [shapes[0]] * 3
 
     def connection_pattern(self, node):
-        return [[True, True, True], [True, True, True], [False] * 3, [False] * 3]
+        return [[True, True, True], [True, True, True], *([[False] * 3] * 4)]
 
     def grad(self, inputs, output_grads):
         _, score_a, score_b = self(*inputs)
-        g = output_grads[0]
+        constants = [disconnected_type() for _ in inputs[2:]]
         for name, extra in zip(("score_a", "score_b"), output_grads[1:], strict=True):
             if not isinstance(extra.type, DisconnectedType):
                 note = f"second derivatives ({name})"
-                return [
-                    grad_not_implemented(self, i, x, note) for i, x in enumerate(inputs[:2])
-                ] + [
-                    disconnected_type(),
-                    disconnected_type(),
-                ]
-        return [g * score_a, g * score_b, disconnected_type(), disconnected_type()]
+                own = [grad_not_implemented(self, i, x, note) for i, x in enumerate(inputs[:2])]
+                return own + constants
+        g = output_grads[0]
+        return [g * score_a, g * score_b, *constants]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..mechanisms._coordinate import GAUSSIAN, LAPLACE
+from ..mechanisms.thresholded import Thresholded
+from ._cells import Cells, release_cells
 from ._latent import Latent
 
 
@@ -13,8 +15,10 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float):
     import pymc as pm
 
     cells = _cells_shape(pairs)
-    forms = [_form(mechanism, released, cells, latent) for mechanism, released in pairs]
-    released = [form[1].reshape(cells) for form in forms]
+    for mechanism, _ in pairs:
+        _check_shape(mechanism, cells)
+    forms = [release_cells(m, r, latent.discrete) for m, r in pairs]
+    released = [_observed(m, np.asarray(r, dtype=float)) for m, r in pairs]
     discrete = all(mechanism.discrete for mechanism, _ in pairs)
     value = released[0] if len(pairs) == 1 else np.stack(released, axis=-1)
     core = "" if len(pairs) == 1 else str(len(pairs))
@@ -65,32 +69,21 @@ def _cells_shape(pairs) -> tuple[int, ...]:
     return shapes.pop()
 
 
-def _form(mechanism, released, cells, latent):
-    """Return (kind, released (n,), coefficients (n, 6)) of one mechanism's release."""
+def _check_shape(mechanism, cells) -> None:
     k = len(mechanism.event_shape)
     if len(cells) < k or cells[len(cells) - k :] != mechanism.event_shape:
         raise ValueError(
             f"released of shape {cells} must end in the mechanism's event_shape "
             f"{mechanism.event_shape}"
         )
-    if mechanism.discrete and not latent.discrete:
-        raise ValueError(
-            f"{type(mechanism).__name__} releases integers and needs an integer confidential "
-            "value; the latent distribution given is continuous"
-        )
-    rows = np.reshape(released, (-1, *mechanism.event_shape))
-    kinds, values, coefs = set(), [], []
-    for row in rows:
-        form = mechanism._coordinate_form(mechanism._check_released(row, "released"))
-        if form is None:
-            raise ValueError(
-                f"{type(mechanism).__name__} has no per-cell log-density, so its releases "
-                "cannot be marginalised cell by cell"
-            )
-        kinds.add(form.kind)
-        values.append(form.released)
-        coefs.append(np.column_stack([form.coefficients, form.lower, form.upper]))
-    return kinds.pop(), np.concatenate(values), np.concatenate(coefs)
+
+
+def _observed(mechanism, released: np.ndarray) -> np.ndarray:
+    """Return what PyMC holds: a suppressed cell (NaN) at its cut, or PyMC would impute it."""
+    if isinstance(mechanism, Thresholded):
+        cut = np.broadcast_to(mechanism._cut, mechanism.event_shape)
+        return np.where(np.isnan(released), cut, released)
+    return released
 
 
 def _kernel_logp(family, params, forms, cells, tol):
@@ -98,11 +91,9 @@ def _kernel_logp(family, params, forms, cells, tol):
 
     from ._op import MarginalLogp
 
-    op = MarginalLogp(family, tuple(kind for kind, _, _ in forms), tol)
-    released = pt.constant(np.stack([r for _, r, _ in forms]))
-    coef = pt.constant(np.ascontiguousarray(np.stack([c for _, _, c in forms])))
+    constants = [pt.constant(x) for x in Cells.stack(forms)]
     a, b = (pt.broadcast_to(pt.cast(p, "float64"), cells).ravel() for p in params)
-    return op(a, b, released, coef)[0].reshape(cells)
+    return MarginalLogp(family, tol)(a, b, *constants)[0].reshape(cells)
 
 
 def _normal_logp(params, forms, cells):
@@ -111,13 +102,15 @@ def _normal_logp(params, forms, cells):
             "a Normal confidential value can be marginalised against one release per cell; "
             "for several, use a discrete latent or combine the Gaussian releases first"
         )
-    kind, released, coef = forms[0]
+    kinds, released, coef = forms[0].kinds, forms[0].released, forms[0].coef
     mu, sigma = params
-    if kind == GAUSSIAN:
+    if np.all(kinds == GAUSSIAN):
         return _normal_gaussian(mu, sigma, released.reshape(cells), coef[:, 0].reshape(cells) ** 2)
-    if kind == LAPLACE:
+    if np.all(kinds == LAPLACE):
         return _normal_laplace(mu, sigma, released.reshape(cells), coef[:, 0].reshape(cells))
-    raise ValueError("a Normal confidential value needs Gaussian or Laplace noise")
+    raise ValueError(
+        "a Normal confidential value needs Gaussian or Laplace noise with every cell published"
+    )
 
 
 def _normal_gaussian(mu, sigma, y, noise_var):
@@ -146,7 +139,7 @@ def _random(latent: Latent, mechanisms, cells):
     def random(*params, rng=None, size=None):
         shape = tuple(size) if size is not None else cells
         s = latent.sample(params, rng, shape)
-        draws = [m.release(s, rng=rng) for m in mechanisms]
+        draws = [_observed(m, m.release(s, rng=rng)) for m in mechanisms]
         return draws[0] if len(draws) == 1 else np.stack(draws, axis=-1)
 
     return random

@@ -27,6 +27,7 @@ def window(dist, releases, mechanisms, width=60.0):
         if hasattr(mechanism, "population"):
             support_lo, support_hi = max(support_lo, 0.0), min(support_hi, mechanism.population)
     spread = [_spread(m) for m in mechanisms]
+    releases = [_center(m, r) for m, r in zip(mechanisms, releases, strict=True)]
     lo = min(
         [_tail(dist, -1), *(float(r) - width * s for r, s in zip(releases, spread, strict=True))]
     )
@@ -34,6 +35,13 @@ def window(dist, releases, mechanisms, width=60.0):
         [_tail(dist, +1), *(float(r) + width * s for r, s in zip(releases, spread, strict=True))]
     )
     return np.arange(np.floor(max(lo, support_lo)), np.ceil(min(hi, support_hi)) + 1)
+
+
+def _center(mechanism, released):
+    """Where a release's density lives: the release, or the threshold of a suppressed cell."""
+    if np.isnan(released):
+        return float(np.max(mechanism.threshold))
+    return float(released)
 
 
 def _tail(dist, side):
@@ -50,6 +58,7 @@ def _tail(dist, side):
 
 
 def _spread(mechanism):
+    mechanism = getattr(mechanism, "mechanism", mechanism)  # the noise inside a threshold
     for name in ("sigma", "scale"):
         if hasattr(mechanism, name):
             return float(np.max(getattr(mechanism, name)))

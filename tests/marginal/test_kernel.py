@@ -14,6 +14,7 @@ import pytest
 
 import dpinfer as dp
 from dpinfer.marginal import _kernels as K
+from dpinfer.marginal._cells import Cells, release_cells
 
 from ._brute import log_marginal
 
@@ -43,23 +44,16 @@ PARAMETERS = {
 
 def kernel(family, a, b, pairs, tol=TOL):
     """The kernel on one cell: (log-likelihood, score a, score b, terms)."""
-    kinds, released, coef = [], [], []
-    for mechanism, r in pairs:
-        form = mechanism._coordinate_form(
-            mechanism._check_released(np.reshape(r, mechanism.event_shape))
-        )
-        kinds.append(form.kind)
-        released.append(form.released)
-        coef.append(np.column_stack([form.coefficients, form.lower, form.upper]))
+    cells = [
+        release_cells(m, np.reshape(r, m.event_shape), latent_discrete=True) for m, r in pairs
+    ]
     out = [np.empty(1) for _ in range(3)]
     terms = np.empty(1, dtype=np.int64)
     K.marginal_cells(
         FAMILIES[family],
         np.array([float(a)]),
         np.array([float(b)]),
-        np.array(kinds),
-        np.stack(released),
-        np.ascontiguousarray(np.stack(coef)),
+        *Cells.stack(cells),
         tol,
         np.full(1, np.nan),
         *out,

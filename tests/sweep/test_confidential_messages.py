@@ -51,6 +51,8 @@ NOT_CONFIDENTIAL = {
     ("DiscreteLaplace.to_pymc", "observed"),
     ("DiscreteGaussian.to_pymc", "observed"),
     ("BinomialRelease.to_pymc", "observed"),
+    ("Thresholded.to_pymc", "observed"),
+    ("to_pymc", "observed"),
     # a building block of __call__, also applied to (possibly non-finite) pseudo-data;
     # it formats nothing into a message
     ("RandomFeatureMMD.mean_embedding", "data"),
