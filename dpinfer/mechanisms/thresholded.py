@@ -249,7 +249,19 @@ class Thresholded(Mechanism):
 
     # --- shapes -----------------------------------------------------------------------
     def _check_released(self, released, name: str = "released") -> np.ndarray:
-        arr = _validate.numeric_array(name, released).astype(float)
+        raw = _validate.numeric_array(name, released)
+        arr = raw.astype(float)
+        if raw.dtype.kind in "iu":
+            # a thresholded release is a float array (NaN marks a suppressed cell): an integer
+            # beyond 2**53 that float64 cannot carry would be rounded, and its density with it
+            inexact = np.zeros(arr.shape, dtype=bool)
+            big = np.abs(arr) >= 2.0**53
+            inexact[big] = [int(f) != int(i) for f, i in zip(arr[big], raw[big], strict=True)]
+            if np.any(inexact):
+                raise ValueError(
+                    _validate.bad_entries(name, inexact, "be integers that float64 holds exactly")
+                    + " (a thresholded release is a float array: the release refuses such cells)"
+                )
         if arr.shape != self.event_shape:
             raise ValueError(
                 f"{name} must have shape {self.event_shape} (the mechanism's event_shape), "
