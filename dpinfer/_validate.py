@@ -382,7 +382,8 @@ def integer_array(name: str, value, *, confidential: bool = False) -> np.ndarray
     """Return ``value`` as an int64 array, or raise unless every entry is an integer.
 
     With ``confidential`` the message gives the count and positions of the
-    entries that are not integers, never their values.
+    entries that are not integers, never their values. Integers beyond the
+    int64 range are refused (by count and positions), never wrapped around.
 
     Examples
     --------
@@ -392,16 +393,25 @@ def integer_array(name: str, value, *, confidential: bool = False) -> np.ndarray
     ValueError: value must hold integers: 1 of 5 entries (shape (5,)) is not, at position [4]
     """
     arr = numeric_array(name, value, confidential=confidential)
-    if arr.dtype.kind in "iu":
+    if arr.dtype.kind == "i":
         return arr.astype(np.int64)
-    as_float = np.asarray(arr, dtype=float)
-    with np.errstate(invalid="ignore"):
-        whole = np.isfinite(as_float) & (as_float == np.round(as_float))
-    if not np.all(whole):
-        if confidential:
-            raise ValueError(bad_entries(name, ~whole, "hold integers"))
-        raise ValueError(f"{name} must hold integers, got {_short(arr)}")
-    return as_float.astype(np.int64)
+    if arr.dtype.kind == "u":
+        outside = arr > np.iinfo(np.int64).max
+    else:
+        as_float = np.asarray(arr, dtype=float)
+        with np.errstate(invalid="ignore"):
+            whole = np.isfinite(as_float) & (as_float == np.round(as_float))
+        if not np.all(whole):
+            if confidential:
+                raise ValueError(bad_entries(name, ~whole, "hold integers"))
+            raise ValueError(f"{name} must hold integers, got {_short(arr)}")
+        # 2**63 is a float64 but not an int64: astype would wrap such entries silently
+        outside = (as_float >= 2.0**63) | (as_float < -(2.0**63))
+    if np.any(outside):
+        raise ValueError(
+            bad_entries(name, outside, "hold integers in the int64 range [-2**63, 2**63)")
+        )
+    return arr.astype(np.int64)
 
 
 def _real(name: str, value) -> float:

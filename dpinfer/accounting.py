@@ -28,6 +28,10 @@ import scipy.optimize as so
 import scipy.special as sc
 
 from . import _validate
+from .mechanisms._numerics import fsum_or_inf
+from .mechanisms._params import FLOAT_SCALE_MAX as _SIGMA_MAX
+from .mechanisms._params import FLOAT_SCALE_MIN as _SIGMA_MIN
+from .mechanisms._params import bracket
 from .mechanisms.base import Privacy
 
 __all__ = [
@@ -71,7 +75,14 @@ def compose(*guarantees: Privacy) -> Privacy:
         ``epsilon**2 / 2``-zCDP (Bun & Steinke 2016, Proposition 1.4); an
         approximate-DP input without a rho is then refused (it implies no
         zCDP guarantee): convert the zCDP inputs with ``to_approx(delta)``
-        first and compose those.
+        first and compose those. An epsilon or rho sum beyond the float64
+        range is ``inf`` (no guarantee).
+
+    Raises
+    ------
+    ValueError
+        When the deltas add up to 1 or more: basic composition then guarantees
+        nothing (every mechanism is (epsilon, 1)-DP), so no Privacy is returned.
 
     Examples
     --------
@@ -79,6 +90,8 @@ def compose(*guarantees: Privacy) -> Privacy:
     0.75
     >>> print(compose(Privacy(rho=0.015), Privacy(rho=0.015), Privacy(0.1)))
     0.035-zCDP
+    >>> compose(Privacy(1e308), Privacy(1e308)).epsilon
+    inf
     """
     if not guarantees:
         raise ValueError("compose needs at least one Privacy, got none")
@@ -87,11 +100,19 @@ def compose(*guarantees: Privacy) -> Privacy:
             raise TypeError(f"compose takes Privacy objects, got {type(g).__name__}: {g!r}")
     if any(g.epsilon is None for g in guarantees):
         return _compose_zcdp(guarantees)
+    delta = math.fsum(g.delta for g in guarantees)
+    if not delta < 1:
+        raise ValueError(
+            f"compose: the deltas of the {len(guarantees)} guarantees add up to {delta:.6g}, "
+            "at least 1, so basic composition guarantees nothing (every mechanism is "
+            "(epsilon, 1)-DP); compose fewer guarantees, or ones with smaller deltas (an "
+            "advanced composition or zCDP/Renyi accounting may give a useful bound)"
+        )
     rhos = [g.rho for g in guarantees]
     return Privacy(
-        epsilon=math.fsum(g.epsilon for g in guarantees),
-        delta=math.fsum(g.delta for g in guarantees),
-        rho=math.fsum(rhos) if all(r is not None for r in rhos) else None,
+        epsilon=fsum_or_inf(g.epsilon for g in guarantees),
+        delta=delta,
+        rho=fsum_or_inf(rhos) if all(r is not None for r in rhos) else None,
     )
 
 
@@ -105,7 +126,7 @@ def _compose_zcdp(guarantees) -> Privacy:
                 "to_approx(delta) and compose those"
             )
         rhos.append(g.to_zcdp().rho)
-    return Privacy(rho=math.fsum(rhos))
+    return Privacy(rho=fsum_or_inf(rhos))
 
 
 def laplace_epsilon(scale, sensitivity) -> float:
@@ -166,11 +187,18 @@ def gaussian_sigma_analytic(epsilon, delta, sensitivity) -> float:
             dlt
         )
 
-    lo, hi = math.log(sens) - 10.0, math.log(sens) + 10.0
-    while gap(lo) < 0:
-        lo -= 10.0
-    while gap(hi) > 0:
-        hi += 10.0
+    # the search stays within the normal float64 sigmas the Gaussian mechanism takes
+    start = math.log(sens)
+    lo, hi = bracket(
+        gap, start - 10.0, start + 10.0, math.log(_SIGMA_MIN), math.log(_SIGMA_MAX), 10.0
+    )
+    if gap(hi) > 0 or gap(lo) < 0:
+        side = "above" if gap(hi) > 0 else "below"
+        raise ValueError(
+            f"epsilon={epsilon!r} with delta={delta!r} at sensitivity={sensitivity!r} needs a "
+            f"Gaussian sigma {side} the float64 range the mechanism supports "
+            f"[{_SIGMA_MIN:.6g}, {_SIGMA_MAX:.6g}]"
+        )
     # nudge the root outward so that rounding never lands on the unsafe side
     return math.exp(so.brentq(gap, lo, hi, xtol=1e-14, rtol=1e-15)) * (1 + 1e-12)
 
@@ -182,25 +210,41 @@ def gaussian_epsilon(delta, sigma, sensitivity) -> float:
     sens = _validate.positive_finite("sensitivity", sensitivity)
     if gaussian_delta(0.0, sig, sens) <= dlt:
         return 0.0
+    # the zCDP conversion bounds epsilon from above; inf when rho leaves the float range
+    cap = zcdp_to_approx(zcdp_gaussian(sig, sens), dlt)
+    if not math.isfinite(cap):
+        return math.inf
     hi = 1.0
-    while gaussian_delta(hi, sig, sens) > dlt:
+    while hi < cap and gaussian_delta(hi, sig, sens) > dlt:
         hi *= 2.0
+    hi = min(hi, cap)
+    if gaussian_delta(hi, sig, sens) > dlt:  # rounding at the bound itself
+        return hi
     return so.brentq(lambda e: gaussian_delta(e, sig, sens) - dlt, 0.0, hi, xtol=1e-14)
 
 
 def zcdp_gaussian(sigma, sensitivity) -> float:
-    """Return the zCDP parameter of a Gaussian: ``rho = D^2 / (2 sigma^2)``."""
+    """Return the zCDP parameter of a Gaussian: ``rho = D^2 / (2 sigma^2)``.
+
+    ``inf`` where rho exceeds the float64 range (a sigma tiny next to ``D``).
+    Where a square would under- or overflow, ``(D / sigma)^2 / 2`` is used instead.
+    """
     sig = _validate.positive_finite("sigma", sigma)
     sens = _validate.positive_finite("sensitivity", sensitivity)
-    return sens**2 / (2 * sig**2)
+    square, top = sig * sig, sens * sens
+    if _SIGMA_MIN <= square < math.inf and top < math.inf:
+        return top / (2 * square)
+    ratio = sens / sig
+    return 0.5 * ratio * ratio
 
 
 def zcdp_to_approx(rho, delta) -> float:
     """Epsilon of a rho-zCDP mechanism at ``delta``: ``rho + 2 sqrt(rho log(1/delta))``.
 
-    Bun & Steinke (2016), Proposition 1.3.
+    Bun & Steinke (2016), Proposition 1.3; ``inf`` for ``rho = inf`` or beyond the
+    float64 range.
     """
-    r = _validate.positive_finite("rho", rho)
+    r = _validate.positive_or_inf("rho", rho)
     dlt = _validate.probability_open("delta", delta)
     return r + 2 * math.sqrt(r * math.log(1 / dlt))
 
@@ -210,17 +254,16 @@ def discrete_gaussian_delta(epsilon, sigma, sensitivity=1) -> float:
 
     Canonne, Kamath & Steinke (2020), Theorem 7: with ``Y ~ N_Z(0, sigma^2)``
     and integer sensitivity ``D``,
-    ``delta = P[Y > eps sigma^2/D - D/2] - e^eps P[Y > eps sigma^2/D + D/2]``.
+    ``delta = P[Y > eps sigma^2/D - D/2] - e^eps P[Y > eps sigma^2/D + D/2]``,
+    evaluated as ``P[a < Y <= b] - (e^eps - 1) P[Y > b]`` (``a``, ``b`` the two
+    thresholds), which does not cancel when epsilon is small.
     """
-    from .mechanisms.discrete import discrete_gaussian_sf
+    from .mechanisms import _discrete_gaussian as dg
 
     eps = _validate.non_negative("epsilon", epsilon)
-    sig = _validate.positive_finite("sigma", sigma)
+    sig = dg.check_sigma(_validate.positive_finite("sigma", sigma))
     sens = _validate.integer_sensitivity(sensitivity)
-    centre = eps * sig**2 / sens
-    first = discrete_gaussian_sf(centre - sens / 2, sig)
-    second = discrete_gaussian_sf(centre + sens / 2, sig)
-    return max(0.0, first - math.exp(eps) * second)
+    return dg.exact_delta(eps, sig, sens)
 
 
 # --- Renyi DP --------------------------------------------------------------------------

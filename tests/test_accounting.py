@@ -46,9 +46,20 @@ def test_compose_checks_its_arguments():
         accounting.compose(Privacy(1.0), 0.5)
 
 
-def test_compose_can_exceed_delta_one_and_says_so():
-    with pytest.raises(ValueError, match=r"delta must lie in \[0, 1\)"):
+def test_compose_refuses_deltas_adding_up_to_one_and_says_why():
+    # issue 19: the refusal named a delta of 1.2 that the user never passed
+    with pytest.raises(ValueError, match=r"deltas of the 2 guarantees add up to 1\.2, at least 1"):
         accounting.compose(Privacy(1.0, 0.6), Privacy(1.0, 0.6))
+    with pytest.raises(ValueError, match=r"add up to 1, at least 1"):
+        accounting.compose(Privacy(1.0, 0.5), Privacy(1.0, 0.5))
+    assert accounting.compose(Privacy(1.0, 0.5), Privacy(1.0, 0.25)).delta == 0.75
+
+
+def test_compose_beyond_the_float_range_is_no_guarantee():
+    # issue 19: 1e308 + 1e308 raised OverflowError from math.fsum
+    c = accounting.compose(Privacy(1e308, rho=1e308), Privacy(1e308, rho=1e308))
+    assert c.epsilon == math.inf and c.rho == math.inf
+    assert accounting.compose(Privacy(1e308), Privacy(math.inf)).epsilon == math.inf
 
 
 # --- zCDP and Renyi DP ---------------------------------------------------------------------
@@ -58,6 +69,14 @@ def test_compose_can_exceed_delta_one_and_says_so():
 def test_zcdp_to_approx_is_bun_steinke_prop_1_3(rho, delta):
     # rho-zCDP => (rho + 2 sqrt(rho log(1/delta)), delta)-DP.
     assert accounting.zcdp_to_approx(rho, delta) == rho + 2 * math.sqrt(rho * math.log(1 / delta))
+
+
+def test_zcdp_beyond_the_float_range_is_inf():
+    # issue 19: zcdp_gaussian(1e-200) raised ZeroDivisionError (sigma**2 underflows to 0)
+    assert accounting.zcdp_gaussian(1e-200, 1.0) == INF
+    assert accounting.zcdp_gaussian(1e-154, 1.0) == pytest.approx(5e307)  # sigma**2 is subnormal
+    assert accounting.zcdp_gaussian(1e200, 1e200) == 0.5  # the squares overflow, the ratio not
+    assert accounting.zcdp_to_approx(INF, 1e-6) == INF
 
 
 def test_zcdp_gaussian_is_d2_over_2sigma2():
@@ -186,6 +205,8 @@ BAD = {
         for bad in BAD[name]
         # epsilon = 0 is a valid point of the delta(epsilon) curves
         if not (bad == 0 and name == "epsilon" and fn.__name__.endswith("_delta"))
+        # rho = inf (beyond the float range) is no guarantee, as epsilon = inf
+        and not (bad == INF and name == "rho")
     ],
 )
 def test_accounting_arguments_are_checked(fn, kwargs, name, bad):

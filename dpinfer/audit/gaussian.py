@@ -184,6 +184,11 @@ def _epsilon_at(delta_at, delta: float) -> float:
 # --- the discrete Gaussian: lattice privacy loss --------------------------------------------
 
 
+# The lattice privacy loss of one shift d holds 4 d (40 sigma + 50) points per coordinate:
+# beyond this many points the exact check would take gigabytes, and is refused.
+_MAX_LATTICE = 5 * 10**7
+
+
 def _gaussian_worst_shift(mech: Gaussian) -> tuple[float, str]:
     """``mu = max ||d / sigma||_2`` over the allowed shifts ``d``, and how it is attained."""
     sens = mech.sensitivity
@@ -205,6 +210,14 @@ def _discrete_worst_case(mech: DiscreteGaussian, claimed: Privacy):
     sens = int(mech.sensitivity)
     sigma = float(sigmas[0])
     dims = max(1, math.prod(mech.event_shape))
+    points = 4 * sens * (math.ceil(40 * sigma) + 50) * min(dims, sens * sens)
+    if points > _MAX_LATTICE:
+        raise ValueError(
+            f"verify_gaussian tabulates the discrete Gaussian's privacy loss exactly, over about "
+            f"{points:.3g} lattice points for sigma={sigma!r} and sensitivity {sens}: more "
+            f"than the {_MAX_LATTICE:.0e} it computes in memory. Check its closed-form "
+            "guarantee (mechanism.privacy) instead."
+        )
     curves = {d: _lattice_delta(d, sigma) for d in _integer_shifts(sens, dims)}
     worst = max(curves, key=lambda d: curves[d](claimed.epsilon))
     text = f"integer shift {worst} (of {len(curves)} shifts with l2 norm <= {sens})"

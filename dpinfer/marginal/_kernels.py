@@ -213,9 +213,9 @@ def _term(kinds, released, coef, table, m, j, s):
     kind, r = kinds[m, j], released[m, j]
     if kind == LAPLACE:
         return coef[m, j, 2] - abs(r - s) / coef[m, j, 0]
-    if kind == GAUSSIAN:
-        diff = r - s
-        return coef[m, j, 2] - diff * diff / coef[m, j, 0]
+    if kind == GAUSSIAN:  # a = sigma: divided before squaring, as the mechanisms do
+        z = (r - s) / coef[m, j, 0]
+        return coef[m, j, 2] - (0.5 * z) * z
     if kind == BINOMIAL_RELEASE:
         a, b, c, d = coef[m, j, 0], coef[m, j, 1], coef[m, j, 2], coef[m, j, 3]
         return c + r * math.log(s + a) + b * math.log(d - s)
@@ -229,7 +229,7 @@ def _term_log_ratio(kinds, released, coef, table, m, j, s):
     if kind == LAPLACE:
         return (abs(r - s) - abs(r - s - 1.0)) / a
     if kind == GAUSSIAN:
-        return (2.0 * (r - s) - 1.0) / a
+        return ((r - s) - 0.5) / a / a
     if kind == BINOMIAL_RELEASE:
         b, d = coef[m, j, 1], coef[m, j, 3]
         return r * math.log1p(1.0 / (s + a)) + b * math.log1p(-1.0 / (d - s))
@@ -276,8 +276,8 @@ def _gaussian_ratio(kinds, released, coef, j):
     for m in range(kinds.shape[0]):
         if kinds[m, j] != GAUSSIAN:
             return math.nan, math.nan
-        big_a += (2.0 * released[m, j] - 1.0) / coef[m, j, 0]
-        big_b += 2.0 / coef[m, j, 0]
+        big_a += (released[m, j] - 0.5) / coef[m, j, 0] / coef[m, j, 0]
+        big_b += 1.0 / coef[m, j, 0] / coef[m, j, 0]
     return big_a, big_b
 
 

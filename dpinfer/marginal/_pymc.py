@@ -105,7 +105,7 @@ def _normal_logp(params, forms, cells):
     kinds, released, coef = forms[0].kinds, forms[0].released, forms[0].coef
     mu, sigma = params
     if np.all(kinds == GAUSSIAN):
-        return _normal_gaussian(mu, sigma, released.reshape(cells), coef[:, 0].reshape(cells) / 2)
+        return _normal_gaussian(mu, sigma, released.reshape(cells), coef[:, 0].reshape(cells) ** 2)
     if np.all(kinds == LAPLACE):
         return _normal_laplace(mu, sigma, released.reshape(cells), coef[:, 0].reshape(cells))
     raise ValueError(

@@ -8,7 +8,7 @@ the confidential value ``s``:
 kind           term of coordinate ``j`` (``r`` the released coordinate)
 =============  ==========================================================
 ``LAPLACE``    ``c - |r - s| / a``                (Laplace, discrete Laplace)
-``GAUSSIAN``   ``c - (r - s)^2 / a``              (Gaussian, discrete Gaussian)
+``GAUSSIAN``   ``c - z^2 / 2``, ``z = (r - s) / a``  (Gaussian, discrete Gaussian)
 ``BINOMIAL``   ``c + r log(s + a) + b log(d - s)``  (binomial release)
 =============  ==========================================================
 
@@ -16,7 +16,9 @@ and ``-inf`` outside ``[lower, upper]``. A :class:`CoordinateForm` holds the
 kind and the numbers ``(a, b, c, d)`` of each coordinate for one release, so
 that a numba kernel (the record updates of :func:`dpinfer.da_mcmc`) can score
 many confidential values without a Python call per value. The formulas are
-written in the same floating-point order as the families' ``_log_density``.
+written in the same floating-point order as the families' ``_log_density``;
+the Gaussian one divides by the scale ``a = sigma`` before squaring, so that it
+overflows only where the log-density itself is beyond the float64 range.
 """
 
 from __future__ import annotations

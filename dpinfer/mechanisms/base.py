@@ -22,6 +22,7 @@ import scipy.special as sc
 
 from .. import _validate
 from .._rng import RNGLike, as_generator
+from ._numerics import beyond_float, difference, float_spacing
 
 __all__ = ["AdditiveNoise", "Mechanism", "Privacy"]
 
@@ -32,6 +33,8 @@ def _numpy_discrete_gaussian_log_cdf(x, sigma):
     return discrete_gaussian_log_cdf(x, sigma)
 
 
+# The elementwise operations a family's ``_log_density`` may use, for NumPy and PyTensor;
+# ``is_integer`` and ``as_float`` let :func:`._numerics.difference` keep int64 exact.
 NUMPY = SimpleNamespace(
     abs=np.abs,
     log=np.log,
@@ -43,7 +46,14 @@ NUMPY = SimpleNamespace(
     where=np.where,
     log_ndtr=sc.log_ndtr,
     discrete_gaussian_log_cdf=_numpy_discrete_gaussian_log_cdf,
+    as_float=lambda x: np.asarray(x, dtype=float),
+    is_integer=lambda x: np.asarray(x).dtype.kind in "iu",
 )
+
+# Below this fraction of the noise scale, float64 rounding of a value moves a Laplace
+# log-density by at most 0.01 nats (a Gaussian one by 0.01 |z|): a 1% change of a weight,
+# under the Monte Carlo error of any run with an ESS below 10,000.
+RESOLUTION_FRACTION = 0.01
 
 
 def _pytensor_namespace() -> SimpleNamespace:
@@ -62,6 +72,8 @@ def _pytensor_namespace() -> SimpleNamespace:
         where=pt.switch,
         log_ndtr=_pytensor_ops.log_ndtr,
         discrete_gaussian_log_cdf=_pytensor_ops.discrete_gaussian_log_cdf,
+        as_float=lambda x: pt.cast(x, "float64"),
+        is_integer=lambda x: str(x.dtype).startswith(("int", "uint")),
     )
 
 
@@ -83,7 +95,8 @@ class Privacy:
     delta : float, default 0
         Failure probability of approximate DP; 0 for pure DP.
     rho : float, optional
-        Zero-concentrated DP parameter, where the mechanism has one.
+        Zero-concentrated DP parameter, where the mechanism has one; ``inf``
+        (beyond the float64 range) means no guarantee.
     neighbouring : str, optional
         The neighbouring relation under which the guarantee holds.
 
@@ -120,7 +133,7 @@ class Privacy:
 
     def __post_init__(self):
         # frozen: the checked values (plain floats) are written through object.__setattr__
-        rho = None if self.rho is None else _validate.positive_finite("rho", self.rho)
+        rho = None if self.rho is None else _validate.positive_or_inf("rho", self.rho)
         if self.epsilon is None:
             if rho is None:
                 raise ValueError(
@@ -202,7 +215,8 @@ class Privacy:
         if self.rho is not None:
             return Privacy(rho=self.rho, neighbouring=self.neighbouring)
         if self.delta == 0 and math.isfinite(self.epsilon):
-            return Privacy(rho=self.epsilon**2 / 2, neighbouring=self.neighbouring)
+            # 0.5 eps eps: inf beyond the float range, where eps**2 raises OverflowError
+            return Privacy(rho=0.5 * self.epsilon * self.epsilon, neighbouring=self.neighbouring)
         raise ValueError(
             f"{self} implies no zCDP guarantee (approximate DP without a rho, or no guarantee)"
         )
@@ -302,7 +316,40 @@ class Mechanism(abc.ABC):
             The release(s), same shape as ``value``.
         """
         value = self._check_value(value)
-        return self._sample(value, self._noise_source(rng))
+        if not self.discrete:
+            self._check_resolution(value)
+        out = self._sample(value, self._noise_source(rng))
+        if out.dtype.kind == "f" and np.any(np.isinf(out)):  # NaN: a suppressed cell
+            overflowed = _validate.bad_entries(
+                "value", np.isinf(out), "stay within float64 once the noise is added"
+            )
+            raise OverflowError(f"{overflowed}: values that large leave no room for the noise")
+        return out
+
+    @property
+    def _noise_scale(self) -> np.ndarray | None:
+        """The noise scale of each coordinate (``event_shape``), or None for non-additive noise."""
+        return None
+
+    def _check_resolution(self, value: np.ndarray) -> None:
+        """Refuse a float release whose rounding at ``value`` would swallow the noise.
+
+        The message names the count and positions of the entries, never their values.
+        """
+        scale = self._noise_scale
+        if scale is None:
+            return
+        coarse = float_spacing(value) > RESOLUTION_FRACTION * scale
+        if np.any(coarse):
+            family = type(self).__name__
+            requirement = (
+                f"be small enough that float64 rounding stays below 1/100 of the {family} noise"
+            )
+            raise ValueError(
+                f"{_validate.bad_entries('value', coarse, requirement)}; there the noise would be "
+                "rounded away and the release would not carry its privacy guarantee. Release "
+                "integers with the discrete family, or subtract a public offset from the values."
+            )
 
     def _noise_source(self, rng: RNGLike):
         """Return what :meth:`_sample` draws from; families with their own bits override it."""
@@ -377,11 +424,21 @@ class Mechanism(abc.ABC):
         -------
         numpy.ndarray
             ``log eta(released | value)`` of shape ``batch``.
+
+        Notes
+        -----
+        Exact for any int64 or float64 ``released`` and ``value``: the difference
+        is taken within 2 units in the last place without overflowing (see
+        :mod:`dpinfer.mechanisms._numerics`) and divided by the noise scale before
+        it is squared, so the result is ``-inf`` only where the log-density itself
+        is beyond the float64 range. Integers outside the int64 range are refused.
         """
         released = self._check_released(released)
         value = self._check_value(value)
-        terms = self._log_density(NUMPY, released, value)
-        return self._sum_event(np.asarray(terms, dtype=float))
+        # a log-density beyond the float64 range is -inf, its correct rounding: no warning
+        with np.errstate(over="ignore"):
+            terms = self._log_density(NUMPY, released, value)
+            return self._sum_event(np.asarray(terms, dtype=float))
 
     def log_max_density_at(self, released) -> float:
         """``log sup_s eta(released | s)``: the bound rejection ABC divides by.
@@ -509,20 +566,31 @@ class Mechanism(abc.ABC):
 
     # --- shape handling -----------------------------------------------------------
     def _check_released(self, released, name: str = "released") -> np.ndarray:
-        arr = _validate.finite_array(name, released)
+        """Return the release as int64 (discrete families) or float64, checked.
+
+        Integers stay int64 where float64 would round them (beyond ``2**53``), so
+        that :meth:`logpdf` is exact for every int64 release.
+        """
+        arr = _validate.numeric_array(name, released)
+        keep_int = arr.dtype.kind in "iu" and (self.discrete or beyond_float(arr))
+        if not keep_int:
+            arr = _validate.finite_array(name, arr)
         if arr.shape != self.event_shape:
             raise ValueError(
                 f"{name} must have shape {self.event_shape} (the mechanism's event_shape), "
                 f"got shape {arr.shape}"
             )
-        if self.discrete:
+        if self.discrete or keep_int:
             arr = _validate.integer_array(name, arr)
         return arr
 
     def _check_value(self, value) -> np.ndarray:
         # the confidential value: messages give shapes, counts and positions, never values
         arr = _validate.numeric_array("value", value, confidential=True)
-        arr = arr.astype(np.int64 if arr.dtype.kind in "iu" else float, copy=False)
+        if arr.dtype.kind in "iu":  # int64, refusing (not wrapping) uint64 beyond it
+            arr = _validate.integer_array("value", arr, confidential=True)
+        else:
+            arr = arr.astype(float, copy=False)
         self._check_event_axes("value", arr)
         if arr.dtype.kind == "f":
             arr = _validate.finite_array("value", arr, confidential=True)
@@ -592,22 +660,9 @@ class AdditiveNoise(Mechanism):
 
 
 def exact_gap(cut, s) -> np.ndarray:
-    """``cut - s`` as floats, computed in int64 where both are integers and it cannot overflow.
+    """``cut - s`` as floats, within 2 ulp of the exact value for int64 or float64 inputs.
 
-    Integers beyond 2**53 lose their last digits as floats; the difference of
-    two such integers is computed exactly first (``cut`` an int64 array, or
-    whole floats below 2**62).
+    Neither wraps around in int64 nor drops the last digits of integers beyond
+    2**53 (see :func:`._numerics.difference`).
     """
-    cut, s = np.asarray(cut), np.asarray(s)
-    gap = cut.astype(float) - s.astype(float)
-    if s.dtype.kind not in "iu":
-        return gap
-    if cut.dtype.kind in "iu":
-        whole, ci = np.ones(cut.shape, bool), cut.astype(np.int64)
-    else:
-        whole = np.isfinite(cut) & (np.abs(cut) < 2.0**62) & (cut == np.floor(cut))
-        ci = np.where(whole, cut, 0.0).astype(np.int64)
-    si = s.astype(np.int64)
-    d = ci - si  # wraps on overflow, detected below
-    overflow = ((ci ^ si) & (ci ^ d)) < 0
-    return np.where(whole & ~overflow, d.astype(float), gap)
+    return np.asarray(difference(NUMPY, np.asarray(cut), np.asarray(s)), dtype=float)

@@ -7,18 +7,27 @@ import math
 from fractions import Fraction
 
 import numpy as np
-import scipy.optimize as so
-from scipy.special import logsumexp
 
 from .. import _validate, accounting
 from .._validate import integer_sensitivity as _integer_sensitivity
 from . import _exact
 from ._bits import word_source
 from ._coordinate import GAUSSIAN, LAPLACE, CoordinateForm
+from ._discrete_gaussian import (
+    check_sigma,
+    discrete_gaussian_log_normaliser,
+    discrete_gaussian_sf,
+    epsilon_at,
+    solve_sigma,
+)
 from ._discrete_quantiles import discrete_gaussian_quantile, discrete_laplace_quantile
+from ._numerics import checked_add, fsum_or_inf, scaled_difference
 from ._params import (
+    INTEGER_SCALE_MAX,
     as_shape,
     budget_per_cell,
+    calibrated,
+    check_range,
     compact,
     gaussian_rho,
     neighbouring,
@@ -82,10 +91,14 @@ class _IntegerNoise(AdditiveNoise):
         # ``source`` is the word source that _noise_source made of the caller's rng
         rationals = [self._rational(v) for v in self._distinct]
         noise = type(self)._exact_sampler(rationals, value.size, source, self._cells)
-        return value + noise.reshape(value.shape)
+        return checked_add("value", value, noise.reshape(value.shape))
 
     def _quantile(self, value, u):
-        return value + self._by_group(self._noise_quantile, u)
+        return checked_add("value", value, self._by_group(self._noise_quantile, u))
+
+    @property
+    def _noise_scale(self):
+        return self._param
 
     def _by_group(self, fn, x: np.ndarray) -> np.ndarray:
         """``fn(x_cells, parameter)`` on the cells of each distinct parameter value.
@@ -117,6 +130,7 @@ class DiscreteLaplace(_IntegerNoise):
     ----------
     scale : float or array_like
         ``t > 0``, scalar or one per cell; ``P(x) = tanh(1/(2t)) exp(-|x|/t)``.
+        At most ``2**53``: larger noise can leave the int64 range of the releases.
     sensitivity : int or array_like of int, optional
         Declared sensitivity: a scalar bounds the l1 norm of the whole change;
         an array bounds each cell. Needed only for :attr:`privacy`.
@@ -154,11 +168,19 @@ class DiscreteLaplace(_IntegerNoise):
 
     def __init__(self, scale, *, sensitivity=None, event_shape=None):
         self.scale, self.event_shape = noise_array("scale", scale, event_shape)
+        check_range(
+            "scale",
+            self.scale,
+            0.0,
+            INTEGER_SCALE_MAX,
+            why_high="draws of larger noise can leave the int64 range of the releases",
+        )
         self.sensitivity = scalar_or_cells(
             sensitivity_array(sensitivity, self.event_shape, integer=True)
         )
         self._init_groups()
-        # log((1 - p) / (1 + p)) with p = exp(-1/t), i.e. log tanh(1/(2t))
+        # log((1 - p) / (1 + p)) with p = exp(-1/t), i.e. log tanh(1/(2t)); for a tiny t,
+        # -1/t is -inf and the normaliser log 1 = 0
         self._log_norm = self._per_group(
             lambda t: math.log(-math.expm1(-1 / t)) - math.log1p(math.exp(-1 / t))
         )
@@ -177,7 +199,10 @@ class DiscreteLaplace(_IntegerNoise):
         eps, sens, shape = budget_per_cell(
             "epsilon", epsilon, sensitivity, event_shape, integer=True
         )
-        return cls(sens / eps, sensitivity=sens, event_shape=shape)
+        with np.errstate(over="ignore"):
+            scale = sens / eps
+        targets = f"epsilon={epsilon!r} and sensitivity={sensitivity!r}"
+        return calibrated(cls, "scale", scale, targets, sensitivity=sens, event_shape=shape)
 
     @property
     def _param(self) -> np.ndarray:
@@ -192,7 +217,7 @@ class DiscreteLaplace(_IntegerNoise):
         return discrete_laplace_quantile(u, scale)
 
     def _log_density(self, xp, released, value):
-        return self._log_norm - xp.abs(released - value) / self.scale
+        return self._log_norm - xp.abs(scaled_difference(xp, released, value, self.scale))
 
     def _log_noise_cdf(self, xp, x):
         return discrete_laplace_log_cdf(xp, xp.floor(x), self.scale, self._log1p_p)
@@ -204,10 +229,11 @@ class DiscreteLaplace(_IntegerNoise):
     def privacy(self) -> Privacy:
         """The guarantee for the declared sensitivity (see Notes)."""
         sens = require_sensitivity(self)
-        if np.ndim(sens):
-            eps = math.fsum((sens / self.scale).ravel())
-        else:
-            eps = sens / float(np.min(self.scale))
+        with np.errstate(over="ignore"):  # a tiny scale: epsilon inf, no guarantee
+            if np.ndim(sens):
+                eps = fsum_or_inf((sens / self.scale).ravel())
+            else:
+                eps = float(sens) / float(np.min(self.scale))
         text = neighbouring(sens, values="integer values", norm="l1")
         return Privacy(epsilon=eps, neighbouring=text)
 
@@ -219,7 +245,8 @@ class DiscreteGaussian(_IntegerNoise):
     ----------
     sigma : float or array_like
         Scale, scalar or one per cell: ``P(x) ∝ exp(-x^2 / (2 sigma^2))`` on the
-        integers.
+        integers; from 1.5e-154 (``sigma**2`` a normal float64) to ``2**53``
+        (draws fit int64).
     sensitivity : int or array_like of int, optional
         Declared sensitivity: a scalar bounds the l2 norm of the whole change;
         an array bounds each cell. Needed only for :attr:`privacy`.
@@ -244,10 +271,10 @@ class DiscreteGaussian(_IntegerNoise):
     to :math:`(\varepsilon, \delta)` (Bun & Steinke 2016, Proposition 1.3),
     a valid but looser bound (the one-dimensional Theorem 7 does not apply to
     vectors). Releases use the exact rational sampler (CKS Algorithm 3) with
-    :math:`\sigma^2` the rational value of the float ``sigma**2`` (the one
-    :meth:`logpdf` uses), compiled, one group of cells per distinct sigma;
-    with ``rng=None`` every random bit comes from the operating system's
-    cryptographic generator.
+    :math:`\sigma^2` the rational value of the float ``sigma**2`` (which
+    :meth:`logpdf`'s ``(x / sigma)^2`` matches to rounding), compiled, one
+    group of cells per distinct sigma; with ``rng=None`` every random bit comes
+    from the operating system's cryptographic generator.
 
     Examples
     --------
@@ -275,6 +302,7 @@ class DiscreteGaussian(_IntegerNoise):
 
     def __init__(self, sigma, *, sensitivity=None, delta=None, event_shape=None):
         self.sigma, self.event_shape = noise_array("sigma", sigma, event_shape)
+        check_sigma(self.sigma)
         self.sensitivity = scalar_or_cells(
             sensitivity_array(sensitivity, self.event_shape, integer=True, l2=True)
         )
@@ -293,8 +321,11 @@ class DiscreteGaussian(_IntegerNoise):
         eps = _validate.positive_finite("epsilon", epsilon)
         dlt = _validate.probability_open("delta", delta)
         sens = _integer_sensitivity(sensitivity)
-        mech = cls(
-            _solve_sigma(eps, dlt, sens, math.prod(as_shape(event_shape))),
+        mech = calibrated(
+            cls,
+            "sigma",
+            solve_sigma(eps, dlt, sens, math.prod(as_shape(event_shape))),
+            f"epsilon={epsilon!r}, delta={delta!r} and sensitivity={sensitivity!r}",
             sensitivity=sens,
             delta=dlt,
             event_shape=event_shape,
@@ -313,7 +344,10 @@ class DiscreteGaussian(_IntegerNoise):
         rho_cells, sens, shape = budget_per_cell(
             "rho", rho, sensitivity, event_shape, integer=True, l2=True
         )
-        return cls(sens / np.sqrt(2 * rho_cells), sensitivity=sens, event_shape=shape)
+        with np.errstate(over="ignore"):
+            sigma = sens / np.sqrt(2 * rho_cells)
+        targets = f"rho={rho!r} and sensitivity={sensitivity!r}"
+        return calibrated(cls, "sigma", sigma, targets, sensitivity=sens, event_shape=shape)
 
     @property
     def _param(self) -> np.ndarray:
@@ -328,13 +362,15 @@ class DiscreteGaussian(_IntegerNoise):
         return discrete_gaussian_quantile(u, sigma)
 
     def _log_density(self, xp, released, value):
-        return self._log_norm - xp.square(released - value) / (2 * self.sigma**2)
+        # z = d / sigma first: d^2 overflows (in int64 from 3.04e9 on) long before the density
+        z = scaled_difference(xp, released, value, self.sigma)
+        return self._log_norm - (0.5 * z) * z
 
     def _log_noise_cdf(self, xp, x):
         return xp.discrete_gaussian_log_cdf(x, self.sigma)
 
     def _coordinate_form(self, released):
-        return CoordinateForm.build(GAUSSIAN, released, a=2 * self.sigma**2, c=self._log_norm)
+        return CoordinateForm.build(GAUSSIAN, released, a=self.sigma, c=self._log_norm)
 
     @property
     def privacy(self) -> Privacy:
@@ -348,7 +384,7 @@ class DiscreteGaussian(_IntegerNoise):
         if eps is None:
             if self._dimension == 1:
                 one_sigma, one_sens = float(self.sigma.ravel()[0]), int(np.ravel(sens)[0])
-                eps = _epsilon_at(one_sigma, self.delta, one_sens, 1)
+                eps = epsilon_at(one_sigma, self.delta, one_sens, 1)
             else:
                 eps = accounting.zcdp_to_approx(rho, self.delta)
         return Privacy(epsilon=eps, delta=self.delta, rho=rho, neighbouring=text)
@@ -363,62 +399,3 @@ class DiscreteGaussian(_IntegerNoise):
 
 def _tolist(arr):
     return arr.tolist() if isinstance(arr, np.ndarray) else arr
-
-
-def discrete_gaussian_log_normaliser(sigma: float) -> float:
-    """``log sum_k exp(-k^2 / (2 sigma^2))`` to double precision.
-
-    A direct sum for small sigma; for ``sigma >= 1`` the Poisson-summation
-    dual ``sqrt(2 pi) sigma sum_k exp(-2 pi^2 sigma^2 k^2)``, which converges
-    in a handful of terms.
-    """
-    if sigma < 1:
-        k = np.arange(-40, 41)
-        return float(logsumexp(-(k**2) / (2 * sigma**2)))
-    k = np.arange(-5, 6)
-    return (
-        0.5 * math.log(2 * math.pi)
-        + math.log(sigma)
-        + float(logsumexp(-2 * math.pi**2 * sigma**2 * k**2))
-    )
-
-
-def discrete_gaussian_sf(x: float, sigma: float) -> float:
-    """``P[Y > x]`` for ``Y ~ N_Z(0, sigma^2)``, by summing the pmf over the tail."""
-    start = math.floor(x) + 1
-    stop = max(start, 0) + math.ceil(40 * sigma) + 50
-    k = np.arange(start, stop, dtype=float)
-    log_terms = -(k**2) / (2 * sigma**2) - discrete_gaussian_log_normaliser(sigma)
-    return float(np.exp(logsumexp(log_terms))) if k.size else 0.0
-
-
-def _epsilon_at(sigma: float, delta: float, sens: int, dim: int) -> float:
-    if dim > 1:
-        return accounting.zcdp_to_approx(accounting.zcdp_gaussian(sigma, sens), delta)
-    if accounting.discrete_gaussian_delta(1e-12, sigma, sens) <= delta:
-        return 1e-12
-    hi = 1.0
-    while accounting.discrete_gaussian_delta(hi, sigma, sens) > delta:
-        hi *= 2
-    return so.brentq(
-        lambda e: accounting.discrete_gaussian_delta(e, sigma, sens) - delta, 0, hi, xtol=1e-13
-    )
-
-
-def _solve_sigma(epsilon: float, delta: float, sens: int, dim: int) -> float:
-    if dim > 1:
-        # rho + 2 sqrt(rho log(1/delta)) = epsilon  =>  sqrt(rho) = -L + sqrt(L^2 + epsilon)
-        root_log = math.sqrt(math.log(1 / delta))
-        rho = (math.sqrt(root_log**2 + epsilon) - root_log) ** 2
-        return sens / math.sqrt(2 * rho)
-
-    def excess(log_sigma):
-        return accounting.discrete_gaussian_delta(epsilon, math.exp(log_sigma), sens) - delta
-
-    lo, hi = math.log(sens) - 5, math.log(sens) + 5
-    while excess(lo) < 0:
-        lo -= 5
-    while excess(hi) > 0:
-        hi += 5
-    # the root's upper end, so the guarantee holds at the returned sigma
-    return math.exp(so.brentq(excess, lo, hi, xtol=1e-13)) * (1 + 1e-12)

@@ -9,8 +9,11 @@ from scipy.special import ndtri
 
 from .. import _validate, accounting
 from ._coordinate import GAUSSIAN, CoordinateForm
+from ._numerics import scaled_difference
 from ._params import (
     budget_per_cell,
+    calibrated,
+    check_float_scale,
     gaussian_rho,
     neighbouring,
     noise_array,
@@ -31,7 +34,8 @@ class Gaussian(AdditiveNoise):
     Parameters
     ----------
     sigma : float or array_like
-        Noise standard deviation, scalar or one per coordinate.
+        Noise standard deviation, scalar or one per coordinate: a normal float64
+        from 2.2e-308 to 1.8e305, as :class:`Laplace`'s scale.
     sensitivity : float or array_like, optional
         Declared sensitivity: a scalar bounds the l2 norm of the whole change;
         an array bounds each coordinate. Needed only for :attr:`privacy`.
@@ -83,10 +87,13 @@ class Gaussian(AdditiveNoise):
     (1.0, 1e-05)
     """
 
-    _cell_params = ("sigma",)
+    _cell_params = ("sigma", "_log_norm")
 
     def __init__(self, sigma, *, sensitivity=None, delta=None, event_shape=None):
         self.sigma, self.event_shape = noise_array("sigma", sigma, event_shape)
+        check_float_scale("sigma", self.sigma)
+        # log(1 / sqrt(2 pi sigma^2)) without squaring sigma, which under- or overflows
+        self._log_norm = -(np.log(self.sigma) + 0.5 * np.log(2 * np.pi))
         self.sensitivity = scalar_or_cells(sensitivity_array(sensitivity, self.event_shape))
         self.delta = None if delta is None else _validate.probability_open("delta", delta)
         self._calibrated_epsilon = None
@@ -115,7 +122,15 @@ class Gaussian(AdditiveNoise):
             else accounting.gaussian_sigma_classical
         )
         sigma = solve(epsilon, delta, sensitivity)
-        mech = cls(sigma, sensitivity=sensitivity, delta=delta, event_shape=event_shape)
+        mech = calibrated(
+            cls,
+            "sigma",
+            sigma,
+            f"epsilon={epsilon!r}, delta={delta!r} and sensitivity={sensitivity!r}",
+            sensitivity=sensitivity,
+            delta=delta,
+            event_shape=event_shape,
+        )
         mech._calibrated_epsilon = float(epsilon)
         mech.calibration = calibration
         return mech
@@ -150,23 +165,25 @@ class Gaussian(AdditiveNoise):
         (1.0, '0.5-zCDP')
         """
         rho_cells, sens, shape = budget_per_cell("rho", rho, sensitivity, event_shape)
-        return cls(sens / np.sqrt(2 * rho_cells), sensitivity=sens, event_shape=shape)
+        with np.errstate(over="ignore"):
+            sigma = sens / np.sqrt(2 * rho_cells)
+        targets = f"rho={rho!r} and sensitivity={sensitivity!r}"
+        return calibrated(cls, "sigma", sigma, targets, sensitivity=sens, event_shape=shape)
 
     def _log_density(self, xp, released, value):
-        return -xp.square(released - value) / (2 * self.sigma**2) - 0.5 * np.log(
-            2 * np.pi * self.sigma**2
-        )
+        # z = d / sigma first: (d^2) overflows long before the log-density does
+        z = scaled_difference(xp, released, value, self.sigma)
+        return self._log_norm - (0.5 * z) * z
+
+    @property
+    def _noise_scale(self):
+        return self.sigma
 
     def _log_noise_cdf(self, xp, x):
         return xp.log_ndtr(x / self.sigma)
 
     def _coordinate_form(self, released):
-        return CoordinateForm.build(
-            GAUSSIAN,
-            released,
-            a=2 * self.sigma**2,
-            c=-0.5 * np.log(2 * np.pi * self.sigma**2),
-        )
+        return CoordinateForm.build(GAUSSIAN, released, a=self.sigma, c=self._log_norm)
 
     def _sample(self, value, rng):
         return value + rng.standard_normal(size=value.shape) * self.sigma
@@ -177,7 +194,7 @@ class Gaussian(AdditiveNoise):
     @property
     def log_max_density(self) -> float:
         """``log sup eta(s_dp | s)`` over releases and confidential values."""
-        return -0.5 * float(np.sum(np.log(2 * np.pi * self.sigma**2)))
+        return float(np.sum(self._log_norm))
 
     @property
     def privacy(self) -> Privacy:
@@ -191,7 +208,9 @@ class Gaussian(AdditiveNoise):
         if self.delta is None:
             return Privacy(rho=rho, neighbouring=text)
         eps = self._calibrated_epsilon
-        if eps is None:
+        if eps is None and not math.isfinite(rho):
+            eps = math.inf  # rho beyond the float64 range: no guarantee
+        elif eps is None:
             if np.ndim(sens):
                 exact = accounting.gaussian_epsilon(self.delta, 1.0, math.sqrt(2 * rho))
             else:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ._coordinate import LAPLACE, CoordinateForm
+from ._numerics import fsum_or_inf, scaled_difference
 from ._params import (
     budget_per_cell,
+    calibrated,
+    check_float_scale,
     neighbouring,
     noise_array,
     require_sensitivity,
@@ -26,7 +27,9 @@ class Laplace(AdditiveNoise):
     Parameters
     ----------
     scale : float or array_like
-        Noise scale ``b > 0``, scalar or one per coordinate.
+        Noise scale ``b > 0``, scalar or one per coordinate: a normal float64 from
+        2.2e-308 to 1.8e305 (a subnormal scale has too few bits to draw or score
+        its noise; a larger one overflows in its tails).
     sensitivity : float or array_like, optional
         Declared sensitivity: a scalar is the l1 sensitivity of the whole
         vector; an array bounds each coordinate separately. Needed only for
@@ -70,6 +73,7 @@ class Laplace(AdditiveNoise):
 
     def __init__(self, scale, *, sensitivity=None, event_shape=None):
         self.scale, self.event_shape = noise_array("scale", scale, event_shape)
+        check_float_scale("scale", self.scale)
         self.sensitivity = sensitivity_array(sensitivity, self.event_shape)
 
     @classmethod
@@ -104,12 +108,19 @@ class Laplace(AdditiveNoise):
         (array([  0.8, 160. ]), 1.0)
         """
         eps, sens, shape = budget_per_cell("epsilon", epsilon, sensitivity, event_shape)
-        return cls(sens / eps, sensitivity=sens, event_shape=shape)
+        with np.errstate(over="ignore"):
+            scale = sens / eps
+        targets = f"epsilon={epsilon!r} and sensitivity={sensitivity!r}"
+        return calibrated(cls, "scale", scale, targets, sensitivity=sens, event_shape=shape)
 
     _cell_params = ("scale",)
 
     def _log_density(self, xp, released, value):
-        return -xp.abs(released - value) / self.scale - np.log(2 * self.scale)
+        return -xp.abs(scaled_difference(xp, released, value, self.scale)) - np.log(2 * self.scale)
+
+    @property
+    def _noise_scale(self):
+        return self.scale
 
     def _log_noise_cdf(self, xp, x):
         return laplace_log_cdf(xp, x / self.scale)
@@ -136,10 +147,11 @@ class Laplace(AdditiveNoise):
     def privacy(self) -> Privacy:
         """The guarantee for the declared sensitivity (see Notes)."""
         sens = require_sensitivity(self)
-        if sens.ndim == 0:
-            eps = float(sens) / float(np.min(self.scale))
-        else:
-            eps = math.fsum((sens / self.scale).ravel())
+        with np.errstate(over="ignore"):  # a tiny scale: epsilon inf, no guarantee
+            if sens.ndim == 0:
+                eps = float(sens) / float(np.min(self.scale))
+            else:
+                eps = fsum_or_inf((sens / self.scale).ravel())
         text = neighbouring(
             float(sens) if sens.ndim == 0 else sens, values="confidential values", norm="l1"
         )

@@ -8,7 +8,8 @@ import numpy as np
 
 from .. import _validate, accounting
 from .._rng import RNGLike, as_generator
-from .base import Privacy
+from ._numerics import float_spacing
+from .base import RESOLUTION_FRACTION, Privacy
 
 __all__ = ["SVTResult", "SparseVector"]
 
@@ -75,7 +76,9 @@ class SparseVector:
     :math:`2c\Delta/\varepsilon_2 = 2b`). With resampling it is ``c``
     compositions of the one-positive SVT, each :math:`2\Delta/b`-DP.
     The noise is drawn from this object's own generator, never shared with
-    simulation randomness, and :meth:`run` returns indicators only.
+    simulation randomness, and :meth:`run` returns indicators only. A threshold
+    so large that float64 rounding near it exceeds :math:`b/100` is refused:
+    the comparisons there would round the noise away.
 
     Examples
     --------
@@ -94,12 +97,27 @@ class SparseVector:
         self.c = _validate.positive_int("c", c)
         self.sensitivity = _validate.positive_finite("sensitivity", sensitivity)
         self.resample = _validate.flag("resample", resample)
+        spacing = float(float_spacing(self.threshold))
+        if spacing > RESOLUTION_FRACTION * self.scale:
+            raise ValueError(
+                f"threshold={threshold!r} is so large next to scale={scale!r} that float64 "
+                f"rounding near it (spacing {spacing:.3g}) exceeds 1/100 of the threshold "
+                "noise: the noisy comparisons would round the noise away and the run would not "
+                "carry its privacy guarantee. Shift the queries and the threshold towards 0, or "
+                "use a larger scale."
+            )
 
     @classmethod
     def from_privacy(cls, *, epsilon, threshold, c, sensitivity, resample=False) -> SparseVector:
         """Set ``b`` from Theorem 1 so the run is ``epsilon``-DP."""
         b = accounting.svt_scale(epsilon, sensitivity, c, resample=resample)
-        return cls(threshold, scale=b, c=c, sensitivity=sensitivity, resample=resample)
+        try:
+            return cls(threshold, scale=b, c=c, sensitivity=sensitivity, resample=resample)
+        except ValueError as err:
+            raise ValueError(
+                f"epsilon={epsilon!r}, c={c!r} and sensitivity={sensitivity!r} need scale={b!r}, "
+                f"which is refused: {err}"
+            ) from None
 
     @property
     def privacy(self) -> Privacy:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate
+from ._numerics import difference
 from ._params import broadcast_param, compact
 from .base import NUMPY, AdditiveNoise, Mechanism, Privacy, _pytensor_namespace, exact_gap
 
@@ -136,6 +137,10 @@ class Thresholded(Mechanism):
         return np.isnan(self._check_released(released))
 
     # --- the curator's side -----------------------------------------------------------
+    @property
+    def _noise_scale(self):
+        return self.mechanism._noise_scale
+
     def _noise_source(self, rng):
         return self.mechanism._noise_source(rng)
 
@@ -209,7 +214,8 @@ class Thresholded(Mechanism):
         def terms(x, v):
             x = pt.switch(mask, safe, x)
             published = pt.switch(impossible, -np.inf, inner._log_density(pt_ns, x, v))
-            return pt.switch(mask, inner._log_noise_cdf(pt_ns, cut - v), published)
+            gap = difference(pt_ns, cut, v)  # neither wraps nor rounds int64 values
+            return pt.switch(mask, inner._log_noise_cdf(pt_ns, gap), published)
 
         return safe.astype(np.int64) if self.discrete else safe, terms
 
@@ -243,7 +249,19 @@ class Thresholded(Mechanism):
 
     # --- shapes -----------------------------------------------------------------------
     def _check_released(self, released, name: str = "released") -> np.ndarray:
-        arr = _validate.numeric_array(name, released).astype(float)
+        raw = _validate.numeric_array(name, released)
+        arr = raw.astype(float)
+        if raw.dtype.kind in "iu":
+            # a thresholded release is a float array (NaN marks a suppressed cell): an integer
+            # beyond 2**53 that float64 cannot carry would be rounded, and its density with it
+            inexact = np.zeros(arr.shape, dtype=bool)
+            big = np.abs(arr) >= 2.0**53
+            inexact[big] = [int(f) != int(i) for f, i in zip(arr[big], raw[big], strict=True)]
+            if np.any(inexact):
+                raise ValueError(
+                    _validate.bad_entries(name, inexact, "be integers that float64 holds exactly")
+                    + " (a thresholded release is a float array: the release refuses such cells)"
+                )
         if arr.shape != self.event_shape:
             raise ValueError(
                 f"{name} must have shape {self.event_shape} (the mechanism's event_shape), "

@@ -1,5 +1,6 @@
 """Samplers: exact ABC from a DP release."""
 
+from ._precision import PrecisionWarning
 from .abcdp import abcdp
 from .abcdp_variants import rejection_abcdp_gaussian, soft_abcdp
 from .acceptance import AcceptanceRate, estimate_acceptance_rate
@@ -15,6 +16,7 @@ __all__ = [
     "AscentSchedule",
     "BoundaryEstimateWarning",
     "MCEMResult",
+    "PrecisionWarning",
     "StagedSchedule",
     "mcem",
     "SimulationBudgetExceeded",

@@ -11,6 +11,7 @@ from .._rng import check_rng, seed_entropy
 from ..mechanisms.base import Mechanism
 from ..model import Model
 from ..results import to_inference_data
+from ._precision import warn_if_overflowing_draws
 
 
 def check_inputs(model, mechanism, released, *, needs_prior: bool = True) -> np.ndarray:
@@ -109,6 +110,7 @@ def abc_result(
     :mod:`dpinfer.results`). ``diagnostic_vars`` names the posterior variables
     those diagnostics cover (default: all).
     """
+    warn_if_overflowing_draws(method, posterior)
     return to_inference_data(
         posterior,
         chains=chains,

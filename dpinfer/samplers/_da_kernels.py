@@ -29,11 +29,13 @@ from ..mechanisms._coordinate import GAUSSIAN, LAPLACE
 def _term(kind, r, coef, lower, upper, s):  # pragma: no cover - numba
     if not (s >= lower and s <= upper):
         return -math.inf
-    if kind == LAPLACE:
-        return -abs(r - s) / coef[0] + coef[2]
-    if kind == GAUSSIAN:
+    if kind == LAPLACE or kind == GAUSSIAN:
         d = r - s
-        return -(d * d) / coef[0] + coef[2]
+        # (r - s) / a without overflowing where the difference alone leaves the range
+        z = d / coef[0] if abs(d) < math.inf else (0.5 * r - 0.5 * s) / coef[0] * 2.0
+        if kind == LAPLACE:
+            return -abs(z) + coef[2]
+        return -((0.5 * z) * z) + coef[2]
     return coef[2] + r * math.log(s + coef[0]) + coef[1] * math.log(coef[3] - s)
 
 

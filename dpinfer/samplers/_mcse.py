@@ -34,6 +34,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -76,6 +77,18 @@ def _weighted_moments(values: np.ndarray, log_w: np.ndarray):
     return w, mean, w @ (values - mean) ** 2
 
 
+def _overflow_reported_elsewhere(fn):
+    """Silence float64 overflow of squared draws: abc_result names it (PrecisionWarning)."""
+
+    @functools.wraps(fn)
+    def quiet(*args, **kwargs):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return fn(*args, **kwargs)
+
+    return quiet
+
+
+@_overflow_reported_elsewhere
 def weighted_ess(values_by_chain: np.ndarray, log_w_by_chain: np.ndarray) -> float:
     """ESS of the pooled posterior mean of independent importance samplers.
 
@@ -140,6 +153,7 @@ def between_chain_ess(values_by_chain: np.ndarray) -> float:
     return _ess(pooled.var(axis=0), means.var(axis=0, ddof=1) / chains)
 
 
+@_overflow_reported_elsewhere
 def smc_ess(values, lineage, stage_chain, stage_resampled) -> tuple[float, str]:
     """ESS of the pooled posterior mean of SMC chains, and how it was estimated.
 

@@ -12,7 +12,8 @@ class BatchSimulator:
 
     The default score is ``log eta(released | s)``. Chunks are numbered by a
     running counter, so the generator of every chunk depends only on the root
-    seed and the (deterministic) order of calls.
+    seed and the (deterministic) order of calls. ``float_output`` says whether
+    the simulator has returned floats (integers are exact at any size).
     """
 
     def __init__(self, model, mechanism, released, root, *, batch_size, executor, score=None):
@@ -21,6 +22,7 @@ class BatchSimulator:
         self.score = score or (lambda s, rng: mechanism.logpdf(released, s))
         self.next_chunk = 0
         self.n_simulations = 0
+        self.float_output = False
 
     def __call__(self, params: dict[str, np.ndarray]) -> np.ndarray:
         """Return the score of a fresh ``s_i`` for every parameter set."""
@@ -35,7 +37,7 @@ class BatchSimulator:
             lo = starts[index - first]
             batch = {k: v[lo : lo + size] for k, v in params.items()}
             s = model.simulate_checked(batch, rng, event_shape=mech.event_shape)
-            return score(s, rng)
+            return score(s, rng), s.dtype.kind == "f"
 
         out = list(
             parallel.iter_chunks(
@@ -49,4 +51,5 @@ class BatchSimulator:
         )
         self.next_chunk += len(starts)
         self.n_simulations += n
-        return np.concatenate(out)
+        self.float_output |= any(is_float for _, is_float in out)
+        return np.concatenate([scores for scores, _ in out])

@@ -10,19 +10,23 @@ import numpy as np
 from .._progress import progress_bar
 from .._rng import child_sequence, chunk_generator
 from ._chains import combine, run_chains
+from ._precision import check_covariance
 from ._simulate import BatchSimulator
 from ._transforms import ParameterSpace
 
 
-def proposal_factor(z, weights, integer=None) -> np.ndarray:
+def proposal_factor(z, weights, integer=None, labels=None) -> np.ndarray:
     """Return the Cholesky factor of the random-walk covariance (2.38^2/d times weighted).
 
     Rows of ``integer`` coordinates are scaled up to a standard deviation of at
     least one, so that their rounded steps (:func:`random_walk`) are not mostly
-    zero when the population has collapsed onto a few integers.
+    zero when the population has collapsed onto a few integers. A covariance
+    beyond float64 is refused, naming the column (``labels``) that overflows.
     """
     d = z.shape[1]
-    cov = np.atleast_2d(np.cov(z, rowvar=False, aweights=weights))
+    with np.errstate(over="ignore", invalid="ignore"):
+        cov = np.atleast_2d(np.cov(z, rowvar=False, aweights=weights))
+    check_covariance(cov, z, labels)
     cov = cov + 1e-10 * np.eye(d) * max(1.0, float(np.trace(cov)) / d)
     chol = np.linalg.cholesky(cov * (2.38**2 / d))
     if integer is not None and np.any(integer):

@@ -91,6 +91,14 @@ class ParameterSpace:
         """``(lower, upper)`` of each parameter's map (infinite where unbounded)."""
         return {k: (t.lower, t.upper) for k, t in self.transforms.items()}
 
+    def labels(self) -> list[str]:
+        """Return the name of each column of ``z``: ``name``, or ``name[i, ...]`` for arrays."""
+        out = []
+        for k in self.names:
+            shape = self.shapes[k]
+            out += [k] if shape == () else [f"{k}{list(i)}" for i in np.ndindex(shape)]
+        return out
+
     @property
     def integer(self) -> np.ndarray:
         """Boolean mask of the columns of ``z`` that hold integer parameters."""

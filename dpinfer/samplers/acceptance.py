@@ -27,6 +27,7 @@ from scipy.special import logsumexp
 from .. import _validate, parallel
 from .._rng import RNGLike, as_seed_sequence
 from ._common import check_count, check_inputs, check_options
+from ._precision import density_bound_message, nan_density_message
 
 __all__ = ["AcceptanceRate", "estimate_acceptance_rate"]
 
@@ -188,7 +189,8 @@ def estimate_acceptance_rate(
 
     def task(index, chunk_rng):
         params = model.prior.sample(sizes[index], chunk_rng)
-        return log_sums(log_acceptance(model, mechanism, released, log_bound, params, chunk_rng))
+        log_accept, _ = log_acceptance(model, mechanism, released, log_bound, params, chunk_rng)
+        return log_sums(log_accept)
 
     sums = parallel.map_chunks(task, as_seed_sequence(rng), len(sizes), executor=executor)
     return from_log_sums(
@@ -199,16 +201,20 @@ def estimate_acceptance_rate(
     )
 
 
-def log_acceptance(model, mechanism, released, log_bound, params, rng) -> np.ndarray:
-    """``log w`` of fresh simulations at ``params``; refuse a density above its bound."""
+def log_acceptance(model, mechanism, released, log_bound, params, rng) -> tuple[np.ndarray, bool]:
+    """``log w`` of fresh simulations at ``params``, and whether the simulator returned floats.
+
+    A NaN density, or one above its bound, is refused with the cause it can name
+    (:func:`._precision.density_bound_message`).
+    """
     s = model.simulate_checked(params, rng, event_shape=mechanism.event_shape)
-    log_accept = mechanism.logpdf(released, s) - log_bound
+    log_density = mechanism.logpdf(released, s)
+    if np.any(np.isnan(log_density)):
+        raise RuntimeError(nan_density_message(mechanism, log_density, s))
+    log_accept = log_density - log_bound
     if np.any(log_accept > 1e-9):
-        raise RuntimeError(
-            "the mechanism density exceeded its stated supremum by "
-            f"{float(np.max(log_accept)):.3g} nats; log_max_density_at is wrong for this release"
-        )
-    return log_accept
+        raise RuntimeError(density_bound_message(mechanism, log_density, log_bound, s))
+    return log_accept, s.dtype.kind == "f"
 
 
 def log_sums(log_accept: np.ndarray) -> tuple[float, float]:

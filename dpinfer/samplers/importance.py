@@ -16,6 +16,7 @@ from ..model import as_prior
 from . import _mcse, _weights
 from ._chains import per_chain
 from ._common import abc_result, check_count, check_inputs, check_options
+from ._precision import warn_if_coarse_release, warn_if_unresolved_log_weights
 from .rejection import SimulationBudgetExceeded
 
 __all__ = ["ESS_WARNING_FRACTION", "importance_abc"]
@@ -103,6 +104,12 @@ def importance_abc(
     RuntimeWarning
         Without ``target_ess``, when the ESS is below ``ESS_WARNING_FRACTION``
         (5%) of the particles: the proposal is far from the posterior.
+    PrecisionWarning
+        When float64 rounding swamps the noise at the release (as in
+        :func:`rejection_abc`), when the largest log weight is so large in
+        magnitude that its rounding exceeds 0.01 nats, or when the draws are so
+        large that the sums of their squares overflow
+        (:mod:`dpinfer.samplers._precision`).
 
     Notes
     -----
@@ -138,6 +145,7 @@ def importance_abc(
     if proposal is not None and not model.prior.has_logpdf:
         raise ValueError("importance_abc with a proposal needs a prior with a logpdf")
     root = as_seed_sequence(rng)
+    warn_if_coarse_release("importance_abc", mechanism, released, float_simulations=False)
     stream = _ParticleStream(model, mechanism, released, proposal, child_sequence(root, 0))
     rounds, kish = [], _RunningKish(chains)
     total = chains * per if target is None else target
@@ -157,6 +165,9 @@ def importance_abc(
     particles = {k: np.concatenate([r.params[k] for r in rounds], axis=1) for k in stream.names}
     if target is None:
         _warn_if_degenerate(float(chain_ess.sum()), stream.n)
+    if stream.float_simulations and mechanism.discrete:  # only float simulations round
+        warn_if_coarse_release("importance_abc", mechanism, released)
+    warn_if_unresolved_log_weights("importance_abc", log_w)
     index = _resample_each_chain(log_w, child_sequence(root, 1))
     rows = np.arange(chains)[:, None]
     flat = log_w.reshape(-1)
@@ -221,6 +232,7 @@ class _ParticleStream:
         self.model, self.mechanism, self.released = model, mechanism, released
         self.proposal, self.root = proposal, root
         self.next_chunk, self.n, self.names = 0, 0, None
+        self.float_simulations = False
 
     def round(self, size: int, batch_size: int, executor) -> _Round:
         sizes = _chunk_sizes(size, batch_size)
@@ -243,7 +255,8 @@ class _ParticleStream:
         )
         self.next_chunk += len(sizes)
         self.n += size
-        self.names = [k for k in chunks[0] if k != "_log_weight"]
+        self.names = [k for k in chunks[0] if k not in ("_log_weight", "_float")]
+        self.float_simulations |= any(c["_float"] for c in chunks)
         return _Round(
             {k: np.concatenate([c[k] for c in chunks]) for k in self.names},
             np.concatenate([c["_log_weight"] for c in chunks]),
@@ -257,7 +270,7 @@ def _importance_chunk(model, mechanism, released, proposal, size, rng) -> dict:
     log_w = mechanism.logpdf(released, s)
     if proposal is not None:
         log_w = log_w + model.prior.logpdf(params) - proposal.logpdf(params)
-    return {**params, "_log_weight": log_w}
+    return {**params, "_log_weight": log_w, "_float": s.dtype.kind == "f"}
 
 
 def _resample_each_chain(log_w: np.ndarray, seed) -> np.ndarray:

@@ -13,6 +13,7 @@ from .._rng import RNGLike, as_seed_sequence
 from .._validate import MAX_SIZE
 from ._chains import per_chain
 from ._common import abc_result, check_count, check_inputs, check_options, stack_draws
+from ._precision import warn_if_coarse_release
 from .acceptance import (
     Z_PREDICT,
     AcceptanceRate,
@@ -100,6 +101,21 @@ def rejection_abc(
         ``posterior``: the accepted draws (i.i.d.); ``attrs``: the acceptance
         rate and the evidence estimate ``log(acceptance rate) + log sup eta``.
 
+    Raises
+    ------
+    RuntimeError
+        When the mechanism's log-density exceeds its stated supremum, or is NaN,
+        at a simulated value; the message names the cause it can tell (integer
+        overflow or float64 rounding at values that large, or a wrong bound).
+
+    Warns
+    -----
+    PrecisionWarning
+        When float64 rounding at the release exceeds 1/100 of the noise scale
+        (for the integer families: when the simulator returns floats there), so
+        that the densities are rounded by more than 1%
+        (:mod:`dpinfer.samplers._precision`).
+
     Notes
     -----
     Exact (Gong 2022, Theorem 3.1): the accepted ``theta`` are i.i.d. draws from
@@ -134,17 +150,21 @@ def rejection_abc(
     max_simulations = check_count("max_simulations", max_simulations)
     root = as_seed_sequence(rng)
     log_bound = mechanism.log_max_density_at(released)
+    warn_if_coarse_release("rejection_abc", mechanism, released, float_simulations=False)
 
     def task(_, chunk_rng):
         return _rejection_chunk(model, mechanism, released, log_bound, batch_size, chunk_rng)
 
-    accepted, n_sim, n_acc = [], 0, 0
+    accepted, n_sim, n_acc, float_sims = [], 0, 0, False
     log_s1 = log_s2 = -math.inf
     with progress_bar("rejection ABC", total=draws, enabled=progressbar) as bar:
         for chunk in parallel.iter_chunks(task, root, executor=executor):
             accepted.append(chunk)
             n_sim += batch_size
             n_acc += chunk["_n"]
+            if chunk["_float"] and mechanism.discrete and not float_sims:
+                float_sims = True  # integer families: only float simulations round
+                warn_if_coarse_release("rejection_abc", mechanism, released)
             log_s1, log_s2 = np.logaddexp((log_s1, log_s2), chunk["_log_sums"])
             bar.advance(min(chunk["_n"], draws - (n_acc - chunk["_n"])))
             if n_acc >= draws:
@@ -175,11 +195,12 @@ def rejection_abc(
 
 def _rejection_chunk(model, mechanism, released, log_bound, size, rng) -> dict:
     params = model.prior.sample(size, rng)
-    log_accept = log_acceptance(model, mechanism, released, log_bound, params, rng)
+    log_accept, float_output = log_acceptance(model, mechanism, released, log_bound, params, rng)
     keep = rng.random(size) < np.exp(log_accept)
     out = {name: value[keep] for name, value in params.items()}
     out["_n"] = int(np.count_nonzero(keep))
     out["_log_sums"] = log_sums(log_accept)
+    out["_float"] = float_output
     return out
 
 

@@ -18,6 +18,7 @@ from . import _mcse, _smc_pilot, _weights
 from . import _pseudo_marginal as _pm
 from ._chains import ChainRun, per_chain
 from ._common import abc_result, check_count, check_inputs, check_options
+from ._precision import warn_if_coarse_release, warn_if_unresolved_log_weights
 from ._smc_kernels import COMBINE_RULES as SMC_RULES
 from ._smc_kernels import (
     check_particles,
@@ -200,6 +201,12 @@ def smc_abc(
         ``pilot_target_acceptance`` and ``pilot_n_simulations`` (included in
         ``n_simulations``, not in ``chain_n_simulations``).
 
+    Raises
+    ------
+    ValueError
+        When the particles are so spread out that their covariance (the
+        random-walk proposal) overflows float64; the message names the parameter.
+
     Warns
     -----
     RuntimeWarning
@@ -210,6 +217,9 @@ def smc_abc(
         quarter of its particles distinct (or the last moves accept under
         0.5%): its ESS then counts copies, and the Monte Carlo error is much
         larger than the ESS suggests.
+    PrecisionWarning
+        As in :func:`importance_abc`, with the final particles' log mechanism
+        densities in place of the log weights.
 
     Notes
     -----
@@ -270,6 +280,7 @@ def smc_abc(
     if not model.prior.has_logpdf:
         raise ValueError("smc_abc needs a prior with a logpdf (pass logpdf= to a callable Prior)")
     root = as_seed_sequence(rng)
+    warn_if_coarse_release("smc_abc", mechanism, released, float_simulations=False)
     pilot_attrs = {}
     if settings.simulations_per_particle == "auto":
         pilot = _smc_pilot.choose_by_pilot(
@@ -288,6 +299,12 @@ def smc_abc(
         progressbar=progressbar,
         label=f"SMC-ABC ({chains} chains, lambda)",
         rules=COMBINE_RULES,
+    )
+    float_simulations = bool(np.any(attrs.pop("chain_float_simulations")))
+    if mechanism.discrete and float_simulations:
+        warn_if_coarse_release("smc_abc", mechanism, released)  # only float simulations round
+    warn_if_unresolved_log_weights(
+        "smc_abc", sample_stats["log_mechanism_density"], "final log mechanism density"
     )
     by_chain = {k: v.reshape(chains, n, *v.shape[1:]) for k, v in posterior.items()}
     attrs["ess_kish"] = attrs.pop("ess")
@@ -372,6 +389,7 @@ def _run_chain(model, mechanism, released, settings, seed, executor, advance) ->
             "n_stages": len(infos),
             "n_distinct": len(np.unique(state.ident[index])),
             "simulations_per_particle": state.m,
+            "float_simulations": sim.float_output,
         },
         stages=stages,
     )
@@ -408,7 +426,7 @@ def _step(state, model, sim, space, driver, settings) -> tuple[SMCState, StageIn
 
 
 def _rejuvenate(state, model, sim, space, driver, move_probability, max_moves):
-    chol = proposal_factor(state.z, np.exp(state.log_weight), space.integer)
+    chol = proposal_factor(state.z, np.exp(state.log_weight), space.integer, space.labels())
     accepted, moves, needed = 0, 0, 1
     while moves < needed:
         state, n_acc = _mh_move(state, model, sim, space, chol, driver)

@@ -245,7 +245,7 @@ def _resample_alive(state: _State, driver) -> _State:
 
 
 def _rejuvenate(state, model, sim, space, driver, move_probability, max_moves):
-    chol = proposal_factor(state.z, np.ones(len(state.z)), space.integer)
+    chol = proposal_factor(state.z, np.ones(len(state.z)), space.integer, space.labels())
     accepted, moves, needed = 0, 0, 1
     while moves < needed:
         state, n_acc = _abc_mcmc_move(state, model, sim, space, chol, driver)

@@ -19,16 +19,22 @@ Each row gives
 - ``audit``: the worst-case neighbours and sample sizes for the empirical audit;
 - ``ppf(mech, value, u)``: for continuous families, the inverse CDF from scipy.stats
   (discrete families are inverted by brute force from ``oracle``, see
-  :func:`oracle_quantile`).
+  :func:`oracle_quantile`);
+- ``exact(mech, j, released_j, value_j)``: coordinate ``j`` of the log-density for
+  Python int or float inputs of any size, computed in exact rationals
+  (:class:`fractions.Fraction`) up to one rounding, and the sum of the magnitudes of
+  the terms it adds (the scale of a rounding error), as ``(term, magnitude)``.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -73,6 +79,7 @@ class Case:
     translation: bool = True
     release_candidates: Callable[[dp.Mechanism], list] | None = None
     ppf: Callable[[dp.Mechanism, np.ndarray, np.ndarray], np.ndarray] | None = None
+    exact: Callable[[dp.Mechanism, int, Any, Any], tuple[float, float]] | None = None
     per_cell: bool = False  # a vector row whose cells have laws of their own
 
     def __str__(self) -> str:
@@ -112,6 +119,73 @@ def _dgaussian_oracle(mech, released, value):
 def _binomial_oracle(mech, released, value):
     p = (np.asarray(value, dtype=float) + mech.m) / (mech.population + 2 * mech.m)
     return st.binom.logpmf(released, mech.n, p)
+
+
+# --- exact references: rationals for the part that depends on the inputs -----------------
+
+
+def _rounded(x: Fraction) -> float:
+    """``x`` rounded to float64 (once), or an infinity beyond the float64 range."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
+def _coordinate(mech, name: str, j: int) -> float:
+    return float(np.broadcast_to(getattr(mech, name), mech.event_shape).reshape(-1)[j])
+
+
+def _with_constant(term: float, constant: float) -> tuple[float, float]:
+    return term + constant, abs(term) + abs(constant)
+
+
+def _exact_laplace(mech, j, r, s):
+    b = _coordinate(mech, "scale", j)
+    term = -_rounded(abs(Fraction(r) - Fraction(s)) / Fraction(b))
+    return _with_constant(term, -(math.log(2) + math.log(b)))
+
+
+def _exact_gaussian(mech, j, r, s):
+    sigma = _coordinate(mech, "sigma", j)
+    z = (Fraction(r) - Fraction(s)) / Fraction(sigma)
+    return _with_constant(-_rounded(z * z / 2), -(0.5 * math.log(2 * math.pi) + math.log(sigma)))
+
+
+def _exact_dlaplace(mech, j, r, s):
+    t = _coordinate(mech, "scale", j)
+    term = -_rounded(abs(Fraction(r) - Fraction(s)) / Fraction(t))
+    return _with_constant(term, math.log(math.tanh(0.5 / t)))
+
+
+def _exact_dgaussian(mech, j, r, s):
+    sigma = _coordinate(mech, "sigma", j)
+    z = (Fraction(r) - Fraction(s)) / Fraction(sigma)
+    return _with_constant(-_rounded(z * z / 2), _dgaussian_log_pmf_at_zero(sigma))
+
+
+@functools.lru_cache(maxsize=8)
+def _dgaussian_log_pmf_at_zero(sigma: float) -> float:
+    """``-log(normaliser)`` by the brute-force sum."""
+    return float(discrete_gaussian_logpmf_bruteforce(0, sigma))
+
+
+def _exact_binomial(mech, j, r, s):
+    r, s = int(r), int(s)
+    total = mech.population + 2 * Fraction(mech.m)
+    p, q = (s + Fraction(mech.m)) / total, (mech.population - s + Fraction(mech.m)) / total
+
+    def log(x: Fraction, other: Fraction) -> float:  # log x, accurate also for x near 1
+        return math.log(float(x)) if x <= Fraction(1, 2) else math.log1p(-float(other))
+
+    terms = [
+        math.lgamma(mech.n + 1),
+        -math.lgamma(r + 1),
+        -math.lgamma(mech.n - r + 1),
+        r * log(p, q) if r else 0.0,
+        (mech.n - r) * log(q, p) if mech.n - r else 0.0,
+    ]
+    return math.fsum(terms), math.fsum(abs(t) for t in terms)
 
 
 # --- perturbations (planted bugs) ------------------------------------------------------
@@ -307,6 +381,7 @@ CASES: list[Case] = [
         ),
         gof_value=1.5,
         ppf=lambda mech, value, u: st.laplace.ppf(u, loc=value, scale=mech.scale),
+        exact=_exact_laplace,
     ),
     Case(
         name="Laplace-per-coordinate",
@@ -327,6 +402,7 @@ CASES: list[Case] = [
             code=_privacy_loss_code,
         ),
         ppf=lambda mech, value, u: st.laplace.ppf(u, loc=value, scale=mech.scale),
+        exact=_exact_laplace,
     ),
     Case(
         name="Gaussian",
@@ -348,6 +424,7 @@ CASES: list[Case] = [
         ),
         gof_value=-2.0,
         ppf=lambda mech, value, u: st.norm.ppf(u, loc=value, scale=mech.sigma),
+        exact=_exact_gaussian,
     ),
     Case(
         name="DiscreteLaplace",
@@ -367,6 +444,7 @@ CASES: list[Case] = [
         ),
         gof_size=20_000,
         gof_value=7,
+        exact=_exact_dlaplace,
     ),
     Case(
         name="DiscreteGaussian",
@@ -388,6 +466,7 @@ CASES: list[Case] = [
         gof_size=20_000,
         gof_value=-3,
         normalisation_range=(-300, 301),
+        exact=_exact_dgaussian,
     ),
     Case(
         # rho per cell (0.5, 0.02, 0.02): sigma 1, 5, 5, two groups for the exact sampler;
@@ -400,6 +479,7 @@ CASES: list[Case] = [
         value_grid=_INTEGER_GRID,
         event_shapes=((3,),),
         per_cell=True,
+        exact=_exact_dgaussian,
         audit=AuditSetup(
             # the change on the least noisy cell, the only coordinate it moves
             make=lambda: dp.DiscreteGaussian.from_zcdp(rho=[0.05, 0.005, 0.002], sensitivity=1),
@@ -425,6 +505,7 @@ CASES: list[Case] = [
         value_grid=_INTEGER_GRID,
         event_shapes=((3,),),
         per_cell=True,
+        exact=_exact_dlaplace,
         audit=AuditSetup(
             # the full change in every cell; the outcome is the privacy-loss statistic
             make=lambda: dp.DiscreteLaplace([1.0, 2.0, 4.0], sensitivity=[1, 1, 2]),
@@ -456,6 +537,7 @@ CASES: list[Case] = [
         gof_size=100_000,
         gof_value=np.array([4]),
         normalisation_range=(0, 51),
+        exact=_exact_binomial,
         translation=False,
         # the supremum over releases is a product of identical per-coordinate suprema,
         # so it is attained on the diagonal releases (r, ..., r)

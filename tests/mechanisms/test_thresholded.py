@@ -128,6 +128,17 @@ def test_suppressed_cells_are_exact_for_huge_integer_values():
     assert got != small.logpdf(np.nan, np.array([10]))
 
 
+def test_integer_releases_beyond_float64_are_refused_not_rounded():
+    # a thresholded release is a float array: an int64 release of 2**60 + 1 was rounded to
+    # 2**60, and its log-density was off by half a nat (-1.42 against -0.92)
+    mech = dp.Thresholded(dp.DiscreteGaussian(1.0), threshold=0)
+    with pytest.raises(ValueError, match=r"released must be integers that float64 holds exactly"):
+        mech.logpdf(np.int64(2**60 + 1), np.array([2**60 + 1]))
+    exact = dp.DiscreteGaussian(1.0).logpdf(0, [0])
+    assert mech.logpdf(np.int64(2**60), np.array([2**60])) == exact  # representable: kept
+    assert mech.logpdf(np.array(2**62, np.uint64), np.array([2**62])) == exact
+
+
 # --- normalisation: published values plus the suppressed state ------------------------------
 
 

@@ -173,7 +173,7 @@ def mechanism_entries():
             (
                 P("epsilon", "positive_or_inf"),
                 P("delta", "delta"),
-                P("rho", "positive", optional=True),
+                P("rho", "positive_or_inf", optional=True),
                 P("neighbouring", "", 3, OTHER),
             ),
         ),
@@ -229,7 +229,7 @@ def accounting_entries():
             "accounting.zcdp_to_approx",
             accounting.zcdp_to_approx,
             lambda: {"rho": 0.5, "delta": 1e-5},
-            (P("rho", "positive"), P("delta", "probability")),
+            (P("rho", "positive_or_inf"), P("delta", "probability")),
         ),
         Entry(
             "accounting.rdp_to_approx",

@@ -52,6 +52,7 @@ NOT_ENTRY_POINTS = {
     "GaussianVerification",
     "MCEMResult",
     "Mechanism",
+    "PrecisionWarning",
     "SVTPrivacyLoss",
     "SVTResult",
     "SimulationBudgetExceeded",

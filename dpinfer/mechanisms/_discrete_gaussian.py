@@ -1,0 +1,183 @@
+r"""The discrete Gaussian's normaliser, tail and calibration, for every supported sigma.
+
+Work and memory stay bounded whatever sigma: the tail sum runs over at most
+:data:`_DIRECT_SIGMA` x 40 points and switches to the midpoint Euler-Maclaurin
+CDF of :mod:`._discrete_quantiles` above, and the calibration searches sigma
+only within the supported range, refusing targets outside it with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.optimize as so
+from scipy.special import logsumexp
+
+from ._discrete_quantiles import discrete_gaussian_log_cdf
+from ._params import INTEGER_SCALE_MAX, bracket, check_range
+
+__all__ = [
+    "SIGMA_MIN",
+    "check_sigma",
+    "discrete_gaussian_log_normaliser",
+    "discrete_gaussian_sf",
+]
+
+#: sigma**2 must be a normal float64: the exact sampler draws with its rational value and
+#: the accounting squares sigma. Below it, noise other than 0 has probability < exp(-1e307).
+SIGMA_MIN = math.sqrt(float(np.finfo(float).tiny))
+
+# Above this sigma the tail comes from the Euler-Maclaurin CDF: its first omitted term is
+# (y / sigma)^8 relative, below 1e-25 at the y <= 39 that a probability above 1e-324 needs,
+# and the direct sum would hold 40 sigma terms.
+_DIRECT_SIGMA = 1e4
+
+
+def check_sigma(sigma: float) -> float:
+    """Refuse a discrete Gaussian sigma outside ``[SIGMA_MIN, 2**53]``, saying why."""
+    return check_range(
+        "sigma",
+        sigma,
+        SIGMA_MIN,
+        INTEGER_SCALE_MAX,
+        why_low="sigma**2 underflows float64 (the exact sampler and the accounting use it), and "
+        "such noise is 0 with probability above 1 - exp(-1e307)",
+        why_high="draws of larger noise can leave the int64 range of the releases",
+    )
+
+
+def discrete_gaussian_log_normaliser(sigma: float) -> float:
+    """``log sum_k exp(-k^2 / (2 sigma^2))`` to double precision.
+
+    A direct sum for small sigma; for ``sigma >= 1`` the Poisson-summation
+    dual ``sqrt(2 pi) sigma sum_k exp(-2 pi^2 sigma^2 k^2)``, which converges
+    in a handful of terms.
+    """
+    if sigma < 1:
+        z = np.arange(-40, 41) / sigma
+        with np.errstate(over="ignore"):  # z^2 = inf: a term exp(-inf) = 0
+            return float(logsumexp(-(0.5 * z) * z))
+    k = np.arange(-5, 6)
+    return (
+        0.5 * math.log(2 * math.pi)
+        + math.log(sigma)
+        + float(logsumexp(-2 * math.pi**2 * sigma**2 * k**2))
+    )
+
+
+def discrete_gaussian_sf(x: float, sigma: float) -> float:
+    """``P[Y > x]`` for ``Y ~ N_Z(0, sigma^2)``.
+
+    Summing the pmf over the tail up to 40 sigma beyond 0 or ``x``; above
+    sigma = 1e4, ``F(-floor(x) - 1)`` by the Euler-Maclaurin CDF (symmetry).
+    """
+    if not math.isfinite(x):
+        return 0.0 if x > 0 else 1.0
+    if sigma > _DIRECT_SIGMA:
+        return float(np.exp(discrete_gaussian_log_cdf(-math.floor(x) - 1.0, sigma)))
+    start = math.floor(x) + 1
+    stop = max(start, 0) + math.ceil(40 * sigma) + 50
+    z = np.arange(start, stop, dtype=float) / sigma
+    with np.errstate(over="ignore"):
+        log_terms = -(0.5 * z) * z - discrete_gaussian_log_normaliser(sigma)
+    return float(np.exp(logsumexp(log_terms))) if z.size else 0.0
+
+
+def exact_delta(eps: float, sigma: float, sens: int) -> float:
+    """CKS Theorem 7's delta(epsilon), as ``P[a < Y <= b] - (e^eps - 1) P[Y > b]``.
+
+    With ``a, b = eps sigma^2 / D -+ D / 2``. The two tails of the theorem are each
+    near 1/2 at a small epsilon and a large sigma, where their difference (delta, say
+    1e-6) would keep only a few digits; the mass between the thresholds (``D``
+    lattice points) and ``e^eps - 1`` are computed directly instead.
+    """
+    centre = eps * sigma * sigma / sens
+    a, b = centre - sens / 2, centre + sens / 2
+    if not a / sigma < 40:  # both tails below exp(-800): zero in float64
+        return 0.0
+    tail = discrete_gaussian_sf(b, sigma)
+    between = _mass_between(a, b, sigma)
+    if eps == 0.0 or tail == 0.0 or between == 0.0:
+        return between
+    log_excess = math.log(tail) + _log_expm1(eps)
+    log_between = math.log(between)
+    return 0.0 if log_excess >= log_between else between * -math.expm1(log_excess - log_between)
+
+
+def _log_expm1(x: float) -> float:
+    """``log(e^x - 1)`` for ``x > 0``, without overflowing ``e^x`` from ``x = 710`` on."""
+    return math.log(math.expm1(x)) if x < 1 else x + math.log1p(-math.exp(-x))
+
+
+def _mass_between(a: float, b: float, sigma: float) -> float:
+    """``P[a < Y <= b]``: the pmf summed over the lattice points, or a difference of tails."""
+    first, last = math.floor(a) + 1, math.floor(b)
+    if last < first:
+        return 0.0
+    if last - first > 10_000:
+        return discrete_gaussian_sf(a, sigma) - discrete_gaussian_sf(b, sigma)
+    z = np.arange(first, last + 1, dtype=float) / sigma
+    with np.errstate(over="ignore"):
+        log_pmf = -(0.5 * z) * z - discrete_gaussian_log_normaliser(sigma)
+    return float(np.exp(logsumexp(log_pmf)))
+
+
+def epsilon_at(sigma: float, delta: float, sens: int, dim: int) -> float:
+    """Smallest epsilon of the discrete Gaussian at ``delta`` (``inf`` beyond the float range).
+
+    The mechanism is D^2/(2 sigma^2)-zCDP (CKS 2020), whose conversion (Bun &
+    Steinke 2016, Proposition 1.3) bounds it from above: the search stops there.
+    """
+    from .. import accounting
+
+    cap = accounting.zcdp_to_approx(accounting.zcdp_gaussian(sigma, sens), delta)
+    if dim > 1 or not math.isfinite(cap):
+        return cap
+
+    def excess(eps):
+        return accounting.discrete_gaussian_delta(eps, sigma, sens) - delta
+
+    if excess(1e-12) <= 0:
+        return 1e-12
+    hi = 1.0
+    while hi < min(cap, 2.0**30) and excess(hi) > 0:
+        hi *= 2
+    if hi >= 2.0**30:  # a tiny sigma: search the rest up to the bound on the log scale
+        top = math.log(cap)
+        if excess(cap) > 0:  # rounding at the zCDP bound itself
+            return cap
+        return math.exp(so.brentq(lambda t: excess(math.exp(t)), math.log(hi), top, xtol=1e-15))
+    return so.brentq(excess, 0, hi, xtol=1e-13)
+
+
+def solve_sigma(epsilon: float, delta: float, sens: int, dim: int) -> float:
+    """Smallest sigma whose exact delta(epsilon) is at most ``delta`` (the zCDP one for vectors).
+
+    Refuses targets that need a sigma outside ``[SIGMA_MIN, 2**53]``.
+    """
+    if dim > 1:
+        # rho + 2 sqrt(rho log(1/delta)) = epsilon  =>  sqrt(rho) = -L + sqrt(L^2 + epsilon),
+        # written as epsilon / (sqrt(L^2 + epsilon) + L), which does not cancel for tiny epsilon
+        root_log = math.sqrt(math.log(1 / delta))
+        root_rho = epsilon / (math.sqrt(root_log**2 + epsilon) + root_log)
+        return sens / (math.sqrt(2) * root_rho)
+    from .. import accounting
+
+    def excess(log_sigma):
+        return accounting.discrete_gaussian_delta(epsilon, math.exp(log_sigma), sens) - delta
+
+    start = math.log(sens)
+    lo, hi = bracket(
+        excess, start - 5, start + 5, math.log(SIGMA_MIN), math.log(INTEGER_SCALE_MAX), 5
+    )
+    if excess(hi) > 0:
+        raise ValueError(
+            f"epsilon={epsilon!r} with delta={delta!r} at sensitivity {sens} needs a discrete "
+            f"Gaussian sigma above 2**53 = {INTEGER_SCALE_MAX:.6g}, whose draws can leave the "
+            "int64 range of the releases; ask for a larger epsilon or delta"
+        )
+    if excess(lo) < 0:
+        return SIGMA_MIN  # every supported sigma meets the target; the smallest adds least noise
+    # the root's upper end, so the guarantee holds at the returned sigma
+    return math.exp(so.brentq(excess, lo, hi, xtol=1e-13)) * (1 + 1e-12)
