@@ -93,7 +93,7 @@ def test_summary_files_leave_undefined_numbers_empty():
     rows = mle_rows("MLE", "exact", {"t": 1.5}, {"t": 0.25})
     report = Report("T", [], rows, ["note"], {"x": math.nan, "y": np.float64(2.0)})
     line = report.csv().splitlines()[1]
-    assert line == "MLE,exact,mle,t,1.5,0.25,,,"
+    assert line == "MLE,exact,mle,t,1.5,0.25,,,,"
     data = json.loads(json.dumps(report.to_dict()))
     assert data["rows"][0]["q05"] is None and data["diagnostics"] == {"x": None, "y": 2.0}
     assert "sd is the standard error" in report.table()
