@@ -216,7 +216,10 @@ def _options(args: argparse.Namespace, example) -> dict:
             options[opt.name] = opt.parse(" ".join(given) if opt.size else given)
         except (TypeError, ValueError) as err:
             args.example_parser.error(f"argument {opt.cli_flag}: {err}")
-    return options
+    try:  # combinations of options that cannot run (a predicted cost past a budget)
+        return example.check(options)
+    except (TypeError, ValueError) as err:
+        args.example_parser.error(str(err))
 
 
 def _notice(example, out):

@@ -20,7 +20,7 @@ Examples
 >>> plan.method
 'smc_abc'
 >>> print(plan.note)  # doctest: +NORMALIZE_WHITESPACE
-rejection ABC would need about 1.1e+13 simulations for 10,000 draws (acceptance rate 9.2e-10,
+rejection ABC would need about 1.1e+13 simulations for 10,000 draws (acceptance rate 9.3e-10,
 from the closed form), more than its budget of 20,000,000: smc_abc is used instead
 """
 

@@ -10,7 +10,11 @@ mechanism and the references of one paper's example, plus
   :func:`yes_no`, :func:`choice`), shown in ``--help`` and applied by
   :meth:`Example.run` before anything is computed;
 * ``run(*, <options>, rng=None, progressbar=True, verbose=False)``, returning a
-  :class:`~dpinfer.models._report.Result` (a report, the posterior, a figure).
+  :class:`~dpinfer.models._report.Result` (a report, the posterior, a figure);
+* optionally ``check_options(**options)``, which refuses a combination of
+  options that cannot run (a predicted cost past a budget, a release
+  implausible under the prior) with a ValueError naming the options and what
+  to change; it must be cheap, as it runs before the output folder is touched.
 
 :func:`discover` imports the modules of the package and collects every
 ``EXAMPLE``; a new example is one new module, nothing to register elsewhere:
@@ -286,7 +290,9 @@ class Example:
         """Return ``options`` checked against every option's range (text or values).
 
         An option whose default is None (the example chooses) may be None.
-        Raises ValueError or TypeError naming the option and its valid values.
+        Raises ValueError or TypeError naming the option and its valid values;
+        then the module's ``check_options`` (if any) sees every option, the
+        defaults filled in, and refuses combinations that cannot run.
         """
         known = {opt.name: opt for opt in self.options}
         unknown = sorted(set(options) - set(known))
@@ -294,12 +300,16 @@ class Example:
             raise TypeError(
                 f"{self.name} has no option {unknown[0]!r}; its options: {sorted(known)}"
             )
-        return {
+        checked = {
             name: value
             if value is None and known[name].default is None
             else known[name].parse(value)
             for name, value in options.items()
         }
+        combination = getattr(importlib.import_module(self.module), "check_options", None)
+        if combination is not None:
+            combination(**{**self.defaults(), **checked})
+        return checked
 
     def run(self, *, rng=None, progressbar: bool = True, verbose: bool = False, **options):
         """Check ``options`` (:meth:`check`), then call the example module's ``run``."""

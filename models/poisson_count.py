@@ -85,6 +85,7 @@ __all__ = [
     "naive_mle",
     "naive_posterior",
     "pymc_reference",
+    "check_options",
     "run",
     "run_example",
 ]
@@ -730,6 +731,24 @@ def run(
         support=(0.0, math.inf),
     )
     return Result(report, idata, figure)
+
+
+def check_options(*, released, epsilon, alpha, beta, draws, **_) -> None:
+    """Refuse, before anything runs, a release implausible under the prior.
+
+    Rejection ABC's acceptance rate is the closed-form evidence over the
+    largest Laplace density; below ``exp(LOG_ACCEPTANCE_FLOOR)`` the message
+    says which options to change. ``dpinfer run`` calls this first.
+
+    Examples
+    --------
+    >>> check_options(released=37.4, epsilon=0.2, alpha=25.0, beta=1.0, draws=1000)
+    >>> check_options(released=1e6, epsilon=0.2, alpha=25, beta=1, draws=9)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the release 1e+06 is implausible under the prior Gamma(25, rate 1) ...
+    """
+    _sampler_plan(alpha, beta, epsilon, released, draws)
 
 
 def run_example(out_dir, *, seed=None, progressbar: bool = True, **options) -> str:
