@@ -254,6 +254,9 @@ class Example:
         The settings a user may change.
     module : str
         The module that holds ``run`` (filled in by :func:`discover`).
+    smallest : dict
+        The cheapest setting: sample-size options at the low end of their
+        ranges (for grid tests, :meth:`range_ends`).
     """
 
     name: str
@@ -262,6 +265,7 @@ class Example:
     seconds: float
     options: tuple[Option, ...] = ()
     module: str = field(default="", compare=False)
+    smallest: dict = field(default_factory=dict, compare=False)
 
     @property
     def runtime(self) -> str:
@@ -285,6 +289,31 @@ class Example:
     def defaults(self) -> dict:
         """Return the keyword arguments of ``run`` at the paper's settings."""
         return {opt.name: opt.default for opt in self.options}
+
+    def range_ends(self) -> list[tuple[str, dict]]:
+        """Return ``(label, options)`` with each ranged option at its low and high end.
+
+        The other options keep their defaults, sample sizes their :attr:`smallest`
+        setting; a vector option has every entry at the end at once. Options in
+        :attr:`smallest` (sample sizes) are left at it.
+
+        Examples
+        --------
+        >>> from dpinfer.models._example import discover
+        >>> ends = dict(discover()["poisson-count"].range_ends())
+        >>> ends["epsilon=low"]["epsilon"], ends["epsilon=low"]["draws"]
+        (0.05, 100)
+        """
+        base = {**self.defaults(), **self.smallest}
+        cases = []
+        for opt in self.options:
+            bounds = getattr(opt.check, "bounds", None)
+            if bounds is None or opt.name in self.smallest:
+                continue
+            for end, label in ((0, "low"), (1, "high")):
+                value = [b[end] for b in bounds] if opt.size else bounds[end]
+                cases.append((f"{opt.name}={label}", {**base, opt.name: value}))
+        return cases
 
     def check(self, options: dict) -> dict:
         """Return ``options`` checked against every option's range (text or values).

@@ -104,6 +104,7 @@ EXAMPLE = Example(
     paper="Park, Vinaroz & Jitkrittum (2021), Section 6.2",
     seconds=10,
     module=__name__,
+    smallest={"proposals": 100},
     options=(
         Option("epsilon_total", 22.0, "privacy budget (paper: 13, 22, 44)", between(0.1, 1000)),
         Option("epsilon_abc", EPSILON_ABC, "ABC threshold on the MMD", between(0.001, 10)),

@@ -128,6 +128,7 @@ EXAMPLE = Example(
     paper="Gong (2022), Section 5.2",
     seconds=60,
     module=__name__,
+    smallest={"draws": 100, "nuts_draws": 100, "mle_simulations": 10**5},
     options=(
         Option(
             "released",

@@ -172,6 +172,7 @@ EXAMPLE = Example(
     paper="Xiong, Ju & Zhang (2023), Section 4.2",
     seconds=60,
     module=__name__,
+    smallest={"particles": 100, "nuts_draws": 100},
     options=(
         Option(
             "released",

@@ -93,6 +93,7 @@ EXAMPLE = Example(
     paper="Park, Vinaroz & Jitkrittum (2021), Section 6.1",
     seconds=120,
     module=__name__,
+    smallest={"proposals": 100, "observations": 100, "c": 10},
     options=(
         Option("epsilon_total", 1.0, "privacy budget of the ABCDP run", between(0.01, 1000)),
         Option("epsilon_abc", 0.1, "ABC threshold on the MMD", between(0.001, 10)),

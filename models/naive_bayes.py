@@ -148,6 +148,7 @@ EXAMPLE = Example(
     paper="Xiong, Ju & Zhang (2023), Supplement S3.3",
     seconds=40,
     module=__name__,
+    smallest={"nuts_draws": 100},
     options=(
         Option(
             "released",

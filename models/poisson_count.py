@@ -109,6 +109,7 @@ EXAMPLE = Example(
     paper="Gong (2022), Section 5.1",
     seconds=10,
     module=__name__,
+    smallest={"draws": 100, "mle_schedule": "off"},
     options=(
         Option(
             "released",

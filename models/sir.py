@@ -121,6 +121,7 @@ EXAMPLE = Example(
     paper="Xiong, Ju & Zhang (2023), Section 4.1",
     seconds=60,
     module=__name__,
+    smallest={"particles": 100},
     options=(
         Option(
             "released",
