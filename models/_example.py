@@ -111,32 +111,26 @@ finite.range, finite.bounds = "a finite number", None
 
 def between(low: float, high: float, *, hint: str = "") -> Callable[[str, Any], float]:
     """Check a finite number in ``[low, high]``; ``hint`` says why, or what to do instead."""
-
-    def check(name: str, value) -> float:
-        x = finite(name, value)
-        if not low <= x <= high:
-            raise ValueError(
-                f"{name} must be from {_bound(low)} to {_bound(high)}, got {value!r}"
-                + (f": {hint}" if hint else "")
-            )
-        return x
-
-    return _described(check, f"from {_bound(low)} to {_bound(high)}", (low, high))
+    return _ranged(finite, low, high, "", hint)
 
 
 def integer(minimum: int, maximum: int = 10**8, *, hint: str = "") -> Callable[[str, Any], int]:
     """Check an integer in ``[minimum, maximum]`` (sample sizes: a summary needs several draws)."""
+    return _ranged(_integer, minimum, maximum, "an integer ", hint)
 
-    def check(name: str, value) -> int:
-        number = _integer(name, value)
-        if not minimum <= number <= maximum:
+
+def _ranged(convert: Callable, low, high, kind: str, hint: str) -> Callable:
+    text = f"{kind}from {_bound(low)} to {_bound(high)}"
+
+    def check(name: str, value):
+        x = convert(name, value)
+        if not low <= x <= high:
             raise ValueError(
-                f"{name} must be an integer from {minimum:,} to {maximum:,}, got {value!r}"
-                + (f": {hint}" if hint else "")
+                f"{name} must be {text}, got {value!r}" + (f": {hint}" if hint else "")
             )
-        return number
+        return x
 
-    return _described(check, f"an integer from {minimum:,} to {maximum:,}", (minimum, maximum))
+    return _described(check, text, (low, high))
 
 
 def vector(size: int, element: Callable | Sequence[Callable] = finite) -> Callable:

@@ -135,8 +135,8 @@ EXAMPLE = Example(
         Option(
             "draws",
             10_000,
-            "posterior draws (rejection ABC; importance ABC's particles per round when "
-            "rejection would exceed its budget)",
+            "rejection ABC's posterior draws (when rejection would exceed its budget, "
+            "importance ABC's target effective sample size, at most 2000)",
             integer(100, 100_000),
         ),
         Option(
@@ -647,7 +647,9 @@ def run(
     alpha, beta : float
         Shape and rate of the Gamma prior (Gong: 25 and 1).
     draws : int, default 10_000
-        Posterior draws of rejection ABC (importance ABC: particles per round).
+        Posterior draws of rejection ABC (importance ABC: its target ESS is
+        ``min(draws, IMPORTANCE_TARGET_ESS)``, in rounds of at least
+        ``IMPORTANCE_ROUND`` particles, at most ``IMPORTANCE_MAX_SIMULATIONS``).
     mle_schedule : {"auto", "staged", "off"}, default "auto"
         Sample sizes of the MCEM fit (:data:`MCEM_SCHEDULES`, started at the
         naive MLE ``max(s_dp, 1)``): ascent-based, Gong's Appendix E stages

@@ -171,7 +171,9 @@ def test_example_runs_end_to_end(name, tmp_path):
         assert set(printed["files"]) == {str(out / f) for f in files}
     else:
         assert all(r["analysis"] in run["stdout"] for r in table)
-        assert f"seed 7; wrote {out / 'posterior.nc'}" in run["stdout"]
+        # the report is written first, so that a figure that fails cannot lose it
+        assert f"seed 7; wrote {out / 'summary.csv'}, {out / 'summary.json'}" in run["stdout"]
+        assert str(out / "posterior.nc") in run["stdout"]
 
     # a long example says so first; PyMC's and PyTensor's chatter stays out
     notice = f"{name}: expected run time {EXAMPLES[name].runtime}"
@@ -179,6 +181,12 @@ def test_example_runs_end_to_end(name, tmp_path):
     text = run["stdout"] + run["stderr"]
     assert not [c for c in CHATTER if c in text], text[-2000:]
     assert "Traceback" not in text
+    # a Monte Carlo EM fit that has not converged is flagged in its own rows
+    for row in summary["rows"]:
+        if row["analysis"].startswith("MLE: Monte Carlo EM"):
+            converged = summary["diagnostics"]["mcem_converged"]
+            assert row["flag"] == ("" if converged else "not converged")
+    assert "figure_error" not in manifest
     if name not in IN_SUBPROCESS:
         noisy = [r for r in run["log_records"] if r.levelno < logging.ERROR]
         assert not noisy, [r.getMessage() for r in noisy]
