@@ -5,7 +5,7 @@ Exact rejection ABC accepts a proposal with probability
 mechanism's largest density, ``pi(s_dp) / sup eta`` (Gong 2022, Appendix B),
 so ``draws`` accepted draws cost about ``draws / rate`` simulations. An example
 that knows the evidence in closed form (the Poisson count) or can estimate it
-cheaply (:func:`pilot_log_acceptance`) predicts that cost up front
+cheaply (:func:`dpinfer.estimate_acceptance_rate`) predicts that cost up front
 (:func:`plan_sampler`) and runs rejection ABC only within
 :data:`REJECTION_BUDGET`; otherwise it switches to ``importance_abc`` or
 ``smc_abc`` and its report says so (:attr:`SamplerPlan.note`).
@@ -29,10 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-from scipy.special import logsumexp
-
-__all__ = ["REJECTION_BUDGET", "SamplerPlan", "pilot_log_acceptance", "plan_sampler"]
+__all__ = ["REJECTION_BUDGET", "SamplerPlan", "plan_sampler"]
 
 #: Rejection ABC runs only when it is predicted to need at most this many simulations
 #: (a few seconds for the examples' simulators); the run itself stops at twice as many.
@@ -124,36 +121,6 @@ def plan_sampler(
     expected = math.exp(log_expected) if log_expected < 700 else math.inf
     method = "rejection_abc" if expected <= budget else fallback
     return SamplerPlan(method, float(log_acceptance), expected, budget, source, int(draws))
-
-
-def pilot_log_acceptance(model, mechanism, released, *, simulations: int, rng) -> float:
-    """Estimate rejection ABC's log acceptance rate from prior simulations.
-
-    The mean of ``eta(s_dp | s) / sup eta`` over ``simulations`` prior draws of
-    ``(theta, s)`` is an unbiased estimate of the acceptance rate (rejection
-    ABC's coin flips averaged out); it is computed in log space, so a release
-    far in the prior's tail gives a very negative number rather than
-    ``-inf``, unless every density underflows.
-
-    Parameters
-    ----------
-    model : dpinfer.Model
-    mechanism : dpinfer.Mechanism
-    released : array_like
-    simulations : int
-        Prior simulations of the pilot.
-    rng : numpy.random.Generator
-
-    Returns
-    -------
-    float
-        The log of the estimated acceptance rate.
-    """
-    released = np.asarray(released, dtype=float)
-    params = model.prior.sample(simulations, rng)
-    s = model.simulate_checked(params, rng, event_shape=mechanism.event_shape)
-    log_ratio = mechanism.logpdf(released, s) - mechanism.log_max_density_at(released)
-    return float(logsumexp(log_ratio) - math.log(simulations))
 
 
 def _count(x: float) -> str:

@@ -209,7 +209,7 @@ class Report:
         pwidth = max([len(r.parameter) for r in self.rows] + [9])
         role_width = max([len(r.role) for r in self.rows] + [4])
         head = f"{'parameter':<{pwidth}}  {'analysis':<{width}}  {'role':<{role_width}}"
-        head += f"{'mean':>8}{'sd':>8}" + "".join(f"{f'{q:.0%}':>8}" for q in LEVELS)
+        head += f"{'mean':>9}{'sd':>9}" + "".join(f"{f'{q:.0%}':>9}" for q in LEVELS)
         lines = [self.title, *self.setting, "", head]
         previous = None
         for row in self._rows_by_parameter():
@@ -528,9 +528,14 @@ def _max_rows(report: Report, params) -> int:
 
 
 def _cell(value: float) -> str:
+    """Right-align ``value`` in 9 characters, at most 8 of them its digits (cells never touch)."""
     if not math.isfinite(value):
-        return f"{'':>8}"
-    return f"{value:8.3f}" if abs(value) < 1e5 else f"{value:8.2e}"
+        return f"{'':>9}"
+    for fmt in (".3f", ".2f", ".1f", ".2e", ".1e", ".0e"):
+        text = format(value, fmt)
+        if len(text) <= 8:
+            break
+    return f"{text:>9}"
 
 
 def _jsonable(value):

@@ -57,7 +57,7 @@ import dpinfer as dp
 from dpinfer import _validate
 from dpinfer._rng import as_seed_sequence
 
-from ._budget import pilot_log_acceptance, plan_sampler
+from ._budget import plan_sampler
 from ._example import Example, Option, between, integer, vector
 from ._report import (
     Report,
@@ -631,18 +631,15 @@ def _exact_sampler(released, draws, pilot_seed, seed, progressbar):
     """Exact rejection ABC when its predicted cost fits the budget, else ``smc_abc``.
 
     The cost comes from a pilot estimate of the acceptance rate
-    (:func:`~dpinfer.models._budget.pilot_log_acceptance`, :data:`PILOT_SIMULATIONS`
+    (:func:`dpinfer.estimate_acceptance_rate`, :data:`PILOT_SIMULATIONS`
     prior simulations, a fraction of a second). Returns the result, its label, notes
     and diagnostics.
     """
     model_, mech = model(), mechanism()
-    log_rate = pilot_log_acceptance(
-        model_,
-        mech,
-        released,
-        simulations=PILOT_SIMULATIONS,
-        rng=np.random.default_rng(pilot_seed),
+    estimate = dp.estimate_acceptance_rate(
+        model_, mech, released, simulations=PILOT_SIMULATIONS, rng=pilot_seed
     )
+    log_rate = estimate.log_rate
     source = f"pilot of {PILOT_SIMULATIONS:,} prior simulations"
     plan = plan_sampler(log_rate, draws, fallback="smc_abc", source=source)
     notes = [plan.note]

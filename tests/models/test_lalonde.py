@@ -158,3 +158,16 @@ def test_a_monte_carlo_em_fit_that_has_not_converged_is_flagged_in_its_rows(
     assert f"converged: {converged}" in table
     others = [r for r in report.rows if r not in mcem]
     assert not any(r.flag for r in others)
+
+
+def test_a_release_rejection_abc_cannot_afford_switches_to_smc_abc_and_says_so():
+    # issue 19: a release in the documented range but far from the data (means 30 and 20,
+    # variances 900 and 600, $1k units) needs about 4e12 simulations for 100 rejection
+    # draws; the pilot predicts it and smc_abc runs instead, with a note saying why
+    seeds = np.random.SeedSequence(1).spawn(2)
+    released = np.array([30.0, 20.0, 900.0, 600.0])
+    idata, label, notes, numbers = ll._exact_sampler(released, 100, seeds[0], seeds[1], False)
+    assert label == "smc_abc" and idata.posterior.attrs["method"] == "smc_abc"
+    assert "more than its budget" in notes[0] and "smc_abc is used instead" in notes[0]
+    assert numbers["predicted_acceptance_rate"] < 1e-8
+    assert idata.posterior["tau"].size == 100
