@@ -145,7 +145,10 @@ COMPLETIONS = [
     for label, options in EXAMPLES[name].range_ends()
 ] + [
     # section 6: on main these computed everything, then lost the report to the figure
-    pytest.param("poisson-count", {"alpha": 2.0}, id="poisson-count-alpha2"),
+    *[
+        pytest.param("poisson-count", {"alpha": alpha}, id=f"poisson-count-alpha{alpha:g}")
+        for alpha in (2.0, 10.0, 16.0)
+    ],
     pytest.param("poisson-count", {"released": 6.0, "alpha": 5.0}, id="poisson-count-release6"),
     # the high end of the release, with a prior that makes it plausible
     pytest.param(
