@@ -71,7 +71,7 @@ def _add_example_parser(chooser, example) -> None:
             nargs=opt.size,
             default=None,
             metavar="{" + ",".join(choices) + "}" if choices else _metavar(opt),
-            help=opt.help + ("" if opt.default is None else f" (default: {_show(opt.default)})"),
+            help=f"{opt.help} ({_valid(opt)})",
         )
     sub.add_argument(
         "--seed",
@@ -216,7 +216,10 @@ def _options(args: argparse.Namespace, example) -> dict:
             options[opt.name] = opt.parse(" ".join(given) if opt.size else given)
         except (TypeError, ValueError) as err:
             args.example_parser.error(f"argument {opt.cli_flag}: {err}")
-    return options
+    try:  # combinations of options that cannot run (a predicted cost past a budget)
+        return example.check(options)
+    except (TypeError, ValueError) as err:
+        args.example_parser.error(str(err))
 
 
 def _notice(example, out):
@@ -247,6 +250,12 @@ def _out_folder(text: str):
         return check_output_path(text)
     except OutputPathError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _valid(opt) -> str:
+    # the documented range and the default, for --help; '%' is argparse's format character
+    text = opt.range + ("" if opt.default is None else f"; default: {_show(opt.default)}")
+    return text.replace("%", "%%")
 
 
 def _metavar(opt) -> str:

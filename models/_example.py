@@ -6,9 +6,15 @@ mechanism and the references of one paper's example, plus
 * ``EXAMPLE``, an :class:`Example`: its command-line name, paper, expected run
   time and :class:`Option` list (the release, the privacy budget, prior
   hyperparameters, sample sizes), each with a default and an argument check
-  from :mod:`dpinfer._validate`;
+  with its documented range (:func:`between`, :func:`integer`, :func:`vector`,
+  :func:`yes_no`, :func:`choice`), shown in ``--help`` and applied by
+  :meth:`Example.run` before anything is computed;
 * ``run(*, <options>, rng=None, progressbar=True, verbose=False)``, returning a
-  :class:`~dpinfer.models._report.Result` (a report, the posterior, a figure).
+  :class:`~dpinfer.models._report.Result` (a report, the posterior, a figure);
+* optionally ``check_options(**options)``, which refuses a combination of
+  options that cannot run (a predicted cost past a budget, a release
+  implausible under the prior) with a ValueError naming the options and what
+  to change; it must be cheap, as it runs before the output folder is touched.
 
 :func:`discover` imports the modules of the package and collects every
 ``EXAMPLE``; a new example is one new module, nothing to register elsewhere:
@@ -23,8 +29,8 @@ mechanism and the references of one paper's example, plus
         module=__name__,
         options=(
             Option("released", RELEASED, "the release", vector(4), flag="--release"),
-            Option("epsilon", 1.0, "privacy budget", positive),
-            Option("draws", 2000, "posterior draws", integer(100)),
+            Option("epsilon", 1.0, "privacy budget", between(0.01, 10)),
+            Option("draws", 2000, "posterior draws", integer(100, 10**5)),
         ),
     )
 
@@ -47,6 +53,8 @@ Examples
 'Gong (2022), Section 5.1'
 >>> examples["poisson-count"].option("epsilon").parse("0.5")
 0.5
+>>> examples["poisson-count"].option("epsilon").range
+'from 0.05 to 10'
 """
 
 from __future__ import annotations
@@ -55,7 +63,7 @@ import importlib
 import math
 import numbers
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -67,6 +75,7 @@ from dpinfer import _validate
 __all__ = [
     "Example",
     "Option",
+    "between",
     "choice",
     "discover",
     "finite",
@@ -96,33 +105,57 @@ def finite(name: str, value) -> float:
     return x
 
 
-def integer(minimum: int, maximum: int = 10**8) -> Callable[[str, Any], int]:
+positive.range, positive.bounds = "a positive number", None
+finite.range, finite.bounds = "a finite number", None
+
+
+def between(low: float, high: float, *, hint: str = "") -> Callable[[str, Any], float]:
+    """Check a finite number in ``[low, high]``; ``hint`` says why, or what to do instead."""
+    return _ranged(finite, low, high, "", hint)
+
+
+def integer(minimum: int, maximum: int = 10**8, *, hint: str = "") -> Callable[[str, Any], int]:
     """Check an integer in ``[minimum, maximum]`` (sample sizes: a summary needs several draws)."""
+    return _ranged(_integer, minimum, maximum, "an integer ", hint)
 
-    def check(name: str, value) -> int:
-        number = _integer(name, value)
-        if not minimum <= number <= maximum:
+
+def _ranged(convert: Callable, low, high, kind: str, hint: str) -> Callable:
+    text = f"{kind}from {_bound(low)} to {_bound(high)}"
+
+    def check(name: str, value):
+        x = convert(name, value)
+        if not low <= x <= high:
             raise ValueError(
-                f"{name} must be an integer from {minimum} to {maximum:,}, got {value!r}"
+                f"{name} must be {text}, got {value!r}" + (f": {hint}" if hint else "")
             )
-        return number
+        return x
 
-    check.__doc__ = f"An integer from {minimum} to {maximum}."
-    return check
+    return _described(check, text, (low, high))
 
 
-def vector(size: int, element: Callable[[str, Any], Any] = finite) -> Callable:
-    """Check a sequence of exactly ``size`` values, each checked by ``element``."""
+def vector(size: int, element: Callable | Sequence[Callable] = finite) -> Callable:
+    """Check a sequence of exactly ``size`` values, each checked by ``element``.
+
+    ``element`` is one check for every value, or a sequence of ``size`` checks,
+    one per position (a release of statistics with different ranges).
+    """
+    elements = tuple(element) if isinstance(element, Sequence) else (element,) * size
+    if len(elements) != size:
+        raise ValueError(f"element must be one check or {size} checks, got {len(elements)}")
 
     def check(name: str, value) -> np.ndarray:
         items = value.split() if isinstance(value, str) else list(np.ravel(value))
         if len(items) != size:
             raise ValueError(f"{name} must have {size} values, got {len(items)}: {value!r}")
-        return np.asarray([element(f"{name}[{i}]", v) for i, v in enumerate(items)])
+        return np.asarray([elements[i](f"{name}[{i}]", v) for i, v in enumerate(items)])
 
     check.size = size
-    check.__doc__ = f"{size} values."
-    return check
+    if len(set(elements)) == 1:
+        text = f"{size} values, each {elements[0].range}"
+    else:
+        text = f"{size} values: " + ", ".join(f"[{i}] {e.range}" for i, e in enumerate(elements))
+    bounds = [getattr(e, "bounds", None) for e in elements]
+    return _described(check, text, None if None in bounds else bounds)
 
 
 def yes_no(name: str, value) -> bool:
@@ -137,6 +170,9 @@ def yes_no(name: str, value) -> bool:
     raise ValueError(f"{name} must be yes or no, got {value!r}")
 
 
+yes_no.range, yes_no.bounds = "yes or no", None
+
+
 def choice(*values: str) -> Callable[[str, Any], str]:
     """One of the given strings."""
 
@@ -146,8 +182,7 @@ def choice(*values: str) -> Callable[[str, Any], str]:
         return value
 
     check.choices = values
-    check.__doc__ = f"One of {', '.join(values)}."
-    return check
+    return _described(check, "one of " + ", ".join(values), None)
 
 
 @dataclass(frozen=True)
@@ -181,6 +216,11 @@ class Option:
         return self.flag or "--" + self.name.replace("_", "-")
 
     @property
+    def range(self) -> str:
+        """The documented valid values, in words (``from 0.02 to 10``)."""
+        return getattr(self.check, "range", "")
+
+    @property
     def size(self) -> int | None:
         """Number of values for a vector option, None for a scalar."""
         return getattr(self.check, "size", None)
@@ -208,6 +248,9 @@ class Example:
         The settings a user may change.
     module : str
         The module that holds ``run`` (filled in by :func:`discover`).
+    smallest : dict
+        The cheapest setting: sample-size options at the low end of their
+        ranges (for grid tests, :meth:`range_ends`).
     """
 
     name: str
@@ -216,6 +259,7 @@ class Example:
     seconds: float
     options: tuple[Option, ...] = ()
     module: str = field(default="", compare=False)
+    smallest: dict = field(default_factory=dict, compare=False)
 
     @property
     def runtime(self) -> str:
@@ -240,9 +284,61 @@ class Example:
         """Return the keyword arguments of ``run`` at the paper's settings."""
         return {opt.name: opt.default for opt in self.options}
 
-    def run(self, **kwargs):
-        """Import the example's module and call its ``run`` with ``kwargs``."""
-        return getattr(importlib.import_module(self.module), "run")(**kwargs)
+    def range_ends(self) -> list[tuple[str, dict]]:
+        """Return ``(label, options)`` with each ranged option at its low and high end.
+
+        The other options keep their defaults, sample sizes their :attr:`smallest`
+        setting; a vector option has every entry at the end at once. Options in
+        :attr:`smallest` (sample sizes) are left at it.
+
+        Examples
+        --------
+        >>> from dpinfer.models._example import discover
+        >>> ends = dict(discover()["poisson-count"].range_ends())
+        >>> ends["epsilon=low"]["epsilon"], ends["epsilon=low"]["draws"]
+        (0.05, 100)
+        """
+        base = {**self.defaults(), **self.smallest}
+        cases = []
+        for opt in self.options:
+            bounds = getattr(opt.check, "bounds", None)
+            if bounds is None or opt.name in self.smallest:
+                continue
+            for end, label in ((0, "low"), (1, "high")):
+                value = [b[end] for b in bounds] if opt.size else bounds[end]
+                cases.append((f"{opt.name}={label}", {**base, opt.name: value}))
+        return cases
+
+    def check(self, options: dict) -> dict:
+        """Return ``options`` checked against every option's range (text or values).
+
+        An option whose default is None (the example chooses) may be None.
+        Raises ValueError or TypeError naming the option and its valid values;
+        then the module's ``check_options`` (if any) sees every option, the
+        defaults filled in, and refuses combinations that cannot run.
+        """
+        known = {opt.name: opt for opt in self.options}
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise TypeError(
+                f"{self.name} has no option {unknown[0]!r}; its options: {sorted(known)}"
+            )
+        checked = {
+            name: value
+            if value is None and known[name].default is None
+            else known[name].parse(value)
+            for name, value in options.items()
+        }
+        combination = getattr(importlib.import_module(self.module), "check_options", None)
+        if combination is not None:
+            combination(**{**self.defaults(), **checked})
+        return checked
+
+    def run(self, *, rng=None, progressbar: bool = True, verbose: bool = False, **options):
+        """Check ``options`` (:meth:`check`), then call the example module's ``run``."""
+        checked = self.check(options)
+        module = importlib.import_module(self.module)
+        return module.run(**checked, rng=rng, progressbar=progressbar, verbose=verbose)
 
 
 def discover(
@@ -282,6 +378,19 @@ def _example_of(module: ModuleType) -> Example | None:
     if not isinstance(example, Example) or not callable(getattr(module, "run", None)):
         return None
     return Example(**{**example.__dict__, "module": module.__name__})
+
+
+def _described(check: Callable, range_text: str, bounds) -> Callable:
+    check.range = range_text
+    check.bounds = bounds
+    check.__doc__ = range_text[0].upper() + range_text[1:] + "."
+    return check
+
+
+def _bound(x: float) -> str:
+    if float(x).is_integer() and abs(x) >= 1000:
+        return f"{int(x):,}"
+    return f"{x:g}"
 
 
 def _number(name: str, value):

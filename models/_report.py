@@ -83,7 +83,9 @@ class Row:
 
     For an estimator ``"posterior"`` the numbers are the posterior mean, sd
     and quantiles; for ``"mle"`` the estimate and its standard error (no
-    quantiles); for ``"value"`` a single number (the truth).
+    quantiles); for ``"value"`` a single number (the truth). ``flag`` is empty,
+    or a warning shown in the row itself (``"not converged"``): the table
+    marks the row, and the CSV and JSON summaries carry it.
     """
 
     analysis: str
@@ -95,6 +97,7 @@ class Row:
     q05: float = math.nan
     q50: float = math.nan
     q95: float = math.nan
+    flag: str = ""
 
     def __post_init__(self):
         if self.role not in ROLES:
@@ -146,10 +149,20 @@ def distribution_rows(analysis: str, role: str, dists: Mapping[str, Any]) -> lis
     ]
 
 
-def mle_rows(analysis: str, role: str, estimate: Mapping, standard_error: Mapping) -> list[Row]:
-    """Rows of a maximum likelihood estimate and its standard error."""
+def mle_rows(
+    analysis: str, role: str, estimate: Mapping, standard_error: Mapping, *, flag: str = ""
+) -> list[Row]:
+    """Rows of a maximum likelihood estimate and its standard error (``flag``: see Row)."""
     return [
-        Row(analysis, role, "mle", name, float(estimate[name]), float(standard_error[name]))
+        Row(
+            analysis,
+            role,
+            "mle",
+            name,
+            float(estimate[name]),
+            float(standard_error[name]),
+            flag=flag,
+        )
         for name in estimate
     ]
 
@@ -196,7 +209,7 @@ class Report:
         pwidth = max([len(r.parameter) for r in self.rows] + [9])
         role_width = max([len(r.role) for r in self.rows] + [4])
         head = f"{'parameter':<{pwidth}}  {'analysis':<{width}}  {'role':<{role_width}}"
-        head += f"{'mean':>8}{'sd':>8}" + "".join(f"{f'{q:.0%}':>8}" for q in LEVELS)
+        head += f"{'mean':>9}{'sd':>9}" + "".join(f"{f'{q:.0%}':>9}" for q in LEVELS)
         lines = [self.title, *self.setting, "", head]
         previous = None
         for row in self._rows_by_parameter():
@@ -205,9 +218,12 @@ class Report:
             lines.append(
                 f"{name:<{pwidth}}  {row.analysis:<{width}}  {row.role:<{role_width}}"
                 + "".join(_cell(v) for v in (row.mean, row.sd, row.q05, row.q50, row.q95))
+                + (f"  ! {row.flag}" if row.flag else "")
             )
         if any(r.estimator == "mle" for r in self.rows):
             lines.append("(for a maximum likelihood row, sd is the standard error)")
+        if any(r.flag for r in self.rows):
+            lines.append("(! marks a row to read with caution; the notes say why)")
         if self.notes:
             lines += ["", *self.notes]
         return "\n".join(line.rstrip() for line in lines)
@@ -277,7 +293,11 @@ def save_run(
 
     The folder is locked before the run starts (a second run into it is
     refused at once), marked incomplete, and sealed by the manifest once every
-    file is written (see :mod:`dpinfer.outputs`).
+    file is written (see :mod:`dpinfer.outputs`). The options are checked
+    against their documented ranges first (:meth:`Example.run`). The report
+    (``summary.csv``, ``summary.json``) is written first; a figure that cannot
+    be drawn is recorded in the report's notes, its diagnostics and the
+    manifest (``figure_error``) and the run still completes.
 
     Parameters
     ----------
@@ -319,16 +339,39 @@ def save_run(
         if on_start is not None:
             on_start()
         result = example.run(**options, rng=seed, progressbar=progressbar, verbose=verbose)
+        _write_report(folder, example, result.report)
         folder.write("posterior.nc", lambda p: result.posterior.to_netcdf(str(p)))
         for name, idata in result.extra.items():
             folder.write(f"{name}.nc", lambda p, d=idata: d.to_netcdf(str(p)))
-        folder.write_text("summary.csv", result.report.csv())
-        summary = {"example": example.name, "paper": example.paper, **result.report.to_dict()}
-        folder.write_text("summary.json", json.dumps(summary, indent=2) + "\n")
-        figure = result.figure or functools.partial(interval_figure, report=result.report)
-        folder.write(f"{example.module.rsplit('.', 1)[-1]}.png", figure)
+        name = f"{example.module.rsplit('.', 1)[-1]}.png"
+        error = _draw_figure(folder, name, result)
+        if error is not None:
+            result.report.notes.append(f"figure {name} not drawn: {error}")
+            result.report.diagnostics["figure_error"] = error
+            folder.info["figure_error"] = error
+            _write_report(folder, example, result.report)
         manifest = folder.complete()
     return result, manifest
+
+
+def _write_report(folder, example, report: Report) -> None:
+    folder.write_text("summary.csv", report.csv())
+    summary = {"example": example.name, "paper": example.paper, **report.to_dict()}
+    folder.write_text("summary.json", json.dumps(summary, indent=2) + "\n")
+
+
+def _draw_figure(folder, name: str, result: Result) -> str | None:
+    """Draw the figure into ``folder``; return None, or why it could not be drawn.
+
+    The report is written before the figure and a figure that fails is
+    recorded, not fatal: a drawing problem never loses the results.
+    """
+    figure = result.figure or functools.partial(interval_figure, report=result.report)
+    try:
+        folder.write(name, figure)
+    except Exception as err:  # any drawing failure is reported, not raised
+        return f"{type(err).__name__}: {err}"
+    return None
 
 
 def nuts_note(label: str, idata, key: str) -> tuple[str, dict]:
@@ -417,7 +460,9 @@ def interval_figure(path, report: Report, *, title: str | None = None) -> None:
     fig.savefig(path, format="png")
 
 
-def density_figure(path, draws, curves, *, xlabel: str, title: str, marks=()) -> None:
+def density_figure(
+    path, draws, curves, *, xlabel: str, title: str, marks=(), support=(-math.inf, math.inf)
+) -> None:
     """Draw a histogram of posterior draws with density curves over it.
 
     Parameters
@@ -425,17 +470,25 @@ def density_figure(path, draws, curves, *, xlabel: str, title: str, marks=()) ->
     path : path
         Output PNG.
     draws : (label, array)
-        The sampler's draws.
+        The sampler's draws (non-finite values are left out).
     curves : sequence of (label, pdf, style dict)
-        Densities drawn over the histogram.
+        Densities drawn over the histogram, evaluated only inside ``support``.
     xlabel, title : str
     marks : sequence of (label, x)
         Points marked on the axis (the release).
+    support : (float, float), default (-inf, inf)
+        The open interval where the parameter lives (``(0, inf)`` for a rate):
+        the curves are drawn, and their densities evaluated, only inside it.
     """
     label, x = draws
+    x = np.asarray(x, dtype=float).ravel()
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        raise ValueError("there are no finite draws to draw")
     lo, hi = np.quantile(x, [0.0005, 0.9995])
-    span = hi - lo
+    span = max(hi - lo, 1e-6 * max(abs(lo), abs(hi)), 1e-12)
     grid = np.linspace(lo - 0.4 * span, hi + 0.4 * span, 600)
+    grid = grid[(grid > support[0]) & (grid < support[1])]
     fig = new_figure(6.4, 4.0)
     ax = fig.add_subplot()
     ax.hist(x, bins=60, density=True, color="0.2", alpha=0.55, label=label)
@@ -475,9 +528,14 @@ def _max_rows(report: Report, params) -> int:
 
 
 def _cell(value: float) -> str:
+    """Right-align ``value`` in 9 characters, at most 8 of them its digits (cells never touch)."""
     if not math.isfinite(value):
-        return f"{'':>8}"
-    return f"{value:8.3f}" if abs(value) < 1e5 else f"{value:8.2e}"
+        return f"{'':>9}"
+    for fmt in (".3f", ".2f", ".1f", ".2e", ".1e", ".0e"):
+        text = format(value, fmt)
+        if len(text) <= 8:
+            break
+    return f"{text:>9}"
 
 
 def _jsonable(value):

@@ -401,7 +401,7 @@ def summarise_errors(table) -> str:
             per = errors.mean(("public", "noise")).values
             acc = table["n_accepted"].sel(n_records=n, setting=setting).values.mean()
             lines.append(
-                f"{int(n):>6} {setting:<20} {np.nanmean(mae):7.3f} {se_text} {paper_text}"
+                f"{int(n):>6} {setting:<20} {finite_mean(mae):7.3f} {se_text} {paper_text}"
                 + "".join(f"{float(v):8.3f}" for v in per)
                 + f" {acc:9.1f}"
             )
@@ -415,3 +415,10 @@ def _check_records(observed) -> np.ndarray:
     if obs.ndim != 2 or obs.shape[1] != len(STATISTICS):
         raise ValueError(f"observed must be (n, {len(STATISTICS)}) records, got shape {obs.shape}")
     return obs
+
+
+def finite_mean(values) -> float:
+    """Mean of the finite values; NaN without a warning when a run accepted nothing."""
+    values = np.asarray(values, dtype=float)
+    finite = values[np.isfinite(values)]
+    return float(finite.mean()) if finite.size else math.nan

@@ -57,7 +57,7 @@ import scipy.stats as st
 import dpinfer as dp
 from dpinfer._rng import RNGLike, as_seed_sequence
 
-from ._example import Example, Option, integer, positive, yes_no
+from ._example import Example, Option, between, integer, yes_no
 from ._report import Report, Result, draw_rows, idata_draws
 
 __all__ = [
@@ -104,11 +104,12 @@ EXAMPLE = Example(
     paper="Park, Vinaroz & Jitkrittum (2021), Section 6.2",
     seconds=10,
     module=__name__,
+    smallest={"proposals": 100},
     options=(
-        Option("epsilon_total", 22.0, "privacy budget (paper: 13, 22, 44)", positive),
-        Option("epsilon_abc", EPSILON_ABC, "ABC threshold on the MMD", positive),
-        Option("c", C, "accepted draws, after which the run halts", integer(1, 10**6)),
-        Option("proposals", N_PROPOSALS, "public prior draws T", integer(100)),
+        Option("epsilon_total", 22.0, "privacy budget (paper: 13, 22, 44)", between(0.1, 1000)),
+        Option("epsilon_abc", EPSILON_ABC, "ABC threshold on the MMD", between(0.001, 10)),
+        Option("c", C, "accepted draws, after which the run halts", integer(1, 10**4)),
+        Option("proposals", N_PROPOSALS, "public prior draws T", integer(100, 500_000)),
         Option("time_aware", False, "compare (day, count) records, not the counts", yes_no),
     ),
 )

@@ -88,7 +88,7 @@ import dpinfer as dp
 from dpinfer import _validate
 from dpinfer._rng import RNGLike, as_generator, as_seed_sequence
 
-from ._example import Example, Option, integer, positive, vector
+from ._example import Example, Option, between, integer, vector
 from ._report import (
     Report,
     Result,
@@ -172,15 +172,22 @@ EXAMPLE = Example(
     paper="Xiong, Ju & Zhang (2023), Section 4.2",
     seconds=60,
     module=__name__,
+    smallest={"particles": 100, "nuts_draws": 100},
     options=(
-        Option("released", RELEASED, "the nine released statistics", vector(9), flag="--release"),
-        Option("epsilon", EPSILON, "privacy budget of the release", positive),
-        Option("particles", 2000, "SMC-ABC particles", integer(100)),
+        Option(
+            "released",
+            RELEASED,
+            "the nine released statistics (normalised: the statistics lie in [-1, 1])",
+            vector(9, between(-5, 5, hint="the normalised statistics lie in [-1, 1]")),
+            flag="--release",
+        ),
+        Option("epsilon", EPSILON, "privacy budget of the release", between(0.5, 100)),
+        Option("particles", 2000, "SMC-ABC particles", integer(100, 20_000)),
         Option(
             "nuts_draws",
             1000,
             "draws and tuning steps per chain of the NUTS reference",
-            integer(100),
+            integer(100, 10_000),
         ),
     ),
 )

@@ -47,7 +47,7 @@ from dpinfer._rng import RNGLike, as_generator, as_seed_sequence, chunk_generato
 from dpinfer.distances import PrecomputedDistances
 from dpinfer.distances.base import Distance
 
-from ._example import Example, Option, integer, positive, yes_no
+from ._example import Example, Option, between, integer, yes_no
 from ._report import Report, Result, draw_rows, idata_draws, value_rows
 
 __all__ = [
@@ -93,13 +93,24 @@ EXAMPLE = Example(
     paper="Park, Vinaroz & Jitkrittum (2021), Section 6.1",
     seconds=120,
     module=__name__,
+    smallest={"proposals": 100, "observations": 100, "c": 10},
     options=(
-        Option("epsilon_total", 1.0, "privacy budget of the ABCDP run", positive),
-        Option("epsilon_abc", 0.1, "ABC threshold on the MMD", positive),
-        Option("c", 100, "accepted draws, after which the run halts", integer(1, 10**6)),
+        Option("epsilon_total", 1.0, "privacy budget of the ABCDP run", between(0.01, 1000)),
+        Option("epsilon_abc", 0.1, "ABC threshold on the MMD", between(0.001, 10)),
+        Option("c", 100, "accepted draws, after which the run halts", integer(1, 10**5)),
         Option("resample", False, "redraw the threshold noise after each acceptance", yes_no),
-        Option("proposals", N_PROPOSALS, "public prior draws T", integer(100)),
-        Option("observations", N_OBSERVATIONS, "observations N per dataset", integer(10)),
+        Option(
+            "proposals",
+            N_PROPOSALS,
+            "public prior draws T (run time grows with T times N)",
+            integer(100, 20_000),
+        ),
+        Option(
+            "observations",
+            N_OBSERVATIONS,
+            "observations N per dataset (run time grows with T times N)",
+            integer(10, 10_000),
+        ),
     ),
 )
 

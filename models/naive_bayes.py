@@ -76,7 +76,7 @@ import dpinfer as dp
 from dpinfer import _validate
 from dpinfer._rng import RNGLike, as_generator, as_seed_sequence
 
-from ._example import Example, Option, integer, positive, vector
+from ._example import Example, Option, between, integer, vector
 from ._report import (
     Report,
     Result,
@@ -148,12 +148,22 @@ EXAMPLE = Example(
     paper="Xiong, Ju & Zhang (2023), Supplement S3.3",
     seconds=40,
     module=__name__,
+    smallest={"nuts_draws": 100},
     options=(
         Option(
-            "released", RELEASED, "the eight released proportions", vector(8), flag="--release"
+            "released",
+            RELEASED,
+            "the eight released proportions",
+            vector(8, between(-1, 2, hint="a proportion lies in [0, 1]")),
+            flag="--release",
         ),
-        Option("epsilon", EPSILON, "privacy budget of the release", positive),
-        Option("nuts_draws", 1000, "draws and tuning steps per chain of NUTS", integer(100)),
+        Option("epsilon", EPSILON, "privacy budget of the release", between(0.5, 1000)),
+        Option(
+            "nuts_draws",
+            1000,
+            "draws and tuning steps per chain of NUTS",
+            integer(100, 10_000),
+        ),
     ),
 )
 

@@ -34,8 +34,10 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
+import warnings
 
 import numpy as np
 import scipy.special as sc
@@ -48,7 +50,8 @@ import dpinfer as dp
 from dpinfer import _validate
 from dpinfer._rng import as_seed_sequence
 
-from ._example import Example, Option, choice, finite, integer, positive
+from ._budget import SamplerPlan, plan_sampler
+from ._example import Example, Option, between, choice, integer
 from ._report import (
     Report,
     Result,
@@ -63,6 +66,7 @@ from ._report import (
 __all__ = [
     "ALPHAS",
     "EPSILON",
+    "LOG_ACCEPTANCE_FLOOR",
     "RELEASED",
     "ExactPosterior",
     "count_support",
@@ -81,6 +85,7 @@ __all__ = [
     "naive_mle",
     "naive_posterior",
     "pymc_reference",
+    "check_options",
     "run",
     "run_example",
 ]
@@ -104,20 +109,63 @@ EXAMPLE = Example(
     paper="Gong (2022), Section 5.1",
     seconds=10,
     module=__name__,
+    smallest={"draws": 100, "mle_schedule": "off"},
     options=(
-        Option("released", RELEASED, "the Laplace release s_dp", finite, flag="--release"),
-        Option("epsilon", EPSILON, "privacy-loss budget (Laplace scale 1/epsilon)", positive),
-        Option("alpha", 25.0, "shape of the Gamma prior on theta", positive),
-        Option("beta", 1.0, "rate of the Gamma prior on theta", positive),
-        Option("draws", 10_000, "rejection ABC draws", integer(100)),
+        Option(
+            "released",
+            RELEASED,
+            "the Laplace release s_dp of the count",
+            between(-1000, 10**6, hint="the example's counts are at most 10^6"),
+            flag="--release",
+        ),
+        Option(
+            "epsilon",
+            EPSILON,
+            "privacy-loss budget (Laplace scale 1/epsilon)",
+            between(
+                0.05,
+                10,
+                hint="below 0.05 the noise (Laplace scale above 20) swamps a count of this "
+                "size and Monte Carlo EM needs hundreds of iterations; above 10 the release "
+                "is the count to within rounding",
+            ),
+        ),
+        Option("alpha", 25.0, "shape of the Gamma prior on theta", between(0.1, 1000)),
+        Option("beta", 1.0, "rate of the Gamma prior on theta", between(0.001, 1000)),
+        Option(
+            "draws",
+            10_000,
+            "rejection ABC's posterior draws (when rejection would exceed its budget, "
+            "importance ABC's target effective sample size, at most 2000)",
+            integer(100, 100_000),
+        ),
         Option(
             "mle_schedule",
             "auto",
-            "MCEM schedule: ascent-based, or Gong's stages up to 10^7 simulations",
-            choice("auto", "staged"),
+            "MCEM schedule: ascent-based, Gong's stages up to 10^7 simulations, or off "
+            "(no Monte Carlo EM; the exact and naive MLEs remain)",
+            choice("auto", "staged", "off"),
         ),
     ),
 )
+
+#: Below this log acceptance rate of rejection ABC (closed-form evidence over the largest
+#: Laplace density) a release is refused as implausible under the prior, before anything
+#: runs: the closed-form posterior's quadrature bounds its neglected mass by
+#: 1e-13 * exp(-log rate), which must stay a normal double.
+LOG_ACCEPTANCE_FLOOR = -600.0
+#: Importance ABC (when rejection would exceed its budget): the effective sample size
+#: it simulates rounds for, at most, and the particles it may keep in memory.
+IMPORTANCE_TARGET_ESS = 2000
+IMPORTANCE_MAX_SIMULATIONS = 5 * 10**5
+#: Importance ABC's particles per round at least (fewer, larger rounds run faster).
+IMPORTANCE_ROUND = 50_000
+#: The Monte Carlo EM schedules of :func:`run`, capped so that a fit that stalls (a
+#: boundary MLE, a noise that swamps the count) ends, flagged as not converged.
+MCEM_SCHEDULES = {
+    "auto": dp.AscentSchedule(max_iterations=50, max_size=10**6),
+    "staged": dp.StagedSchedule(max_iterations=50),
+}
 
 # Relative truncation error allowed in the sums over the count.
 _SUM_TOL = 1e-15
@@ -582,6 +630,16 @@ def run(
     computed by summation; and the maximum likelihood estimate by Monte Carlo
     EM with the Louis information with the exact and naive MLEs.
 
+    The cost of rejection ABC is known before it runs: its acceptance rate is
+    the closed-form evidence over the largest Laplace density. When
+    ``draws`` would need more than
+    :data:`~dpinfer.models._budget.REJECTION_BUDGET` simulations, exact
+    importance ABC runs instead (:func:`dpinfer.importance_abc`, with a Gamma
+    proposal matched to the closed-form posterior, variance doubled, until an
+    ESS of ``min(draws, 2000)``), and the report says so. A release whose
+    acceptance rate is below ``exp(LOG_ACCEPTANCE_FLOOR)`` is refused before
+    anything runs, with what to change.
+
     Parameters
     ----------
     released, epsilon : float
@@ -589,10 +647,14 @@ def run(
     alpha, beta : float
         Shape and rate of the Gamma prior (Gong: 25 and 1).
     draws : int, default 10_000
-        Rejection ABC draws.
-    mle_schedule : {"auto", "staged"}, default "auto"
-        Sample sizes of the MCEM fit (:func:`mle`): ascent-based, or Gong's
-        Appendix E stages (up to ``10^7`` simulations).
+        Posterior draws of rejection ABC (importance ABC: its target ESS is
+        ``min(draws, IMPORTANCE_TARGET_ESS)``, in rounds of at least
+        ``IMPORTANCE_ROUND`` particles, at most ``IMPORTANCE_MAX_SIMULATIONS``).
+    mle_schedule : {"auto", "staged", "off"}, default "auto"
+        Sample sizes of the MCEM fit (:data:`MCEM_SCHEDULES`, started at the
+        naive MLE ``max(s_dp, 1)``): ascent-based, Gong's Appendix E stages
+        (up to ``10^7`` simulations), or no MCEM fit. A fit that has not
+        converged when its schedule ends is flagged in the table.
     rng : None, int, SeedSequence or Generator
         Root seed of the sampler and of the MCEM fit.
     progressbar : bool, default True
@@ -603,45 +665,43 @@ def run(
     Returns
     -------
     Result
-        ``posterior`` is the rejection ABC result; the figure is Gong's Figure 1.
+        ``posterior`` is the sampler's result; the figure is Gong's Figure 1.
+
+    Raises
+    ------
+    ValueError
+        Before any simulation, when the release is implausible under the prior
+        (see :data:`LOG_ACCEPTANCE_FLOOR`).
     """
     seeds = as_seed_sequence(rng).spawn(2)
     mech = mechanism(epsilon=epsilon)
-    idata = dp.rejection_abc(
-        model(alpha=alpha, beta=beta),
-        mech,
-        released,
-        draws=draws,
-        rng=seeds[0],
-        progressbar=progressbar,
-    )
+    plan = _sampler_plan(alpha, beta, epsilon, released, draws)
     exact = ExactPosterior(alpha=alpha, beta=beta, epsilon=epsilon, released=released)
     prior = st.gamma(alpha, scale=1.0 / beta)
-    abc = idata_draws(idata)["theta"]
-    fit = mle(
-        epsilon=epsilon,
-        released=released,
-        schedule=mle_schedule,
-        rng=seeds[1],
-        progressbar=progressbar,
+    idata = _sample(
+        plan, model(alpha=alpha, beta=beta), mech, released, exact, seeds[0], progressbar
     )
+    abc = idata_draws(idata)["theta"]
+    notes, diagnostics, flag = _abc_checks(plan, idata, abc, exact)
+    label = "rejection ABC" if plan.method == "rejection_abc" else "importance ABC"
     rows = [
         *distribution_rows("exact (closed form)", "exact", {"theta": exact}),
-        *draw_rows("rejection ABC", "exact", {"theta": abc}),
+        *(dataclasses.replace(r, flag=flag) for r in draw_rows(label, "exact", {"theta": abc})),
         *distribution_rows("prior", "prior", {"theta": prior}),
-        *mle_rows("MLE: Monte Carlo EM + Louis", "exact", fit.estimate, fit.standard_error),
+    ]
+    if mle_schedule != "off":
+        mcem_rows, note, numbers = _mcem(epsilon, released, mle_schedule, seeds[1], progressbar)
+        rows += mcem_rows
+        notes.append(note)
+        diagnostics.update(numbers)
+    else:
+        notes.append("MCEM: not run (--mle-schedule off)")
+    rows += [
         *_mle_row(
-            "MLE: exact (summation)", "reference", exact_mle(epsilon=epsilon, released=released)
+            "MLE: exact (closed form)", "reference", exact_mle(epsilon=epsilon, released=released)
         ),
         *_mle_row("MLE: naive (s_dp as the count)", "naive", naive_mle(released=released)),
     ]
-    notes, diagnostics = _abc_checks(idata, abc, exact, mech)
-    notes.append(
-        f"MCEM: {fit.attrs['schedule']} schedule, {fit.iterations} iterations, "
-        f"{fit.n_simulations:,} simulations, Monte Carlo s.e. of theta "
-        f"{fit.monte_carlo_se['theta']:.2g}; converged: {fit.converged}"
-    )
-    diagnostics.update(mcem_iterations=fit.iterations, mcem_simulations=fit.n_simulations)
     curves = [("exact posterior", exact.pdf, {"color": "tab:green", "lw": 2})]
     try:
         naive = naive_posterior(alpha=alpha, beta=beta, released=released)
@@ -666,13 +726,32 @@ def run(
     )
     figure = functools.partial(
         density_figure,
-        draws=("rejection ABC draws", abc),
+        draws=(f"{label} draws", abc),
         curves=curves,
         xlabel=r"$\theta$",
         title=title,
         marks=[("$s_{dp}$", released)],
+        support=(0.0, math.inf),
     )
     return Result(report, idata, figure)
+
+
+def check_options(*, released, epsilon, alpha, beta, draws, **_) -> None:
+    """Refuse, before anything runs, a release implausible under the prior.
+
+    Rejection ABC's acceptance rate is the closed-form evidence over the
+    largest Laplace density; below ``exp(LOG_ACCEPTANCE_FLOOR)`` the message
+    says which options to change. ``dpinfer run`` calls this first.
+
+    Examples
+    --------
+    >>> check_options(released=37.4, epsilon=0.2, alpha=25.0, beta=1.0, draws=1000)
+    >>> check_options(released=1e6, epsilon=0.2, alpha=25, beta=1, draws=9)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the release 1e+06 is implausible under the prior Gamma(25, rate 1) ...
+    """
+    _sampler_plan(alpha, beta, epsilon, released, draws)
 
 
 def run_example(out_dir, *, seed=None, progressbar: bool = True, **options) -> str:
@@ -692,30 +771,146 @@ def _mle_row(label: str, role: str, fit: dict) -> list:
     return mle_rows(label, role, {"theta": fit["estimate"]}, {"theta": fit["standard_error"]})
 
 
-def _abc_checks(idata, abc, exact, mech) -> tuple[list[str], dict]:
-    """Rejection ABC against the closed forms: KS test, acceptance rate, evidence."""
+def _sampler_plan(alpha, beta, epsilon, released, draws) -> SamplerPlan:
+    """Rejection ABC's cost from the closed-form evidence; refuse an implausible release."""
+    alpha, beta = _check_prior(alpha, beta)
+    log_rate = _log_evidence(alpha, beta, epsilon, released) - math.log(epsilon / 2.0)
+    if not log_rate >= LOG_ACCEPTANCE_FLOOR:
+        raise ValueError(
+            f"the release {released:g} is implausible under the prior Gamma({alpha:g}, rate "
+            f"{beta:g}) at epsilon = {epsilon:g}: its evidence is exp({log_rate:.4g}) times "
+            "the largest Laplace density, so rejection ABC would need about "
+            f"exp({-log_rate:.4g}) simulations per draw and the closed-form posterior's "
+            f"quadrature is not reliable (the limit is exp({LOG_ACCEPTANCE_FLOOR:g})). Choose "
+            "--alpha and --beta so that the prior mean alpha/beta is nearer the release, or "
+            "check --release and --epsilon"
+        )
+    return plan_sampler(log_rate, draws, fallback="importance_abc", source="closed-form evidence")
+
+
+def _sample(plan, model_, mech, released, exact, seed, progressbar):
+    """Run the planned sampler: rejection ABC, or importance ABC with a matched proposal."""
+    if plan.method == "rejection_abc":
+        return dp.rejection_abc(
+            model_,
+            mech,
+            released,
+            draws=plan.draws,
+            max_simulations=plan.max_simulations,
+            rng=seed,
+            progressbar=progressbar,
+        )
+    options = {
+        "draws": max(plan.draws, IMPORTANCE_ROUND),
+        "proposal": {"theta": _proposal(exact)},
+    }
+    target = min(plan.draws, IMPORTANCE_TARGET_ESS)
+    try:
+        return dp.importance_abc(
+            model_,
+            mech,
+            released,
+            **options,
+            target_ess=target,
+            max_simulations=IMPORTANCE_MAX_SIMULATIONS,
+            rng=seed,
+            progressbar=progressbar,
+        )
+    except dp.SimulationBudgetExceeded:
+        # one round only; the report gives its ESS and the check flags a poor result
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return dp.importance_abc(
+                model_, mech, released, **options, rng=seed, progressbar=progressbar
+            )
+
+
+def _proposal(exact):
+    """Return a Gamma with the exact posterior's mean, twice its variance, shape <= alpha.
+
+    Its right tail (rate ``mean / (2 var) <= (beta + 1) / 2``) and its left tail (shape at
+    most the prior's) are heavier than the posterior's, so the importance weights are
+    bounded in both tails.
+    """
+    mean, var = exact.mean(), 2.0 * exact.std() ** 2
+    shape = min(mean * mean / var, exact.alpha)
+    return st.gamma(shape, scale=mean / shape)
+
+
+def _abc_checks(plan, idata, abc, exact) -> tuple[list[str], dict, str]:
+    """Check the sampler against the closed forms: mean (z on the ESS), evidence, cost."""
     attrs = idata.posterior.attrs
-    rate, n_sim = float(attrs["acceptance_rate"]), int(attrs["n_simulations"])
-    expected = math.exp(exact.log_evidence - mech.log_max_density)
-    se = math.sqrt(expected * (1 - expected) / n_sim)
-    ks = st.kstest(abc, exact.cdf)
-    notes = [
-        f"rejection ABC: {abc.size} draws from {n_sim} simulations; "
-        f"KS test against the exact CDF: D = {ks.statistic:.4f}, p = {ks.pvalue:.3f}",
-        f"acceptance rate {rate:.4%} (s.e. {se:.4%}); "
-        f"evidence / max eta by summation {expected:.4%} (z = {(rate - expected) / se:+.2f})",
-        f"log evidence: ABC {float(attrs['log_evidence']):.5f}, exact {exact.log_evidence:.5f}",
-    ]
+    n_sim = int(attrs["n_simulations"])
+    rejection = plan.method == "rejection_abc"
+    ess = float(abc.size if rejection else idata.attrs["ess_kish"])
+    z = (float(np.mean(abc)) - exact.mean()) / (exact.std() / math.sqrt(ess))
+    # |z| > 4.5 happens with probability 7e-6 for a correct sampler; below an ESS of
+    # 100 the weights are too uneven for the z test or the summary to be trusted
+    flag = "" if abs(z) <= 4.5 else f"disagrees with the closed form (z = {z:+.1f})"
+    if ess < 100:
+        flag = f"ESS only {ess:.0f}: unreliable, see the closed form"
+    expected = math.exp(plan.log_acceptance)
     diagnostics = {
+        "sampler": plan.method,
         "n_simulations": n_sim,
-        "acceptance_rate": rate,
         "acceptance_rate_exact": expected,
-        "ks_statistic": float(ks.statistic),
-        "ks_pvalue": float(ks.pvalue),
+        "predicted_rejection_simulations": plan.expected_simulations,
+        "ess": ess,
+        "mean_z": z,
         "log_evidence_abc": float(attrs["log_evidence"]),
         "log_evidence_exact": exact.log_evidence,
     }
-    return notes, diagnostics
+    notes = [plan.note]
+    if rejection:
+        rate = float(attrs["acceptance_rate"])
+        se = math.sqrt(expected * (1 - expected) / n_sim)
+        ks = st.kstest(abc, exact.cdf)
+        notes += [
+            f"rejection ABC: {abc.size} draws from {n_sim:,} simulations; KS test against "
+            f"the exact CDF: D = {ks.statistic:.4f}, p = {ks.pvalue:.3f}",
+            f"acceptance rate {rate:.4%} (s.e. {se:.4%}); evidence / max eta by summation "
+            f"{expected:.4%} (z = {(rate - expected) / se:+.2f})",
+        ]
+        diagnostics.update(
+            acceptance_rate=rate, ks_statistic=float(ks.statistic), ks_pvalue=float(ks.pvalue)
+        )
+    else:
+        notes.append(
+            f"importance ABC: {n_sim:,} particles from a Gamma proposal matched to the exact "
+            f"posterior (variance doubled), Kish ESS {ess:,.0f}; mean {np.mean(abc):.4g} "
+            f"against the exact {exact.mean():.4g} (z = {z:+.2f} on the ESS)"
+        )
+    notes.append(
+        f"log evidence: ABC {float(attrs['log_evidence']):.5f}, exact {exact.log_evidence:.5f}"
+    )
+    return notes, diagnostics, flag
+
+
+def _mcem(epsilon, released, schedule, seed, progressbar) -> tuple[list, str, dict]:
+    """Fit the MLE by MCEM; return its row (flagged unless converged), note and numbers."""
+    fit = mle(
+        epsilon=epsilon,
+        released=released,
+        start=max(released, 1.0),
+        schedule=MCEM_SCHEDULES[schedule],
+        rng=seed,
+        progressbar=progressbar,
+    )
+    flag = "" if fit.converged else "not converged"
+    rows = mle_rows(
+        "MLE: Monte Carlo EM + Louis", "exact", fit.estimate, fit.standard_error, flag=flag
+    )
+    note = (
+        f"MCEM: {fit.attrs['schedule']} schedule from the naive MLE, {fit.iterations} "
+        f"iterations, {fit.n_simulations:,} simulations, Monte Carlo s.e. of theta "
+        f"{fit.monte_carlo_se['theta']:.2g}; converged: {fit.converged}"
+    )
+    numbers = {
+        "mcem_iterations": fit.iterations,
+        "mcem_simulations": fit.n_simulations,
+        "mcem_converged": bool(fit.converged),
+    }
+    return rows, note, numbers
 
 
 # --- maximum likelihood (Gong 2022, Section 4 and Appendix E) -----------------------
@@ -821,8 +1016,11 @@ def naive_mle(*, released: float = RELEASED) -> dict:
 def exact_mle(*, epsilon: float = EPSILON, released: float = RELEASED) -> dict:
     """Return the MLE and observed information of the exact log-likelihood (no Monte Carlo).
 
-    Maximises :func:`log_likelihood` (summation) with scipy, and
-    differentiates it twice numerically: the reference for :func:`mle`.
+    Maximises :func:`log_likelihood` (Appendix E's closed form, exact far in the
+    tails too; ``tests/models`` check it against the sum over the count) with
+    scipy, and differentiates it twice numerically: the reference for
+    :func:`mle`. A release near or below 0 can put the maximum at the boundary
+    ``theta = 0``: the estimate is then 0, without information or standard error.
 
     Examples
     --------
@@ -833,9 +1031,7 @@ def exact_mle(*, epsilon: float = EPSILON, released: float = RELEASED) -> dict:
     from scipy.optimize import minimize_scalar
 
     def loglik(theta):
-        return float(
-            log_likelihood(np.array([theta]), released=released, epsilon=epsilon, method="sum")[0]
-        )
+        return float(log_likelihood(np.array([theta]), released=released, epsilon=epsilon)[0])
 
     res = minimize_scalar(
         lambda x: -loglik(x),
@@ -844,9 +1040,14 @@ def exact_mle(*, epsilon: float = EPSILON, released: float = RELEASED) -> dict:
         options={"xatol": 1e-10},
     )
     theta = float(res.x)
+    if theta < 1e-5:
+        # the likelihood rises toward theta = 0 (a release near or below 0): the MLE is the
+        # boundary, without a standard error (as MCEM reports it)
+        return {"estimate": 0.0, "information": math.nan, "standard_error": math.nan}
     h = 1e-3 * theta
     info = -(loglik(theta + h) - 2 * loglik(theta) + loglik(theta - h)) / h**2
-    return {"estimate": theta, "information": info, "standard_error": info**-0.5}
+    se = info**-0.5 if info > 0 and math.isfinite(info) else math.nan
+    return {"estimate": theta, "information": info, "standard_error": se}
 
 
 @functools.cache
@@ -866,8 +1067,23 @@ def _poisson_mle(mean):
 # --- internals ---------------------------------------------------------------------
 
 
+#: Above this mean the count is drawn from its normal approximation, capped at 2**62
+#: (NumPy's Poisson sampler refuses means above about 1e19; the approximation's total
+#: variation error is below 1e-6, and such counts are never near a release of the example).
+_POISSON_NORMAL_ABOVE = 1e12
+
+
 def _simulate_count(params, rng):
-    return rng.poisson(params["theta"])
+    theta = np.asarray(params["theta"], dtype=float)
+    huge = theta > _POISSON_NORMAL_ABOVE
+    if not np.any(huge):
+        return rng.poisson(theta)
+    # a sampler's random walk may propose such means in a vague prior's tail
+    counts = rng.poisson(np.where(huge, 0.0, theta))
+    big = np.minimum(theta[huge], 2.0**62)
+    normal = np.round(big + np.sqrt(big) * rng.standard_normal(big.shape))
+    counts[huge] = np.minimum(normal, 2.0**62).astype(np.int64)
+    return counts
 
 
 def _count_loglik(s, params):
@@ -886,11 +1102,63 @@ def _loglik_closed_form(theta, x, eps):
             below = np.full(theta.shape, -np.inf)
             above_tail = np.zeros(theta.shape)
         else:
-            below = np.log(sc.gammaincc(k + 1, up))  # F_{theta e^eps}(k)
-            above_tail = np.log(sc.gammainc(k + 1, down))  # 1 - F_{theta e^-eps}(k)
+            below = _log_poisson_cdf(k, up)  # F_{theta e^eps}(k)
+            above_tail = _log_poisson_sf(k, down)  # 1 - F_{theta e^-eps}(k)
     first = (up - theta) - eps * x + below
     second = (down - theta) + eps * x + above_tail
     return math.log(eps / 2.0) + np.logaddexp(first, second)
+
+
+# Below this log probability the regularised incomplete gamma functions lose relative
+# precision and then underflow to 0; the Poisson tail is summed term by term instead.
+_LOG_TAIL_DIRECT = -600.0
+
+
+def _log_poisson_cdf(k: int, lam) -> np.ndarray:
+    """``log P(N <= k)`` for ``N ~ Poisson(lam)``, exact far in the lower tail too."""
+    lam = np.asarray(lam, dtype=float)
+    with np.errstate(divide="ignore"):
+        out = np.atleast_1d(np.log(sc.gammaincc(k + 1, lam)))
+    far = ~(out > _LOG_TAIL_DIRECT)
+    if np.any(far):
+        out[far] = _log_tail_sum(np.arange(k, -1, -1), np.atleast_1d(lam)[far])
+    return out.reshape(lam.shape)
+
+
+def _log_poisson_sf(k: int, lam) -> np.ndarray:
+    """``log P(N > k)`` for ``N ~ Poisson(lam)``, exact far in the upper tail too."""
+    lam = np.asarray(lam, dtype=float)
+    with np.errstate(divide="ignore"):
+        out = np.atleast_1d(np.log(sc.gammainc(k + 1, lam)))
+    flat = np.atleast_1d(lam)
+    far = ~(out > _LOG_TAIL_DIRECT) & (flat > 0)
+    if np.any(far):
+        ratio = float(np.max(flat[far])) / (k + 2)  # bounds every later term ratio
+        size = _terms_needed(ratio)
+        out[far] = _log_tail_sum(np.arange(k + 1, k + 1 + size), flat[far], ratio=ratio)
+    return out.reshape(lam.shape)
+
+
+def _log_tail_sum(counts: np.ndarray, lam: np.ndarray, *, ratio: float | None = None):
+    """``log sum_s Poisson(s | lam)`` over a tail, from its largest term outward.
+
+    The terms decrease geometrically away from the mean (ratio at most ``k / lam``
+    in the lower tail, ``lam / (k + 2)`` in the upper one), and only a tail below
+    ``exp(-600)`` comes here, so the mean is far and the ratio below 1: the terms
+    kept leave a remainder below ``exp(-40)`` of the sum.
+    """
+    if ratio is None:  # lower tail: counts k, k-1, ..., 0
+        ratio = float(counts[0]) / float(np.min(lam))
+        counts = counts[: _terms_needed(ratio)]
+    return sc.logsumexp(st.poisson.logpmf(counts[None, :], lam[:, None]), axis=1)
+
+
+def _terms_needed(ratio: float) -> int:
+    if not ratio < 1:  # a tail below exp(-600) is never this close to the mean
+        raise RuntimeError(f"Poisson tail series with term ratio {ratio!r} >= 1")
+    if ratio <= 0:
+        return 1
+    return int(math.ceil(40.0 / -math.log(ratio))) + 1
 
 
 def _loglik_sum(theta, x, eps):

@@ -52,7 +52,7 @@ from dpinfer import _validate
 from dpinfer._rng import RNGLike, as_generator, as_seed_sequence
 
 from . import _sir_kernels
-from ._example import Example, Option, choice, integer, positive, vector
+from ._example import Example, Option, between, choice, integer, vector
 from ._report import (
     Report,
     Result,
@@ -121,16 +121,22 @@ EXAMPLE = Example(
     paper="Xiong, Ju & Zhang (2023), Section 4.1",
     seconds=60,
     module=__name__,
+    smallest={"particles": 100},
     options=(
         Option(
             "released",
             RELEASED,
             "the released counts s_i out of n at the 10 times",
-            vector(TIMES.size, integer(0, 10**9)),
+            vector(
+                TIMES.size,
+                integer(0, N_TRIALS, hint=f"a binomial release counts out of n = {N_TRIALS}"),
+            ),
             flag="--release",
         ),
-        Option("epsilon", EPSILON, "privacy budget n L / m of the release", positive),
-        Option("particles", 2000, "SMC particles (exact and naive analyses)", integer(100)),
+        Option("epsilon", EPSILON, "privacy budget n L / m of the release", between(0.1, 100)),
+        Option(
+            "particles", 2000, "SMC particles (exact and naive analyses)", integer(100, 20_000)
+        ),
         Option(
             "simulator",
             "approx",

@@ -84,7 +84,7 @@ import numpy as np
 from dpinfer import _validate
 from dpinfer._rng import RNGLike
 
-from ._example import Example, Option, integer, positive, yes_no
+from ._example import Example, Option, between, integer, yes_no
 from ._report import Report, Result, draw_rows, idata_draws, value_rows
 from ._tuberculosis_abcdp import (
     CLIP,
@@ -102,6 +102,7 @@ from ._tuberculosis_abcdp import (
     confidential_records,
     distance,
     error_table,
+    finite_mean,
     model,
     prior,
     public_draws,
@@ -199,6 +200,9 @@ SF_LARGEST_MONTHS = np.array(
 
 #: Proposals of the reduced default setting of :func:`run` (30 000 simulator runs at n = 100).
 REDUCED_PROPOSALS = 300
+#: The most simulator runs (public proposals times confidential records) a run may need:
+#: the paper's full setting, T = 1000 with n = 100 and 1000.
+MAX_SIMULATOR_RUNS = N_PROPOSALS * sum(N_RECORDS)
 
 EXAMPLE = Example(
     name="tuberculosis",
@@ -206,23 +210,36 @@ EXAMPLE = Example(
     paper="Park, Vinaroz & Jitkrittum (2021), Section 6.3",
     seconds=17,
     module=__name__,
+    smallest={"records": 10, "proposals": 100, "noise_repetitions": 2},
     options=(
         Option(
             "records",
             None,
             "confidential outbreak records n (default: 100; with --full yes, 100 and 1000)",
-            integer(1, 10**5),
+            integer(1, 1000),
         ),
         Option(
             "proposals",
             None,
             f"public prior draws T (default: {REDUCED_PROPOSALS}, REDUCED; with --full yes, "
             f"the paper's {N_PROPOSALS})",
-            integer(100),
+            integer(100, 10_000),
         ),
-        Option("epsilon_total", EPSILON_TOTAL, "privacy budget of each ABCDP run", positive),
-        Option("epsilon_abc", EPSILON_ABC, "ABC threshold on the clipped distance", positive),
-        Option("c", C, "accepted draws, after which a run halts", integer(1, 10**6)),
+        Option(
+            "epsilon_total", EPSILON_TOTAL, "privacy budget of each ABCDP run", between(0.01, 1000)
+        ),
+        Option(
+            "epsilon_abc",
+            EPSILON_ABC,
+            f"ABC threshold on the clipped distance (clipped at {CLIP:g})",
+            between(
+                1,
+                CLIP,
+                hint=f"the distance is clipped at {CLIP:g}, so a larger threshold "
+                "accepts every proposal",
+            ),
+        ),
+        Option("c", C, "accepted draws, after which a run halts", integer(1, 10**4)),
         Option(
             "resample",
             False,
@@ -230,7 +247,7 @@ EXAMPLE = Example(
             yes_no,
         ),
         Option(
-            "noise_repetitions", 20, "ABCDP runs per mode for the error table", integer(1, 10**4)
+            "noise_repetitions", 20, "ABCDP runs per mode for the error table", integer(1, 1000)
         ),
         Option(
             "full",
@@ -354,13 +371,30 @@ def run(
     return Result(report, first, extra={**runs, "errors": table})
 
 
+def check_options(*, records, proposals, full, **_) -> None:
+    """Refuse, before anything runs, more simulator runs than the paper's full setting."""
+    _setting(records, proposals, full)
+
+
 def _setting(records, proposals, full) -> tuple[tuple[int, ...], int]:
-    """Return the ``n`` values and ``T``: the reduced setting, the paper's, or as given."""
+    """Return the ``n`` values and ``T``: the reduced setting, the paper's, or as given.
+
+    Refuses, before anything runs, a setting that needs more simulator runs
+    (``T`` times the records) than :data:`MAX_SIMULATOR_RUNS`.
+    """
     full = yes_no("full", full)
     n_values = (N_RECORDS if full else (N_RECORDS[0],)) if records is None else (records,)
     if proposals is None:
         proposals = N_PROPOSALS if full else REDUCED_PROPOSALS
-    return n_values, _validate.positive_int("proposals", proposals)
+    proposals = _validate.positive_int("proposals", proposals)
+    runs = proposals * sum(n_values)
+    if runs > MAX_SIMULATOR_RUNS:
+        raise ValueError(
+            f"proposals times records is {proposals:,} x {sum(n_values):,} = {runs:,} simulator "
+            f"runs, more than the paper's full setting ({MAX_SIMULATOR_RUNS:,}, about 8 min): "
+            "lower --proposals or --records"
+        )
+    return n_values, proposals
 
 
 def _setting_lines(n_values, proposals, c, epsilon_abc, epsilon_total) -> list[str]:
@@ -410,7 +444,7 @@ def _diagnostics(table) -> dict:
         for setting in table["setting"].values:
             key = f"n{int(n)}_{setting.replace(' ', '_').replace('-', '_')}"
             errors = table["abs_error"].sel(n_records=n, setting=setting).mean("parameter")
-            out[f"{key}_mae"] = float(np.nanmean(errors.values))
+            out[f"{key}_mae"] = finite_mean(errors.values)
             out[f"{key}_accepted"] = float(
                 table["n_accepted"].sel(n_records=n, setting=setting).values.mean()
             )

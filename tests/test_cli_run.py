@@ -24,6 +24,7 @@ import pytest
 
 from dpinfer import cli
 from dpinfer._run_command import listing, quiet
+from dpinfer.models import sir as sir_module
 from dpinfer.models._example import discover
 from dpinfer.outputs import IncompleteOutputError, read_manifest
 from dpinfer.results import from_netcdf
@@ -172,7 +173,9 @@ def test_example_runs_end_to_end(name, tmp_path):
         assert set(printed["files"]) == {str(out / f) for f in files}
     else:
         assert all(r["analysis"] in run["stdout"] for r in table)
-        assert f"seed 7; wrote {out / 'posterior.nc'}" in run["stdout"]
+        # the report is written first, so that a figure that fails cannot lose it
+        assert f"seed 7; wrote {out / 'summary.csv'}, {out / 'summary.json'}" in run["stdout"]
+        assert str(out / "posterior.nc") in run["stdout"]
 
     # a long example says so first; PyMC's and PyTensor's chatter stays out
     notice = f"{name}: expected run time {EXAMPLES[name].runtime}"
@@ -180,6 +183,12 @@ def test_example_runs_end_to_end(name, tmp_path):
     text = run["stdout"] + run["stderr"]
     assert not [c for c in CHATTER if c in text], text[-2000:]
     assert "Traceback" not in text
+    # a Monte Carlo EM fit that has not converged is flagged in its own rows
+    for row in summary["rows"]:
+        if row["analysis"].startswith("MLE: Monte Carlo EM"):
+            converged = summary["diagnostics"]["mcem_converged"]
+            assert row["flag"] == ("" if converged else "not converged")
+    assert "figure_error" not in manifest
     if name not in IN_SUBPROCESS:
         noisy = [r for r in run["log_records"] if r.levelno < logging.ERROR]
         assert not noisy, [r.getMessage() for r in noisy]
@@ -221,8 +230,8 @@ def test_the_same_seed_gives_the_same_summary(tmp_path):
         (["run", "poisson-count", "--out", ""], "must be a non-empty path, got ''"),
         (["run", "poisson-count", "--draws", "1"], "--draws: draws must be an integer from 100"),
         (["run", "poisson-count", "--draws", "ten"], "draws must be an integer, got 'ten'"),
-        (["run", "poisson-count", "--epsilon", "-1"], "epsilon must be a positive finite number"),
-        (["run", "poisson-count", "--epsilon", "nan"], "epsilon must be a positive finite number"),
+        (["run", "poisson-count", "--epsilon", "-1"], "epsilon must be from 0.05 to 10, got '-1'"),
+        (["run", "poisson-count", "--epsilon", "nan"], "epsilon must be a finite number"),
         (["run", "poisson-count", "--release", "inf"], "release must be a finite number"),
         (["run", "poisson-count", "--mle-schedule", "fast"], "must be one of auto, staged"),
         (["run", "poisson-count", "--seed", "-3"], "must be a non-negative integer, got '-3'"),
@@ -230,6 +239,7 @@ def test_the_same_seed_gives_the_same_summary(tmp_path):
         (["run", "lalonde", "--release", "1", "2", "x", "4"], "release[2] must be a number"),
         (["run", "sir", "--particles", "99"], "particles must be an integer from 100"),
         (["run", "sir", "--release", *["1"] * 9, "-1"], "release[9] must be an integer from 0"),
+        (["run", "sir", "--release", "2000", *["1"] * 9], "release[0] must be an integer from 0"),
         (["run", "mixture-uniform", "--resample", "maybe"], "resample must be yes or no"),
         (["run", "tuberculosis", "--full", "1"], "full must be yes or no, got '1'"),
         (["run", "tuberculosis", "--records", "0"], "records must be an integer from 1"),
@@ -260,10 +270,17 @@ def test_an_existing_file_as_out_is_a_clear_error(capsys, tmp_path):
     assert target.read_text() == "mine"
 
 
-def test_an_error_inside_the_example_is_reported_without_a_traceback(capsys, tmp_path):
-    # 2000 infected out of n = 1000 trials is not a binomial release: the mechanism refuses it
+def test_an_error_inside_the_example_is_reported_without_a_traceback(
+    capsys, tmp_path, monkeypatch
+):
+    # every option is checked before the run, so an error raised inside one (a check of
+    # the example's own, a mechanism refusing a value) is played by a stand-in run
+    def refuses(**kwargs):
+        raise ValueError("released must hold counts out of n = 1000 (a stand-in)")
+
+    monkeypatch.setattr(sir_module, "run", refuses)
     out = tmp_path / "sir"
-    argv = ["run", "sir", "--release", "2000", *["1"] * 9, "--particles", "100", "--out", str(out)]
+    argv = ["run", "sir", "--particles", "100", "--out", str(out)]
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert "\ndpinfer run sir: error: released" in err and "Traceback" not in err

@@ -93,7 +93,7 @@ def test_summary_files_leave_undefined_numbers_empty():
     rows = mle_rows("MLE", "exact", {"t": 1.5}, {"t": 0.25})
     report = Report("T", [], rows, ["note"], {"x": math.nan, "y": np.float64(2.0)})
     line = report.csv().splitlines()[1]
-    assert line == "MLE,exact,mle,t,1.5,0.25,,,"
+    assert line == "MLE,exact,mle,t,1.5,0.25,,,,"
     data = json.loads(json.dumps(report.to_dict()))
     assert data["rows"][0]["q05"] is None and data["diagnostics"] == {"x": None, "y": 2.0}
     assert "sd is the standard error" in report.table()
@@ -105,3 +105,22 @@ def test_interval_figure_draws_every_parameter(tmp_path):
     path = tmp_path / "f.png"
     _report.interval_figure(path, Report("T", [], rows))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        # poisson-count at release 1e6: the table printed "999.5259.98e+051.00e+06"
+        (1.0e6, 999.5259, 9.98e5, 1.0e6, 1.0016e6),
+        (-31622.777, 12345.678, 1.5e300, 0.0001234, -99999.99),
+        (-999.999, 1e-300, -9.9e-12, 2.5, -123456789.0),
+    ],
+)
+def test_table_cells_never_run_together(values):
+    row = Row("exact (closed form)", "exact", "posterior", "theta", *values)
+    line = Report("t", [], [row], []).table().splitlines()[3]
+    cells = line.split()[-5:]
+    assert line.split()[:4] == ["theta", "exact", "(closed", "form)"], line
+    for cell, value in zip(cells, values, strict=True):
+        assert len(cell) <= 8, line
+        assert float(cell) == pytest.approx(value, rel=0.06, abs=1e-3), line

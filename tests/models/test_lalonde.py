@@ -8,6 +8,7 @@ error, while the naive analysis and ABC with a wrong mechanism must not.
 from __future__ import annotations
 
 from importlib import resources
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -120,3 +121,53 @@ def test_planted_wrong_mechanism_scale_fails(fits):
     )
     comparison = compare_posteriors(idata, fits["reference"], var_names=PARAMS)
     assert comparison.max_abs_z() > Z_LIMIT, str(comparison)
+
+
+# --- the run's report ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("converged", [False, True])
+def test_a_monte_carlo_em_fit_that_has_not_converged_is_flagged_in_its_rows(
+    fits, monkeypatch, converged
+):
+    # issue 19: the MLE rows printed unflagged while the notes said "converged: False".
+    # The NUTS fits come from the module fixture, the MCEM fit and the exact MLE are
+    # stand-ins (what run reads of them), so only the report's plumbing is under test.
+    released = fits["released"]
+    estimate = dict(zip(PARAMS, [1.0, 4.0, 8.0, 6.0], strict=True))
+    fit = SimpleNamespace(
+        estimate=estimate,
+        standard_error=dict.fromkeys(PARAMS, 0.5),
+        converged=converged,
+        iterations=300,
+        n_simulations=10**6,
+    )
+    monkeypatch.setattr(ll, "mle", lambda *args, **kwargs: fit)
+    exact = {"estimate": estimate, "standard_error": dict.fromkeys(PARAMS, 0.5)}
+    monkeypatch.setattr(ll, "exact_mle", lambda *args: exact)
+    for name in ("pymc_reference", "statistics_posterior", "naive_posterior"):
+        monkeypatch.setattr(ll, name, lambda *args, _r=fits["reference"], **kwargs: _r)
+    sampler = (fits["abc"], "rejection ABC", ["a note"], {})
+    monkeypatch.setattr(ll, "_exact_sampler", lambda *args: sampler)
+    report = ll.run(released=released, draws=100, nuts_draws=100, rng=1).report
+    mcem = [r for r in report.rows if r.analysis.startswith("MLE: Monte Carlo EM")]
+    assert len(mcem) == 4
+    assert all(r.flag == ("" if converged else "not converged") for r in mcem)
+    table = report.table()
+    assert (table.count("! not converged") == 4) is not converged
+    assert f"converged: {converged}" in table
+    others = [r for r in report.rows if r not in mcem]
+    assert not any(r.flag for r in others)
+
+
+def test_a_release_rejection_abc_cannot_afford_switches_to_smc_abc_and_says_so():
+    # issue 19: a release in the documented range but far from the data (means 30 and 20,
+    # variances 900 and 600, $1k units) needs about 4e12 simulations for 100 rejection
+    # draws; the pilot predicts it and smc_abc runs instead, with a note saying why
+    seeds = np.random.SeedSequence(1).spawn(2)
+    released = np.array([30.0, 20.0, 900.0, 600.0])
+    idata, label, notes, numbers = ll._exact_sampler(released, 100, seeds[0], seeds[1], False)
+    assert label == "smc_abc" and idata.posterior.attrs["method"] == "smc_abc"
+    assert "more than its budget" in notes[0] and "smc_abc is used instead" in notes[0]
+    assert numbers["predicted_acceptance_rate"] < 1e-8
+    assert idata.posterior["tau"].size == 100
