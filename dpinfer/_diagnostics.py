@@ -23,36 +23,38 @@ __all__ = ["bulk_ess", "rank_rhat", "tail_ess"]
 
 def bulk_ess(draws: np.ndarray) -> np.ndarray:
     """Bulk effective sample size of each component of ``draws`` ``(chains, draws, k)``."""
-    draws = np.asarray(draws, dtype=float)
-    out = np.full(draws.shape[2], np.nan)
-    ok = _valid(draws, min_chains=1)
-    if ok.any():
-        out[ok] = _ess(_z_scale(_split(draws[..., ok])))
-    return out
+    return _each_valid(draws, 1, lambda x: _ess(_z_scale(_split(x))))
 
 
 def tail_ess(draws: np.ndarray) -> np.ndarray:
     """Tail effective sample size: the smaller ESS of being below the 5% or the 95% quantile."""
-    draws = np.asarray(draws, dtype=float)
-    out = np.full(draws.shape[2], np.nan)
-    ok = _valid(draws, min_chains=1)
-    if ok.any():
-        x = draws[..., ok]
+
+    def tail(x):
         quantiles = np.quantile(x.reshape(-1, x.shape[2]), [0.05, 0.95], axis=0)
         low, high = (_ess(_split((x <= q).astype(float))) for q in quantiles)
-        out[ok] = np.where(np.isnan(low), low, np.fmin(low, high))
-    return out
+        return np.where(np.isnan(low), low, np.fmin(low, high))
+
+    return _each_valid(draws, 1, tail)
 
 
 def rank_rhat(draws: np.ndarray) -> np.ndarray:
     """Rank-normalised split R-hat (the larger of bulk and folded) of each component."""
+
+    def rhat(x):
+        split = _split(x)
+        folded = np.abs(split - np.median(split.reshape(-1, split.shape[2]), axis=0))
+        return np.maximum(_rhat(_z_scale(split)), _rhat(_z_scale(folded)))
+
+    return _each_valid(draws, 2, rhat)
+
+
+def _each_valid(draws: np.ndarray, min_chains: int, compute) -> np.ndarray:
+    """``compute`` on the valid components of ``draws``; NaN for the others."""
     draws = np.asarray(draws, dtype=float)
     out = np.full(draws.shape[2], np.nan)
-    ok = _valid(draws, min_chains=2)
+    ok = _valid(draws, min_chains=min_chains)
     if ok.any():
-        split = _split(draws[..., ok])
-        folded = np.abs(split - np.median(split.reshape(-1, split.shape[2]), axis=0))
-        out[ok] = np.maximum(_rhat(_z_scale(split)), _rhat(_z_scale(folded)))
+        out[ok] = compute(draws[..., ok])
     return out
 
 

@@ -141,17 +141,9 @@ def sample_batch(estimator, releases: np.ndarray, n: int, chains: int, prior, ro
     """:meth:`NeuralPosterior.sample` for a batch ``(m, k)`` of releases."""
     z, log_q, rate = posterior_draws(estimator, releases, n, child_sequence(root, 0), prior)
     params, log_jac = unflatten_batch(estimator.space, z)
-    return neural_result(
-        params,
-        info=estimator.info,
-        released=releases.reshape(len(releases), *estimator.event_shape),
-        method="sppe",
-        root=root,
-        chains=chains,
-        sample_stats={"log_q": log_q - log_jac},
-        support_rate=rate,
-        ess=float(n),
-        batch=True,
+    stats = {"log_q": log_q - log_jac}
+    return _result(
+        estimator, releases, "sppe", root, chains, params, stats, support_rate=rate, ess=float(n)
     )
 
 
@@ -163,14 +155,22 @@ def posterior_batch(estimator, releases: np.ndarray, prior, chains: int, n: int,
     params, _ = unflatten_batch(estimator.space, z)
     rows = np.broadcast_to(releases, (len(z), *releases.shape)).reshape(-1, releases.shape[1])
     log_lik = estimator._log_lik(rows, z.reshape(-1, z.shape[2])).reshape(z.shape[:2])
+    stats = {"log_likelihood_estimate": log_lik, "lp": release_major(run.log_target)}
+    rate = run.acceptance_rate
+    return _result(
+        estimator, releases, "sple", root, chains, params, stats, mcmc_acceptance_rate=rate
+    )
+
+
+def _result(estimator, releases, method, root, chains, params, stats, **attrs):
     return neural_result(
         params,
         info=estimator.info,
         released=releases.reshape(len(releases), *estimator.event_shape),
-        method="sple",
+        method=method,
         root=root,
         chains=chains,
-        sample_stats={"log_likelihood_estimate": log_lik, "lp": release_major(run.log_target)},
-        mcmc_acceptance_rate=run.acceptance_rate,
+        sample_stats=stats,
         batch=True,
+        **attrs,
     )
