@@ -6,6 +6,7 @@ from . import accounting, distances, theory
 from ._version import __version__
 from .calibration import SBCResult, sbc
 from .likelihood import ExponentialFamily, Likelihood
+from .marginal import to_pymc
 from .mechanisms import (
     BinomialRelease,
     DiscreteGaussian,
@@ -16,11 +17,13 @@ from .mechanisms import (
     Privacy,
     SparseVector,
     SVTResult,
+    Thresholded,
 )
 from .model import Model, Prior
 from .record_model import RecordModel
 from .reference import sample_reference
 from .samplers import (
+    AcceptanceRate,
     AscentSchedule,
     BoundaryEstimateWarning,
     MCEMResult,
@@ -28,6 +31,7 @@ from .samplers import (
     StagedSchedule,
     abcdp,
     da_mcmc,
+    estimate_acceptance_rate,
     importance_abc,
     mcem,
     rejection_abc,
@@ -38,6 +42,7 @@ from .samplers import (
 )
 
 __all__ = [
+    "AcceptanceRate",
     "AscentSchedule",
     "BinomialRelease",
     "BoundaryEstimateWarning",
@@ -58,11 +63,13 @@ __all__ = [
     "SimulationBudgetExceeded",
     "SparseVector",
     "StagedSchedule",
+    "Thresholded",
     "__version__",
     "abcdp",
     "accounting",
     "da_mcmc",
     "distances",
+    "estimate_acceptance_rate",
     "importance_abc",
     "mcem",
     "rejection_abc",
@@ -72,6 +79,7 @@ __all__ = [
     "smc_abc",
     "soft_abcdp",
     "theory",
+    "to_pymc",
     "tolerance_smc_abc",
 ]
 
