@@ -6,7 +6,9 @@ flow. A correct-enough estimate passes (``p > 1e-3``: false-failure rate 0.1% fo
 exact sampler; an estimate is only approximately exact, so a pass also says that its
 error is below what 200 replicates can see). The planted bug shrinks every release's
 draws to 60% of their spread (on the unconstrained scale, where the flow models them)
-inside the batched path, and must be flagged (``p < 1e-3``). Seeds are fixed.
+inside the batched path, and an SPPE trained as if the release had a sixteenth of its noise
+(so it reads a release as the count) ignores the noise: both must be flagged (``p < 1e-3``),
+with the same settings (200 replicates, seed) as the passing checks. Seeds are fixed.
 """
 
 from __future__ import annotations
@@ -35,10 +37,10 @@ def _one_torch_thread():
     torch.set_num_threads(before)
 
 
-def _train(method, **kw):
+def _train(method, mechanism=None, **kw):
     return method(
         _poisson.model(),
-        _poisson.mechanism(),
+        mechanism or _poisson.mechanism(),
         10.0,
         rounds=1,
         simulations=500,
@@ -105,6 +107,17 @@ def test_planted_shrunk_batch_is_flagged(estimators, kind, monkeypatch):
 
     monkeypatch.setattr(_batch, "unflatten_batch", shrunk)
     assert _sbc(estimators[kind], kind).p_values["theta"] < P_LIMIT
+
+
+@pytest.fixture(scope="module")
+def deaf_sppe(_one_torch_thread):
+    """SPPE trained on releases with a sixteenth of the noise: it reads a release as the count."""
+    return _train(neural.sppe, dp.Laplace(_poisson.SCALE / 16, sensitivity=1.0))
+
+
+def test_planted_estimator_that_ignores_the_noise_is_flagged(deaf_sppe):
+    # the same replicates (releases with noise of scale 4) as the passing check above
+    assert _sbc(deaf_sppe, "sppe").p_values["theta"] < P_LIMIT
 
 
 def test_estimator_arguments_are_checked(estimators):
