@@ -21,20 +21,14 @@ import dpinfer as dp
 from . import _poisson
 
 torch = pytest.importorskip("torch")
+from neural.conftest import _one_torch_thread  # noqa: E402, F401  (autouse: one torch thread)
+
 neural = pytest.importorskip("dpinfer.neural")
 
 P_LIMIT = 1e-3
 SEED = 11
 REPLICATES = 200
 QUICK_MCMC = {"mcmc": neural.MCMC(warmup=100, thin=2, proposal_chains=4, initial_candidates=200)}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _train(method, mechanism=None, **kw):
@@ -55,7 +49,7 @@ def _train(method, mechanism=None, **kw):
 
 
 @pytest.fixture(scope="module")
-def estimators(_one_torch_thread):
+def estimators():
     tiny_chains = neural.MCMC(warmup=20, thin=1, proposal_chains=4, initial_candidates=50)
     with pytest.warns(RuntimeWarning, match="R-hat"):  # 16 final draws: not the point here
         likelihood = _train(neural.sple, mcmc=tiny_chains)
@@ -110,7 +104,7 @@ def test_planted_shrunk_batch_is_flagged(estimators, kind, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def deaf_sppe(_one_torch_thread):
+def deaf_sppe():
     """SPPE trained on releases with a sixteenth of the noise: it reads a release as the count."""
     return _train(neural.sppe, dp.Laplace(_poisson.SCALE / 16, sensitivity=1.0))
 
