@@ -4,6 +4,7 @@ import importlib
 
 from . import accounting, distances, theory
 from ._version import __version__
+from .calibration import SBCResult, sbc
 from .likelihood import ExponentialFamily, Likelihood
 from .marginal import to_pymc
 from .mechanisms import (
@@ -59,6 +60,7 @@ __all__ = [
     "Prior",
     "Privacy",
     "RecordModel",
+    "SBCResult",
     "SVTResult",
     "SimulationBudgetExceeded",
     "SparseVector",
@@ -75,6 +77,7 @@ __all__ = [
     "rejection_abc",
     "rejection_abcdp_gaussian",
     "sample_reference",
+    "sbc",
     "smc_abc",
     "soft_abcdp",
     "theory",

@@ -46,13 +46,18 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ._diagnostics import bulk_ess, rank_rhat, tail_ess
 from ._version import __version__
 
 __all__ = [
     "ATTR_KEYS",
     "effective_sample_size",
     "from_netcdf",
+    "plot_rank_ecdf",
     "rhat",
+    "sbc_from_inference_data",
+    "sbc_to_inference_data",
+    "to_batch_inference_data",
     "to_inference_data",
 ]
 
@@ -125,9 +130,164 @@ def to_inference_data(
     >>> idata.posterior["x"].shape, idata.attrs["ess"], idata.attrs["ess_sampler"]
     ((4, 100), 120.0, 120.0)
     """
+    groups = _groups(posterior, chains, sample_stats, prior, observed, constant_data)
+    drawn = groups["posterior"]
+    diagnosed = drawn if diagnostic_vars is None else {k: drawn[k] for k in diagnostic_vars}
+    diagnostics = _draw_diagnostics(diagnosed, attrs.get("ess", math.nan))
+    return _assemble(groups, {**attrs, **diagnostics})
+
+
+def to_batch_inference_data(
+    posterior: Mapping[str, np.ndarray],
+    *,
+    attrs: Mapping,
+    sample_stats: Mapping[str, np.ndarray] | None = None,
+    observed: np.ndarray | None = None,
+    constant_data: Mapping[str, np.ndarray] | None = None,
+    chains: int = 1,
+):
+    """Build one InferenceData holding the posteriors of a batch of releases.
+
+    Parameters
+    ----------
+    posterior : dict
+        Equally weighted draws per parameter, shaped ``(chains * draws, releases, ...)``:
+        the second axis indexes the release whose posterior the draws are from.
+    attrs : dict
+        Metadata as for :func:`to_inference_data`; ``attrs['ess']``, if given, is
+        the sampler's ESS of each release's draws (the same for all).
+    sample_stats : dict, optional
+        Per-draw statistics shaped like the posterior arrays.
+    observed : array_like, optional
+        The releases, ``(releases, *event_shape)``, stored as ``observed_data['s_dp']``.
+    constant_data : dict, optional
+        Mechanism parameters.
+    chains : int, default 1
+        Number of chains the leading dimension is split into.
+
+    Returns
+    -------
+    arviz.InferenceData
+        Every variable has a ``release`` dimension after ``chain`` and ``draw``,
+        so ``idata.posterior.isel(release=i)`` is the posterior of release ``i``.
+        The diagnostics are per release, computed for all releases at once
+        (:mod:`dpinfer._diagnostics`): ``attrs['ess_release']`` (the smaller of
+        the sampler's ESS and the bulk ESS, over the scalar components) and
+        ``attrs['rhat_release']``; ``ess``, ``ess_bulk`` and ``rhat_max`` are
+        their extremes over the releases.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> idata = to_batch_inference_data({"x": rng.normal(size=(400, 3))}, chains=4,
+    ...                                 attrs={"method": "demo"}, observed=[0.1, 0.5, 0.9])
+    >>> idata.posterior["x"].dims, idata.attrs["ess_release"].shape
+    (('chain', 'draw', 'release'), (3,))
+    """
+    groups = _groups(posterior, chains, sample_stats, None, observed, constant_data)
+    dims = {name: ["release"] for name in (*groups["posterior"], *groups.get("sample_stats", {}))}
+    if observed is not None:
+        dims["s_dp"] = ["release"]
+    diagnostics = _batch_diagnostics(groups["posterior"], attrs.get("ess", math.nan))
+    return _assemble(groups, {**attrs, **diagnostics}, dims=dims)
+
+
+def sbc_to_inference_data(
+    *,
+    truths: Mapping[str, np.ndarray],
+    statistics: np.ndarray,
+    releases: np.ndarray,
+    ranks: Mapping[str, np.ndarray],
+    fractional_ranks: Mapping[str, np.ndarray],
+    n_draws: np.ndarray,
+    attrs: Mapping,
+):
+    """Store a simulation-based calibration run (:class:`dpinfer.calibration.SBCResult`).
+
+    Each replicate is one draw of a single chain: ``prior`` holds the true
+    parameters, ``prior_predictive`` the confidential statistics ``s`` and the
+    releases ``s_dp``, ``sample_stats_prior`` the number of posterior draws each
+    rank is out of (``n_draws``), and two groups outside ArviZ's schema,
+    ``rank`` and ``fractional_rank``, one variable per parameter shaped like it.
+    """
+    groups = {
+        "prior": _by_chain(truths, 1),
+        "prior_predictive": _by_chain({"s": statistics, "s_dp": releases}, 1),
+        "sample_stats_prior": _by_chain({"n_draws": n_draws}, 1),
+    }
+    extra = {"rank": _by_chain(ranks, 1), "fractional_rank": _by_chain(fractional_ranks, 1)}
+    return _assemble(groups, attrs, extra=extra)
+
+
+def sbc_from_inference_data(idata) -> dict:
+    """Return the arrays and attributes that :func:`sbc_to_inference_data` stored, as numpy."""
+    missing = [g for g in _SBC_GROUPS if g not in idata.groups()]
+    if missing:
+        raise ValueError(
+            "idata must be a simulation-based calibration exported by SBCResult."
+            f"to_inference_data(); it has no {', '.join(missing)} group(s)"
+        )
+
+    def first_chain(group) -> dict:
+        return {name: np.asarray(var.values)[0] for name, var in idata[group].data_vars.items()}
+
+    predictive = first_chain("prior_predictive")
+    return {
+        "truths": first_chain("prior"),
+        "statistics": predictive["s"],
+        "releases": predictive["s_dp"],
+        "ranks": first_chain("rank"),
+        "fractional_ranks": first_chain("fractional_rank"),
+        "n_draws": first_chain("sample_stats_prior")["n_draws"],
+        "attrs": dict(idata.attrs),
+    }
+
+
+_SBC_GROUPS = ("prior", "prior_predictive", "sample_stats_prior", "rank", "fractional_rank")
+
+
+def plot_rank_ecdf(fractional_ranks: Mapping[str, np.ndarray], *, titles, ci_prob, axes=None):
+    """ECDF of each parameter's fractional ranks minus the uniform CDF, with simultaneous bands.
+
+    Through ArviZ's ``plot_ecdf(difference=True, confidence_bands="optimized")``:
+    the band holds the whole ECDF difference with probability ``ci_prob`` for
+    uniform ranks (Säilynoja, Bürkner and Vehtari 2022), evaluated at 100 points
+    (or one per replicate if fewer) fixed in advance. Returns the axes.
+    """
+    import matplotlib.pyplot as plt
+    import scipy.stats
+
     az = _arviz()
-    by_chain = _by_chain(posterior, chains)
-    groups = {"posterior": by_chain}
+    labels = list(fractional_ranks)
+    if axes is None:
+        _, grid = plt.subplots(
+            1, len(labels), figsize=(3.4 * len(labels), 2.8), squeeze=False, layout="constrained"
+        )
+        axes = grid[0]
+    axes = np.atleast_1d(axes)
+    if axes.size != len(labels):
+        raise ValueError(f"axes must hold {len(labels)} axes (one per parameter), got {axes.size}")
+    for ax, label in zip(axes.flat, labels, strict=True):
+        values = np.asarray(fractional_ranks[label], dtype=float)
+        points = np.linspace(0.0, 1.0, min(values.size, 100) + 1)[1:]
+        az.plot_ecdf(
+            values,
+            cdf=scipy.stats.uniform(0, 1).cdf,
+            difference=True,
+            confidence_bands="optimized",
+            ci_prob=ci_prob,
+            eval_points=points,
+            ax=ax,
+        )
+        ax.axhline(0.0, color="0.6", lw=0.8)
+        ax.set_title(titles[label], fontsize="medium")
+        ax.set_xlabel("fractional rank")
+    axes.flat[0].set_ylabel("ECDF - uniform CDF")
+    return axes
+
+
+def _groups(posterior, chains, sample_stats, prior, observed, constant_data) -> dict:
+    groups = {"posterior": _by_chain(posterior, chains)}
     if sample_stats:
         groups["sample_stats"] = _by_chain(sample_stats, chains)
     if prior:
@@ -136,14 +296,25 @@ def to_inference_data(
         groups["observed_data"] = {"s_dp": np.asarray(observed)}
     if constant_data:
         groups["constant_data"] = {k: np.asarray(v) for k, v in constant_data.items()}
+    return groups
+
+
+def _assemble(groups: dict, attrs: Mapping, *, dims: Mapping | None = None, extra=None):
+    """``az.from_dict(**groups)`` with ``attrs`` on the result and every group.
+
+    ``extra`` maps the names of groups outside ArviZ's schema to dicts of arrays.
+    """
+    az = _arviz()
     with warnings.catch_warnings():
         # the arrays are (chain, draw, ...) by construction; ArviZ's shape guess
         # warns whenever a run keeps fewer draws than chains (an ABCDP run that
         # accepted nothing)
         warnings.filterwarnings("ignore", message="More chains", category=UserWarning)
-        idata = az.from_dict(**groups)
-    diagnosed = by_chain if diagnostic_vars is None else {k: by_chain[k] for k in diagnostic_vars}
-    meta = _netcdf_attrs({**attrs, **_draw_diagnostics(diagnosed, attrs.get("ess", math.nan))})
+        idata = az.from_dict(**groups, dims=dims)
+        if extra:  # groups of our own (the SBC ranks), outside ArviZ's schema on purpose
+            datasets = {k: az.dict_to_dataset(v, dims=dims) for k, v in extra.items()}
+            idata.add_groups(datasets, warn_on_custom_groups=False)
+    meta = _netcdf_attrs(attrs)
     idata.attrs.update(meta)
     for name in idata.groups():
         idata[name].attrs.update(meta)
@@ -192,31 +363,69 @@ def _diagnostics():
 
 
 def _draw_diagnostics(by_chain: Mapping[str, np.ndarray], ess_sampler) -> dict:
-    """Bulk and tail ESS, R-hat over the draws' scalar components; the conservative ESS."""
-    bulk, tail, rhats = [], [], []
+    """Bulk and tail ESS, R-hat over the draws' scalar components; the conservative ESS.
+
+    Components that are constant, not finite, or have fewer than 4 draws are left out.
+    The estimators are ArviZ's, computed for all components at once
+    (:mod:`dpinfer._diagnostics`).
+    """
+    columns = []
     for arr in by_chain.values():
         chains, draws = arr.shape[:2]
-        if draws < 4 or arr.dtype.kind not in "iuf":
-            continue
-        flat = arr.reshape(chains, draws, -1).astype(float)
-        for j in range(flat.shape[-1]):
-            comp = flat[..., j]
-            if not np.all(np.isfinite(comp)) or np.ptp(comp) == 0:
-                continue
-            bulk.append(effective_sample_size(comp))
-            tail.append(effective_sample_size(comp, method="tail"))
-            if chains > 1:
-                rhats.append(rhat(comp))
-    ess_bulk = min(bulk, default=math.nan)
+        if draws >= 4 and arr.dtype.kind in "iuf":
+            flat = arr.reshape(chains, draws, -1).astype(float)
+            keep = np.isfinite(flat).all(axis=(0, 1)) & (np.ptp(flat, axis=(0, 1)) > 0)
+            columns.append(flat[..., keep])
+    components = np.concatenate(columns, axis=2) if columns else np.empty((1, 0, 0))
     given = float(ess_sampler)
+    ess_bulk = _extreme(np.nanmin, bulk_ess(components))
     return {
         "ess": min((v for v in (given, ess_bulk) if not math.isnan(v)), default=math.nan),
         "ess_sampler": given,
         "ess_bulk": ess_bulk,
-        "ess_tail": min(tail, default=math.nan),
-        "rhat_max": max(rhats, default=math.nan),
+        "ess_tail": _extreme(np.nanmin, tail_ess(components)),
+        "rhat_max": _extreme(np.nanmax, rank_rhat(components)),
         "chains": next(iter(by_chain.values())).shape[0] if by_chain else 0,
     }
+
+
+def _batch_diagnostics(by_chain: Mapping[str, np.ndarray], ess_sampler) -> dict:
+    """Per-release bulk ESS and R-hat (the release is the axis after ``draw``)."""
+    first = next(iter(by_chain.values()))
+    chains, draws, releases = first.shape[:3]
+    bulk = np.full(releases, math.nan)
+    rhats = np.full(releases, math.nan)
+    columns = [
+        arr.reshape(*arr.shape[:3], -1).astype(float)
+        for arr in by_chain.values()
+        if arr.dtype.kind in "iuf"
+    ]
+    if columns and draws >= 4:
+        flat = np.concatenate(columns, axis=3).reshape(chains, draws, -1)
+        bulk = _per_release(np.fmin, bulk_ess(flat), releases)
+        rhats = _per_release(np.fmax, rank_rhat(flat), releases)
+    given = float(ess_sampler)
+    ess = np.fmin(bulk, given)  # fmin: NaN only where both are
+    return {
+        "ess": _extreme(np.nanmin, ess),
+        "ess_sampler": given,
+        "ess_bulk": _extreme(np.nanmin, bulk),
+        "ess_tail": math.nan,
+        "rhat_max": _extreme(np.nanmax, rhats),
+        "ess_release": ess,
+        "rhat_release": rhats,
+        "chains": chains,
+        "releases": releases,
+    }
+
+
+def _per_release(reduce, values: np.ndarray, releases: int) -> np.ndarray:
+    """Reduce ``values`` (release-major components) over each release's components."""
+    return reduce.reduce(values.reshape(releases, -1), axis=1)
+
+
+def _extreme(reduce, values: np.ndarray) -> float:
+    return float(reduce(values)) if np.isfinite(values).any() else math.nan
 
 
 def _arviz():

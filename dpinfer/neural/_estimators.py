@@ -15,15 +15,14 @@ import torch
 from .. import _validate
 from .._rng import RNGLike, as_generator, as_seed_sequence, child_sequence
 from ..model import as_prior
+from . import _batch
+from ._batch import _MIN_SUPPORT_RATE, _SAMPLE_BATCH
 from ._io import read, save
 from ._mcmc import MCMC, Chains, random_walk_metropolis
 from ._result import neural_result, total_draws
 from ._torch_rng import forked
 
 __all__ = ["NeuralLikelihood", "NeuralPosterior", "load"]
-
-_SAMPLE_BATCH = 100_000
-_MIN_SUPPORT_RATE = 1e-3
 
 
 class _Estimator:
@@ -65,6 +64,26 @@ class _Estimator:
         if self.info["discrete"]:
             arr = _validate.integer_array("released", arr).astype(float)
         return arr.reshape(-1)
+
+    def _releases(self, released) -> tuple[np.ndarray, bool]:
+        """Return one release as ``(k,)`` or a batch as ``(m, k)``, and whether it is a batch."""
+        shape = np.shape(released)
+        if shape == self.event_shape:
+            return self._released(released), False
+        if (
+            len(shape) != len(self.event_shape) + 1
+            or shape[1:] != self.event_shape
+            or not shape[0]
+        ):
+            raise ValueError(
+                f"released must have shape {self.event_shape} (one release, the shape the "
+                f"estimator was trained on) or (m, *{self.event_shape}) (a batch of m >= 1 "
+                f"releases), got shape {shape}"
+            )
+        arr = _validate.finite_array("released", released)
+        if self.info["discrete"]:
+            arr = _validate.integer_array("released", arr).astype(float)
+        return arr.reshape(shape[0], -1), True
 
     def _params(self, params) -> np.ndarray:
         """Unconstrained ``z`` of a dict of parameter arrays with a leading batch axis."""
@@ -148,9 +167,11 @@ class NeuralPosterior(_Estimator):
         Parameters
         ----------
         released : array_like
-            The release.
+            The release, or a batch of releases ``(m, *event_shape)``: then every
+            release's posterior is drawn in one call (see Notes).
         draws : int, default 4000
-            Draws over all chains together (rounded up to a multiple of ``chains``).
+            Draws over all chains together (rounded up to a multiple of ``chains``),
+            per release.
         chains : int, default 4
             Independent draws are split into this many chains.
         prior : Prior or dict, optional
@@ -162,12 +183,38 @@ class NeuralPosterior(_Estimator):
         -------
         arviz.InferenceData
             ``posterior`` and, in ``sample_stats``, ``log_q`` (the estimate's
-            log density at each draw).
+            log density at each draw). For a batch, every variable has a
+            ``release`` dimension after ``chain`` and ``draw``, and ``attrs``
+            carry ``ess_release`` and ``rhat_release`` per release.
+
+        Notes
+        -----
+        A batch runs the flow on all releases at once (in chunks of at most
+        100,000 draws): ``benchmarks/sbc_neural.py`` measures it against one
+        call per release. The estimate is amortised only if trained on the
+        prior predictive (SPPE's first round, or ``rounds=1``); later rounds
+        make it accurate near the release it was trained for.
+
+        Examples
+        --------
+        >>> import numpy as np, scipy.stats as st, dpinfer as dp
+        >>> from dpinfer.neural import SplineFlow, Training, sppe
+        >>> def simulate(p, rng):
+        ...     return p["theta"] + rng.standard_normal(len(p["theta"]))
+        >>> model = dp.Model(prior={"theta": st.norm(0, 1)}, simulate=simulate)
+        >>> _, post = sppe(model, dp.Laplace(0.5), 0.3, rounds=1, simulations=200,
+        ...                flow=SplineFlow(transforms=1, hidden_features=8),
+        ...                training=Training(max_epochs=2), rng=1, progressbar=False)
+        >>> idata = post.sample(np.array([-1.0, 0.0, 2.5]), draws=40, rng=2)
+        >>> idata.posterior["theta"].dims, idata.posterior["theta"].shape
+        (('chain', 'draw', 'release'), (4, 10, 3))
         """
-        released = self._released(released)
+        released, batch = self._releases(released)
         chains, n = total_draws(draws, chains)
         prior = None if prior is None else as_prior(prior)
         root = as_seed_sequence(rng)
+        if batch:
+            return _batch.sample_batch(self, released, n, chains, prior, root)
         _, params, log_q, rate = self.draw(released, n, child_sequence(root, 0), prior)
         return neural_result(
             params,
@@ -241,12 +288,14 @@ class NeuralLikelihood(_Estimator):
         return self._log_lik(self._released(released), self._params(params))
 
     def _log_lik(self, released: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """``log q`` of one release ``(k,)``, or of one release per row ``(n, k)``, at ``z``."""
         x = _tensor(released + (0.5 if self.info["dequantised"] else 0.0))
         out = np.empty(len(z))
         with torch.no_grad():
             for lo in range(0, len(z), _SAMPLE_BATCH):
                 chunk = _tensor(z[lo : lo + _SAMPLE_BATCH])
-                out[lo : lo + len(chunk)] = self.density.log_prob(x, chunk).double().numpy()
+                rows = x if x.ndim == 1 else x[lo : lo + len(chunk)]
+                out[lo : lo + len(chunk)] = self.density.log_prob(rows, chunk).double().numpy()
         return out
 
     def posterior(
@@ -264,11 +313,15 @@ class NeuralLikelihood(_Estimator):
         Parameters
         ----------
         released : array_like
-            The release.
+            The release, or a batch of releases ``(m, *event_shape)``: then the
+            chains of all releases run together, each release's with its own
+            adapted proposal, and one InferenceData with a ``release`` dimension
+            is returned (as for :meth:`NeuralPosterior.sample`).
         prior : Prior or dict
             The prior (a :class:`dpinfer.Prior`, or ``model.prior``).
         draws : int, default 4000
-            Kept draws over all chains together (rounded up to a multiple of ``chains``).
+            Kept draws over all chains together (rounded up to a multiple of
+            ``chains``), per release.
         chains : int, default 4
             Independent Markov chains.
         mcmc : MCMC, optional
@@ -282,11 +335,13 @@ class NeuralLikelihood(_Estimator):
             ``lp`` (log prior plus log likelihood estimate) per draw; ``attrs``:
             ``rhat_max`` and ``mcmc_acceptance_rate``.
         """
-        released = self._released(released)
+        released, batch = self._releases(released)
         chains, n = total_draws(draws, chains)
         mcmc = _check_mcmc(mcmc)
         prior = as_prior(prior)
         root = as_seed_sequence(rng)
+        if batch:
+            return _batch.posterior_batch(self, released, prior, chains, n, mcmc, root)
         run = self.chains(released, prior, chains, n // chains, mcmc, child_sequence(root, 0))
         params, stats = self.chain_draws(released, run)
         return neural_result(
@@ -301,7 +356,10 @@ class NeuralLikelihood(_Estimator):
         )
 
     def log_target(self, released: np.ndarray, prior):
-        """``z -> log pi(theta(z)) + log |J| + log q(released | theta(z))``."""
+        """``z -> log pi(theta(z)) + log |J| + log q(released | theta(z))``.
+
+        ``released`` is one release ``(k,)``, or one per row of ``z`` ``(n, k)``.
+        """
 
         def target(z):
             params, log_jac = self.space.unflatten(z)
@@ -309,7 +367,8 @@ class NeuralLikelihood(_Estimator):
             ok = np.isfinite(lp)
             out = np.full(len(z), -np.inf)
             if ok.any():
-                out[ok] = lp[ok] + self._log_lik(released, z[ok])
+                rows = released if released.ndim == 1 else released[ok]
+                out[ok] = lp[ok] + self._log_lik(rows, z[ok])
             out[~np.isfinite(out)] = -np.inf
             return out
 

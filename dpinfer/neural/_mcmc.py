@@ -70,51 +70,72 @@ class Chains(NamedTuple):
 
 
 def random_walk_metropolis(
-    log_target, start: np.ndarray, cov: np.ndarray, draws: int, options, rng
+    log_target, start: np.ndarray, cov: np.ndarray, draws: int, options, rng, *, groups: int = 1
 ):
     """Run ``len(start)`` chains from ``start`` and keep ``draws`` thinned states per chain.
 
     ``log_target(z)`` maps an ``(n, d)`` array to ``(n,)`` log densities (``-inf``
     outside the support); ``cov`` is the initial guess of the target's covariance.
+    With ``groups > 1`` the chains are that many consecutive groups of equal size,
+    each sampling its own target (``log_target`` sees all chains at once, in order)
+    with its own proposal, adapted from its own chains; ``cov`` is then ``(d, d)``
+    or one per group, ``(groups, d, d)``.
     """
     z = np.array(start, dtype=float)
     n_chains, d = z.shape
     lp = log_target(z)
-    chol = np.linalg.cholesky(_regularised(np.atleast_2d(cov), d))
-    scale = 2.38 / math.sqrt(d)
-    accepted = 0
+    chol = np.linalg.cholesky(_regularised(np.broadcast_to(cov, (groups, d, d)), d))
+    scale = np.full(groups, 2.38 / math.sqrt(d))
+    accepted = np.zeros(groups)
     recent = []
     for step in range(1, options.warmup + 1):
-        z, lp, acc = _step(log_target, z, lp, chol * scale, rng)
+        z, lp, acc = _step(log_target, z, lp, chol * scale[:, None, None], rng)
         recent.append(z)
-        accepted += acc.sum()
+        accepted += acc.reshape(groups, -1).sum(axis=1)
         if step % _WINDOW == 0:
-            rate = accepted / (_WINDOW * n_chains)
-            scale *= math.exp(rate - _TARGET_ACCEPTANCE)
-            pooled = np.concatenate(recent)
-            if len(np.unique(pooled, axis=0)) > d:
-                chol = np.linalg.cholesky(_regularised(np.cov(pooled, rowvar=False), d))
-            accepted, recent = 0, []
+            scale *= np.exp(accepted / (_WINDOW * n_chains / groups) - _TARGET_ACCEPTANCE)
+            chol = _adapted(chol, np.stack(recent).reshape(_WINDOW, groups, -1, d), d)
+            accepted, recent = np.zeros(groups), []
     kept_z = np.empty((n_chains, draws, d))
     kept_lp = np.empty((n_chains, draws))
-    accepted = 0
+    moves = 0
     for i in range(draws * options.thin):
-        z, lp, acc = _step(log_target, z, lp, chol * scale, rng)
-        accepted += acc.sum()
+        z, lp, acc = _step(log_target, z, lp, chol * scale[:, None, None], rng)
+        moves += acc.sum()
         if (i + 1) % options.thin == 0:
             kept_z[:, i // options.thin] = z
             kept_lp[:, i // options.thin] = lp
-    return Chains(kept_z, kept_lp, accepted / (draws * options.thin * n_chains))
+    return Chains(kept_z, kept_lp, moves / (draws * options.thin * n_chains))
 
 
 def _step(log_target, z, lp, factor, rng):
-    proposal = z + rng.standard_normal(z.shape) @ factor.T
+    noise = rng.standard_normal(z.shape)
+    if len(factor) == 1:
+        proposal = z + noise @ factor[0].T
+    else:  # one proposal factor per group of consecutive chains
+        grouped = noise.reshape(len(factor), -1, z.shape[1])
+        proposal = z + np.einsum("gcj,gij->gci", grouped, factor).reshape(z.shape)
     lp_new = log_target(proposal)
     accept = np.log(rng.random(len(z))) < lp_new - lp
     z = np.where(accept[:, None], proposal, z)
     return z, np.where(accept, lp_new, lp), accept
 
 
+def _adapted(chol: np.ndarray, recent: np.ndarray, d: int) -> np.ndarray:
+    """Cholesky factors of each group's covariance over its recent states ``(w, g, c, d)``.
+
+    A group whose recent states span no more than ``d`` distinct points keeps its factor.
+    """
+    chol = chol.copy()
+    for g in range(recent.shape[1]):
+        pooled = recent[:, g].reshape(-1, d)
+        if len(np.unique(pooled, axis=0)) > d:
+            chol[g] = np.linalg.cholesky(_regularised(np.cov(pooled, rowvar=False), d))
+    return chol
+
+
 def _regularised(cov, d) -> np.ndarray:
-    cov = np.atleast_2d(cov)
-    return cov + 1e-9 * max(float(np.trace(cov)) / d, 1e-12) * np.eye(d)
+    """``cov`` (one ``(d, d)`` matrix or a stack of them) plus a tiny multiple of the identity."""
+    cov = np.asarray(cov, dtype=float).reshape(-1, d, d)
+    trace = np.trace(cov, axis1=1, axis2=2) / d
+    return cov + 1e-9 * np.maximum(trace, 1e-12)[:, None, None] * np.eye(d)

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _validate
 from .._rng import seed_entropy
-from ..results import to_inference_data
+from ..results import to_batch_inference_data, to_inference_data
 from ..samplers._common import mechanism_constants, privacy_attrs
 
 REFERENCES = {
@@ -42,9 +42,16 @@ def total_draws(draws, chains) -> tuple[int, int]:
     return chains, chains * -(-draws // chains)
 
 
-def neural_result(params, *, info, released, method, root, chains, sample_stats, **attrs):
-    """Build the InferenceData of SPPE or SPLE draws (leading axis ``chains * draws``)."""
-    return to_inference_data(
+def neural_result(
+    params, *, info, released, method, root, chains, sample_stats, batch=False, **attrs
+):
+    """Build the InferenceData of SPPE or SPLE draws (leading axis ``chains * draws``).
+
+    With ``batch=True`` the draws are ``(chains * draws, releases, ...)``, one
+    posterior per release of the batch ``released``.
+    """
+    convert = to_batch_inference_data if batch else to_inference_data
+    return convert(
         params,
         chains=chains,
         sample_stats=sample_stats,
