@@ -58,7 +58,16 @@ from dpinfer import _validate
 from dpinfer._rng import as_seed_sequence
 
 from ._example import Example, Option, integer, vector
-from ._report import Report, Result, draw_rows, idata_draws, mle_rows, nuts_note, save_run
+from ._report import (
+    Report,
+    Result,
+    draw_rows,
+    idata_draws,
+    mle_interval_notes,
+    mle_rows,
+    nuts_note,
+    save_run,
+)
 
 __all__ = [
     "MLE_SCHEDULE",
@@ -547,7 +556,12 @@ def run(
         f"MCEM: {fit.iterations} iterations, {fit.n_simulations:,} simulations, "
         f"converged: {fit.converged}",
     ]
+    interval_notes, interval_numbers = mle_interval_notes(
+        fit, simulations=min(mle_simulations, 100_000), progressbar=progressbar
+    )
+    notes += interval_notes
     diagnostics = {
+        **interval_numbers,
         "acceptance_rate": float(abc.posterior.attrs["acceptance_rate"]),
         "n_simulations": int(abc.posterior.attrs["n_simulations"]),
         **nuts_numbers,

@@ -56,6 +56,7 @@ from ._report import (
     distribution_rows,
     draw_rows,
     idata_draws,
+    mle_interval_notes,
     mle_rows,
     save_run,
 )
@@ -642,6 +643,9 @@ def run(
         f"{fit.monte_carlo_se['theta']:.2g}; converged: {fit.converged}"
     )
     diagnostics.update(mcem_iterations=fit.iterations, mcem_simulations=fit.n_simulations)
+    interval_notes, interval_numbers = mle_interval_notes(fit, progressbar=progressbar)
+    notes += interval_notes
+    diagnostics.update(interval_numbers)
     curves = [("exact posterior", exact.pdf, {"color": "tab:green", "lw": 2})]
     try:
         naive = naive_posterior(alpha=alpha, beta=beta, released=released)
@@ -776,8 +780,8 @@ def mle(
     Examples
     --------
     >>> fit = mle(schedule="auto", rng=1)
-    >>> round(fit.estimate["theta"], 1), round(float(fit.observed_information[0, 0]), 4)
-    (37.2, 0.0158)
+    >>> round(fit.estimate["theta"]), round(float(fit.observed_information[0, 0]), 3)
+    (37, 0.016)
     """
     model_ = dp.Model(
         prior={"theta": st.gamma(25.0)}, simulate=_simulate_count, likelihood=_shared_likelihood()

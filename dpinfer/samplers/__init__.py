@@ -4,7 +4,15 @@ from .abcdp import abcdp
 from .abcdp_variants import rejection_abcdp_gaussian, soft_abcdp
 from .da_mcmc import da_mcmc
 from .importance import importance_abc
-from .mcem import AscentSchedule, BoundaryEstimateWarning, MCEMResult, StagedSchedule, mcem
+from .mcem import (
+    AscentSchedule,
+    BoundaryEstimateWarning,
+    MCEMConvergenceWarning,
+    MCEMResult,
+    ProfileWarning,
+    StagedSchedule,
+    mcem,
+)
 from .rejection import SimulationBudgetExceeded, rejection_abc
 from .smc import smc_abc
 from .smc_tolerance import tolerance_smc_abc
@@ -12,7 +20,9 @@ from .smc_tolerance import tolerance_smc_abc
 __all__ = [
     "AscentSchedule",
     "BoundaryEstimateWarning",
+    "MCEMConvergenceWarning",
     "MCEMResult",
+    "ProfileWarning",
     "StagedSchedule",
     "mcem",
     "SimulationBudgetExceeded",
