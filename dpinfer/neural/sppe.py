@@ -165,7 +165,7 @@ def sppe(
     run_setup, rounds, simulations = setup(model, mechanism, released, **shared(locals()))
     if rounds > 1:
         require_prior_density(model, "sppe with rounds > 1 (the APT loss)")
-    atoms = _validate.positive_int("atoms", atoms)
+    atoms = _validate.size("atoms", atoms)
     if atoms < 2:
         raise ValueError(f"atoms must be at least 2, got {atoms!r}")
     method = _SPPE(run_setup, atoms, *total_draws(draws, chains))
