@@ -109,38 +109,28 @@ def test_interval_figure_draws_every_parameter(tmp_path):
 
 def test_mle_interval_notes_show_wald_and_profile_intervals():
     # a vector parameter of two Poisson rates; each note names one coordinate
-    from scipy.special import gammaln
+    from samplers.test_mcem_collapse import rates_model  # tests/ is on the path
 
     import dpinfer as dp
 
-    likelihood = dp.Likelihood.from_callables(
-        lambda s, p: np.sum(s * np.log(p["rate"]) - p["rate"] - gammaln(s + 1), axis=1),
-        score=lambda s, p: s / p["rate"] - 1,
-        hessian=lambda s, p: -(s / p["rate"] ** 2)[:, :, None] * np.eye(2),
-        params={"rate": (2,)},
-        support={"rate": "positive"},
-        exponential_family=dp.ExponentialFamily(
-            statistic=lambda s: s, maximize=lambda m: {"rate": m}
-        ),
-    )
-    model = dp.Model(simulate=lambda p, rng: rng.poisson(p["rate"]), likelihood=likelihood)
+    model = rates_model(2)
     fit = dp.mcem(
         model,
         dp.Laplace(np.array([5.0, 2.0])),
         np.array([37.4, 12.3]),
-        start={"rate": np.array([30.0, 10.0])},
+        start={"theta": np.array([30.0, 10.0])},
         rng=1,
         schedule=dp.AscentSchedule(information_size=20_000),
         progressbar=False,
     )
     notes, numbers = _report.mle_interval_notes(fit, simulations=10_000)
     assert [n.split(":")[0] for n in notes] == [
-        "MLE 95% intervals for rate[0]",
-        "MLE 95% intervals for rate[1]",
+        "MLE 95% intervals for theta[0]",
+        "MLE 95% intervals for theta[1]",
     ]
     assert all("Wald [" in n and "profile likelihood [" in n for n in notes)
-    wald = fit.wald_interval()["rate"]
-    assert numbers["mle_wald_interval"]["rate[1]"] == pytest.approx([wald[0][1], wald[1][1]])
-    lower, upper = numbers["mle_profile_interval"]["rate[0]"]
-    assert lower < fit.estimate["rate"][0] < upper
-    assert set(numbers["mle_profile_interval_mcse"]) == {"rate[0]", "rate[1]"}
+    wald = fit.wald_interval()["theta"]
+    assert numbers["mle_wald_interval"]["theta[1]"] == pytest.approx([wald[0][1], wald[1][1]])
+    lower, upper = numbers["mle_profile_interval"]["theta[0]"]
+    assert lower < fit.estimate["theta"][0] < upper
+    assert set(numbers["mle_profile_interval_mcse"]) == {"theta[0]", "theta[1]"}

@@ -86,15 +86,13 @@ def test_planted_no_floor_reports_a_zero_monte_carlo_error(monkeypatch):
 
 
 # --- many parameters --------------------------------------------------------------------------
-def many_rates_model():
-    def hessian(s, p):
-        return -(s / p["theta"] ** 2)[:, :, None] * np.eye(K)
-
+def rates_model(k: int = K):
+    """``k`` Poisson rates, each count released: a vector parameter (also used elsewhere)."""
     likelihood = dp.Likelihood.from_callables(
         lambda s, p: np.sum(s * np.log(p["theta"]) - p["theta"] - gammaln(s + 1), axis=1),
         score=lambda s, p: s / p["theta"] - 1,
-        hessian=hessian,
-        params={"theta": (K,)},
+        hessian=lambda s, p: -(s / p["theta"] ** 2)[:, :, None] * np.eye(k),
+        params={"theta": (k,)},
         support={"theta": "positive"},
         exponential_family=dp.ExponentialFamily(
             statistic=lambda s: s, maximize=lambda m: {"theta": m}
@@ -109,7 +107,7 @@ def fit_many():
     released = mech.release(rng.poisson(rng.gamma(20, 3, size=K)), rng=rng)
     schedule = dp.AscentSchedule(max_iterations=10, max_size=20_000, information_size=20_000)
     return fit_with_warnings(
-        many_rates_model(),
+        rates_model(),
         mech,
         released,
         start={"theta": np.full(K, 50.0)},

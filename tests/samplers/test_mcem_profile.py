@@ -40,6 +40,7 @@ from dpinfer.models import _survey as survey
 from dpinfer.samplers._mcse import error_ratio
 
 from .test_mcem import callable_likelihood, exact_loglik, exact_mle, mech, poisson_model
+from .test_mcem_collapse import rates_model
 
 RELEASED, EPSILON = 37.4, 0.2
 
@@ -137,19 +138,7 @@ def test_nodes_trace_the_exact_deviance(poisson_profile):
 
 # --- a vector parameter: two rates, each released -----------------------------------------------
 def test_vector_parameter_intervals_are_each_rates_exact_one():
-    from scipy.special import gammaln
-
-    likelihood = dp.Likelihood.from_callables(
-        lambda s, p: np.sum(s * np.log(p["theta"]) - p["theta"] - gammaln(s + 1), axis=1),
-        score=lambda s, p: s / p["theta"] - 1,
-        hessian=lambda s, p: -(s / p["theta"] ** 2)[:, :, None] * np.eye(2),
-        params={"theta": (2,)},
-        support={"theta": "positive"},
-        exponential_family=dp.ExponentialFamily(
-            statistic=lambda s: s, maximize=lambda m: {"theta": m}
-        ),
-    )
-    model = dp.Model(simulate=lambda p, rng: rng.poisson(p["theta"]), likelihood=likelihood)
+    model = rates_model(2)
     released = np.array([37.4, 12.3])
     mechanism = dp.Laplace(np.array([5.0, 2.0]))
     fit = dp.mcem(
