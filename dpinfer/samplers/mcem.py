@@ -124,7 +124,8 @@ def mcem(
         problems take a second or two: on Gong's Poisson example several to
         tens of times fewer simulations than the staged schedule for the
         same estimate (``benchmarks/mcem_poisson.py``), on a two-parameter
-        survey release about a second (``benchmarks/mcem_survey.py``).
+        survey release 1 to 3 CPU seconds and 1 to 2 million simulations,
+        10^6 of them the information pass (``benchmarks/mcem_survey.py``).
         ``"staged"``: Gong's Appendix E stages (:class:`StagedSchedule`:
         ``10^3``, ``10^5`` then ``10^7`` simulations per E-step), to
         reproduce the paper.
