@@ -46,6 +46,7 @@ __all__ = [
     "draw_rows",
     "idata_draws",
     "interval_figure",
+    "mle_interval_notes",
     "mle_rows",
     "nuts_note",
     "save_run",
@@ -408,6 +409,51 @@ def smc_note(label: str, idata, key: str) -> tuple[str, dict]:
         f" (lowest of {int(attrs.get('chains', 1))} chains)"
     )
     return note, numbers
+
+
+def mle_interval_notes(
+    fit, *, level: float = 0.95, simulations: int = 100_000, progressbar: bool = False
+) -> tuple[list[str], dict]:
+    """Return notes and diagnostics with the Wald and profile-likelihood intervals of an MLE.
+
+    ``fit`` is a :class:`dpinfer.MCEMResult`; its profile-likelihood interval
+    (:meth:`dpinfer.MCEMResult.profile_interval`, ``simulations`` per pass)
+    comes with the Monte Carlo standard errors of its ends.
+    """
+    import warnings
+
+    import dpinfer as dp
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", dp.ProfileWarning)
+        profile = fit.profile_interval(level, simulations=simulations, progressbar=progressbar)
+    wald = fit.wald_interval(level)
+    flat = {k: [np.ravel(v) for v in pair] for k, pair in wald.items()}
+    prof = {k: [np.ravel(v) for v in pair] for k, pair in profile.items()}
+    mcse = {k: [np.ravel(v) for v in pair] for k, pair in profile.monte_carlo_se.items()}
+    notes, numbers = [], {"mle_wald_interval": {}, "mle_profile_interval": {}}
+    numbers["mle_profile_interval_mcse"] = {}
+    for name in wald:
+        for i, label in enumerate(_labels(name, flat[name][0])):
+            w, pr, se = (tuple(float(v[i]) for v in d[name]) for d in (flat, prof, mcse))
+            notes.append(
+                f"MLE {level:.0%} intervals for {label}: Wald [{w[0]:.4g}, {w[1]:.4g}], profile "
+                f"likelihood [{pr[0]:.4g}, {pr[1]:.4g}] (Monte Carlo s.e. of its ends "
+                f"{se[0]:.2g}, {se[1]:.2g})"
+            )
+            numbers["mle_wald_interval"][label] = list(w)
+            numbers["mle_profile_interval"][label] = list(pr)
+            numbers["mle_profile_interval_mcse"][label] = list(se)
+    for w in caught:
+        if issubclass(w.category, dp.ProfileWarning):
+            notes.append(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return notes, numbers
+
+
+def _labels(name: str, values: np.ndarray) -> list[str]:
+    return [name] if values.size == 1 else [f"{name}[{i}]" for i in range(values.size)]
 
 
 # --- figures ---------------------------------------------------------------------

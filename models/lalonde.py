@@ -64,6 +64,7 @@ from ._report import (
     Result,
     draw_rows,
     idata_draws,
+    mle_interval_notes,
     mle_rows,
     nuts_note,
     save_run,
@@ -581,8 +582,13 @@ def run(
         f"converged: {fit.converged}"
         + ("" if fit.converged else f" (at most {MLE_MAX_ITERATIONS} iterations per stage)"),
     ]
+    interval_notes, interval_numbers = mle_interval_notes(
+        fit, simulations=min(mle_simulations, 100_000), progressbar=progressbar
+    )
+    notes += interval_notes
     diagnostics = {
         **abc_numbers,
+        **interval_numbers,
         **nuts_numbers,
         "mcem_iterations": fit.iterations,
         "mcem_simulations": fit.n_simulations,

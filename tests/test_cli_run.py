@@ -166,6 +166,14 @@ def test_example_runs_end_to_end(name, tmp_path):
         assert row["analysis"] == saved["analysis"] and row["parameter"] == saved["parameter"]
         assert float(row["mean"]) == pytest.approx(saved["mean"], rel=1e-12)
 
+    # an example with a Monte Carlo EM row reports both intervals of each parameter (issue 20)
+    if any(r["analysis"].startswith("MLE: Monte Carlo EM") for r in table):
+        mle_params = {r["parameter"] for r in table if r["analysis"].startswith("MLE: Monte")}
+        for key in ("mle_wald_interval", "mle_profile_interval"):
+            assert set(summary["diagnostics"][key]) == mle_params
+        notes = [n for n in summary["notes"] if n.startswith("MLE 95% intervals for")]
+        assert len(notes) == len(mle_params) and all("profile likelihood [" in n for n in notes)
+
     # standard output holds the report only; what it printed was saved
     if fmt == "json":
         printed = json.loads(run["stdout"])

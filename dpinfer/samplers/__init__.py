@@ -6,7 +6,15 @@ from .abcdp_variants import rejection_abcdp_gaussian, soft_abcdp
 from .acceptance import AcceptanceRate, estimate_acceptance_rate
 from .da_mcmc import da_mcmc
 from .importance import importance_abc
-from .mcem import AscentSchedule, BoundaryEstimateWarning, MCEMResult, StagedSchedule, mcem
+from .mcem import (
+    AscentSchedule,
+    BoundaryEstimateWarning,
+    MCEMConvergenceWarning,
+    MCEMResult,
+    ProfileWarning,
+    StagedSchedule,
+    mcem,
+)
 from .rejection import SimulationBudgetExceeded, rejection_abc
 from .smc import smc_abc
 from .smc_tolerance import tolerance_smc_abc
@@ -15,8 +23,10 @@ __all__ = [
     "AcceptanceRate",
     "AscentSchedule",
     "BoundaryEstimateWarning",
+    "MCEMConvergenceWarning",
     "MCEMResult",
     "PrecisionWarning",
+    "ProfileWarning",
     "StagedSchedule",
     "mcem",
     "SimulationBudgetExceeded",

@@ -25,10 +25,20 @@ import numpy as np
 
 from .. import parallel
 
-__all__ = ["Means", "WeightedSample"]
+__all__ = ["MIN_ESS", "Means", "WeightedSample"]
 
 #: Samples with at most this many stored numbers (after compression) stay in memory.
 CACHE_NUMBERS = 4_000_000
+
+#: The floor of the E-step's effective sample size ``1 / sum w~^2`` (Gong 2022, eq. 4.4).
+#: Below it a few simulations carry the weighted means, and the delta-method Monte Carlo
+#: errors computed from the same weights (of the Q increase, of the score, hence of the
+#: estimate) are themselves unreliable: with an ESS of 1 they are exactly zero whatever the
+#: real error. An E-step below the floor never ends a run, a Monte Carlo standard error is
+#: never reported from one, and a fit whose last E-step or information pass is below it is
+#: reported as not converged. (Far from the MLE a low ESS is normal: EM then follows the
+#: simulations nearest the release, which still moves it toward the MLE.)
+MIN_ESS = 100.0
 
 
 class Chunk(NamedTuple):

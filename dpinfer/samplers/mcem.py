@@ -12,10 +12,10 @@ errors that account for the privacy noise.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -24,13 +24,28 @@ from .. import _validate
 from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence, seed_entropy
 from ..likelihood import Likelihood, needs_message
+from . import _estep, _mstep
 from . import _mcem_boundary as _boundary
-from . import _mstep
+from . import _mcem_health as _health
 from ._common import check_count, check_inputs, check_options, privacy_attrs
 from ._estep import WeightedSample, make_draw
+from ._mcem_health import MCEMConvergenceWarning
+from ._mcem_result import MCEMResult, _FitContext
+from ._profile import ProfileIntervals, ProfileWarning
 from ._schedule import AscentSchedule, StagedSchedule, as_schedule
 
-__all__ = ["BoundaryEstimateWarning", "MCEMInfo", "MCEMResult", "MCEMState", "mcem"]
+MCEMResult.__module__ = __name__  # its home for pickles and documentation
+
+__all__ = [
+    "BoundaryEstimateWarning",
+    "MCEMConvergenceWarning",
+    "MCEMInfo",
+    "MCEMResult",
+    "MCEMState",
+    "ProfileIntervals",
+    "ProfileWarning",
+    "mcem",
+]
 
 _NO_Q = (math.nan, math.nan)  # no Q increase when the M-step lands on a bound
 
@@ -69,165 +84,6 @@ class MCEMInfo(NamedTuple):
     limit_cycle: bool
 
 
-@dataclass(frozen=True, repr=False)
-class MCEMResult:
-    r"""Maximum likelihood estimate from a DP release, with Louis standard errors.
-
-    Attributes
-    ----------
-    estimate : dict
-        The MLE, parameter name to value (natural scale).
-    observed_information : ndarray (p, p)
-        Louis' observed Fisher information at the estimate (Gong 2022, 4.7),
-        over the flat parameters ``labels``.
-    covariance : ndarray (p, p)
-        Its inverse: the asymptotic covariance of the MLE.
-    standard_error : dict
-        Square roots of the covariance diagonal, per parameter; NaN for a
-        parameter whose MLE lies on the boundary (see :attr:`at_boundary`),
-        whose neighbours' covariance is then that of the free block.
-    score : ndarray (p,)
-        The observed score (4.6) at the estimate, on a fresh sample: zero up
-        to Monte Carlo error.
-    converged : bool
-        Whether the schedule's stopping rule was met.
-    trace : xarray.Dataset
-        Per iteration: parameter values after the M-step, ``n_simulations``
-        (E-step sample size N), ``ess`` (4.4), ``q_increase`` with its Monte
-        Carlo ``q_increase_se``, ``step`` (largest absolute parameter change),
-        ``stage`` and ``limit_cycle`` (the iterate repeated an earlier one).
-    complete_information : ndarray (p, p)
-        ``E(-d^2 log pi(s|theta) | s_dp)``: the information had ``s`` been
-        seen; ``complete - observed`` is the information lost to the noise.
-    monte_carlo_se : dict
-        Approximate Monte Carlo standard error of the estimate,
-        ``sqrt(diag(I^-1 V I^-1))`` with ``V`` the Monte Carlo covariance of
-        the score estimated with the last E-step's sample size (exact to first
-        order for the fixed point of the staged schedule's common random
-        numbers; an upper bound for fresh samples).
-    naive_estimate, naive_information, naive_standard_error
-        The naive analysis that treats the release as the confidential
-        statistic: the maximiser of ``log pi(s_dp | theta)`` and
-        ``-d^2 log pi(s_dp | theta)`` there (NaN where it does not exist,
-        with the reason in ``attrs["naive_note"]``: e.g. a release that the
-        confidential model gives probability zero).
-    labels : tuple of str
-        Names of the flat parameters, the order of the matrices.
-    n_simulations : int
-        Statistics simulated in all E-steps and for the information.
-    attrs : dict
-        Method, reference, mechanism, epsilon, delta, schedule, seed.
-    """
-
-    estimate: dict
-    observed_information: np.ndarray
-    covariance: np.ndarray
-    standard_error: dict
-    score: np.ndarray
-    converged: bool
-    trace: object
-    complete_information: np.ndarray
-    monte_carlo_se: dict
-    naive_estimate: dict
-    naive_information: np.ndarray
-    naive_standard_error: dict
-    labels: tuple
-    n_simulations: int
-    attrs: dict = field(default_factory=dict)
-
-    @property
-    def iterations(self) -> int:
-        """Number of EM iterations."""
-        return int(self.trace.sizes["iteration"])
-
-    @property
-    def at_boundary(self) -> tuple:
-        """Labels of the parameters whose MLE lies on a finite end of their support.
-
-        Their ``standard_error`` and Wald interval are NaN: a boundary MLE is
-        not a zero of the score and is not asymptotically normal.
-        """
-        names = self.attrs.get("at_boundary", "")
-        return tuple(names.split(", ")) if names else ()
-
-    @property
-    def fraction_missing_information(self) -> np.ndarray:
-        """Eigenvalues of ``I_complete^-1 (I_complete - I_observed)``: the EM rate."""
-        rate = np.linalg.solve(
-            self.complete_information, self.complete_information - self.observed_information
-        )
-        return np.sort(np.real(np.linalg.eigvals(rate)))[::-1]
-
-    def wald_interval(self, level: float = 0.95) -> dict:
-        """Wald intervals ``estimate -/+ z se`` per parameter, as ``(lower, upper)``."""
-        from scipy.stats import norm
-
-        if not 0 < level < 1:
-            raise ValueError(f"level must lie in (0, 1), got {level!r}")
-        z = float(norm.isf((1 - level) / 2))
-        return {
-            k: (
-                np.asarray(v) - z * np.asarray(self.standard_error[k]),
-                np.asarray(v) + z * np.asarray(self.standard_error[k]),
-            )
-            if np.ndim(v)
-            else (v - z * self.standard_error[k], v + z * self.standard_error[k])
-            for k, v in self.estimate.items()
-        }
-
-    def to_xarray(self):
-        """Everything as one :class:`xarray.Dataset`: estimates, matrices and the trace."""
-        import xarray as xr
-
-        labels = list(self.labels)
-        flat = _flat(self.estimate, labels)
-        data = {
-            "estimate": ("parameter", flat),
-            "standard_error": ("parameter", _flat(self.standard_error, labels)),
-            "monte_carlo_se": ("parameter", _flat(self.monte_carlo_se, labels)),
-            "score": ("parameter", np.asarray(self.score)),
-            "naive_estimate": ("parameter", _flat(self.naive_estimate, labels)),
-            "naive_standard_error": ("parameter", _flat(self.naive_standard_error, labels)),
-            "observed_information": (("parameter", "parameter_"), self.observed_information),
-            "covariance": (("parameter", "parameter_"), self.covariance),
-            "complete_information": (("parameter", "parameter_"), self.complete_information),
-            "naive_information": (("parameter", "parameter_"), self.naive_information),
-        }
-        summary = xr.Dataset(data, coords={"parameter": labels, "parameter_": labels})
-        trace = self.trace.rename({k: f"trace_{k}" for k in self.trace.data_vars})
-        out = xr.merge([summary, trace], combine_attrs="override")
-        out.attrs = {**_netcdf_safe(self.attrs), "converged": int(self.converged)}
-        return out
-
-    def __repr__(self) -> str:
-        status = "converged" if self.converged else "NOT converged"
-        head = (
-            f"MCEMResult: {status} after {self.iterations} iterations, "
-            f"{self.n_simulations:,} simulations ({self.attrs.get('schedule', '?')} schedule)"
-        )
-        rows = [
-            f"{'parameter':<12}{'estimate':>12}{'std. err.':>12}{'MC s.e.':>11}"
-            f"{'95% Wald interval':>26}{'naive':>12}{'naive s.e.':>12}"
-        ]
-        se = _flat(self.standard_error, self.labels)
-        mc = _flat(self.monte_carlo_se, self.labels)
-        nv = _flat(self.naive_estimate, self.labels)
-        nse = _flat(self.naive_standard_error, self.labels)
-        for i, label in enumerate(self.labels):
-            est = _flat(self.estimate, self.labels)[i]
-            lo, hi = est - 1.959964 * se[i], est + 1.959964 * se[i]
-            wald = "at boundary" if label in self.at_boundary else f"[{lo:.4g}, {hi:.4g}]"
-            rows.append(
-                f"{label:<12}{est:>12.5g}{se[i]:>12.4g}{mc[i]:>11.2g}"
-                f"{wald:>26}{nv[i]:>12.5g}{nse[i]:>12.4g}"
-            )
-        info = np.array2string(self.observed_information, precision=4, separator=", ")
-        tail = [f"observed information (Louis):\n{info}"]
-        if self.attrs.get("naive_note"):
-            tail.append(f"naive: {self.attrs['naive_note']}")
-        return "\n".join([head, *rows, *tail])
-
-
 # ----------------------------------------------------------------------------------------
 def mcem(
     model,
@@ -262,12 +118,17 @@ def mcem(
     rng : None, int, SeedSequence or Generator, optional
         Seed; the same seed gives the same result under any executor.
     schedule : {"auto", "staged"} or schedule object, default "auto"
-        ``"auto"``: ascent-based sample sizes (:class:`AscentSchedule`), which
-        grow only when the Monte Carlo error hides EM's progress: on Gong's
-        Poisson example, several to tens of times fewer simulations than the
-        staged schedule for the same estimate (``benchmarks/mcem_poisson.py``);
+        ``"auto"``, the default: ascent-based sample sizes
+        (:class:`AscentSchedule`), which start at ``10^3`` simulations and
+        grow only when the Monte Carlo error hides EM's progress, so small
+        problems take a second or two: on Gong's Poisson example several to
+        tens of times fewer simulations than the staged schedule for the
+        same estimate (``benchmarks/mcem_poisson.py``), on a two-parameter
+        survey release 1 to 3 CPU seconds and 1 to 2 million simulations,
+        10^6 of them the information pass (``benchmarks/mcem_survey.py``).
         ``"staged"``: Gong's Appendix E stages (:class:`StagedSchedule`:
-        ``10^3``, ``10^5`` then ``10^7`` simulations per E-step).
+        ``10^3``, ``10^5`` then ``10^7`` simulations per E-step), to
+        reproduce the paper.
     mstep : {"auto", "exponential", "general"}, default "auto"
         ``"exponential"``: closed form from the weighted mean of the
         sufficient statistic (4.3), needs ``likelihood.exponential_family``;
@@ -326,6 +187,25 @@ def mcem(
     Wald interval, and a :class:`BoundaryEstimateWarning` says what a
     boundary MLE means (Self and Liang 1987).
 
+    The importance sampler of the E-step collapses when the release lies
+    where the model at the current parameter almost never simulates (far in
+    the tail, or in many dimensions at once): a few simulations carry all the
+    weight and the Monte Carlo errors computed from the same weights vanish
+    whatever the real error. Far from the MLE that is normal (EM then follows
+    the simulations nearest the release, which still moves it toward the
+    MLE), but an E-step whose effective sample size is below 100
+    (``dpinfer.samplers._estep.MIN_ESS``) never ends a run: the ascent-based
+    schedule grows the sample instead (at most tenfold per iteration, up to
+    its ``max_size``). A run whose last E-step is below the floor, or
+    whose information pass is below it, or that runs out of iterations, is
+    reported with ``converged=False`` and a :class:`MCEMConvergenceWarning`
+    saying "not converged" and why; after a collapse its standard errors and
+    Monte Carlo standard errors are NaN, with the reason in
+    ``attrs["standard_error_note"]``.
+
+    For intervals that follow the likelihood's shape rather than its
+    curvature at the estimate, use :meth:`MCEMResult.profile_interval`.
+
     The information is computed on the natural scale of the parameters, on a
     fresh sample at the estimate of the schedule's final size; the M-step
     optimises on an unconstrained scale. EM converges to a stationary point:
@@ -354,8 +234,8 @@ def mcem(
     >>> model = dp.Model(simulate=lambda p, rng: rng.poisson(p["theta"]), likelihood=lik)
     >>> mech = dp.Laplace.from_privacy(epsilon=0.2, sensitivity=1.0)
     >>> fit = dp.mcem(model, mech, 37.4, start={"theta": 1.0}, rng=1, progressbar=False)
-    >>> round(fit.estimate["theta"], 1), round(float(fit.observed_information[0, 0]), 4)
-    (37.2, 0.0158)
+    >>> round(fit.estimate["theta"]), round(float(fit.observed_information[0, 0]), 3)  # 37.237
+    (37, 0.016)
     """
     released = check_inputs(model, mechanism, released, needs_prior=False)
     check_options(rng=rng, executor=executor, progressbar=progressbar)
@@ -378,13 +258,87 @@ def mcem(
         draw = make_draw(model, mechanism, released, space, theta, compress=True)
         return WeightedSample(draw, _chunk_sizes(size, batch_size), seed, executor=executor)
 
+    em = (likelihood, use_family, accelerate, batch_size)
+    run = _run_em(schedule, theta, root, sample_at, em, progressbar)
+    state, infos = run.state, run.infos
+    # Louis at the last interior iterate; EM stopped before when an M-step returned a bound.
+    # A collapsed run gets no larger sample than its last E-step: nothing it gives is reported.
+    final_size = max(schedule.final_size, infos[-1].n_simulations)
+    if _health.collapse_run(i.ess for i in infos if np.isfinite(i.ess)):
+        final_size = min(final_size, infos[-1].n_simulations)
+    info_sample = sample_at(state.theta, final_size, _child(root, 2))
+    louis = _mstep.louis(info_sample, likelihood, state.theta)
+    health = _health.diagnose(infos, run.outcomes, schedule, louis.ess)
+    bounded = _boundary.on_closed_bound(space, infos[-1].theta)
+    bound = infos[-1].theta  # the bound the M-step returned
+    if not bounded.any() and not health.collapsed:
+        bounded = _boundary.at_bound(space, state.theta, louis.score, louis.information)
+        bound = _boundary.nearest_bound(space, state.theta)
+    estimate = np.where(bounded, bound, state.theta)
+    if bounded.any() and not health.collapsed:
+        idx = np.flatnonzero(bounded)
+        message = _boundary.boundary_message(
+            [space.labels[i] for i in idx], estimate[idx], state.theta[idx], louis.score[idx]
+        )
+        warnings.warn(message, BoundaryEstimateWarning, stacklevel=2)
+    if not health.converged:
+        warnings.warn(health.message(len(infos)), MCEMConvergenceWarning, stacklevel=2)
+    naive_theta, naive_info, naive_note = _naive(likelihood, released, theta, use_family)
+    # the estimate's Monte Carlo error comes from the last E-step's sample size
+    louis = louis._replace(
+        score_covariance=louis.score_covariance * info_sample.n / infos[-1].n_simulations
+    )
+    fit = _result(
+        space,
+        estimate,
+        louis,
+        infos,
+        health.converged,
+        naive_theta,
+        naive_info,
+        run.simulations + info_sample.n,
+        bounded,
+        health,
+        attrs={
+            "at_boundary": ", ".join(space.labels[i] for i in np.flatnonzero(bounded)),
+            "naive_note": naive_note,
+            "method": "mcem",
+            "reference": REFERENCE,
+            "mechanism": repr(mechanism),
+            **privacy_attrs(mechanism),
+            "schedule": schedule.name,
+            "mstep": "exponential" if use_family else "general",
+            "accelerate": int(accelerate),
+            "likelihood": likelihood.source,
+            "ess_at_estimate": louis.ess,
+            "min_ess": _estep.MIN_ESS,
+            "convergence_note": "; ".join(health.reasons),
+            "n_information": info_sample.n,
+            "seed": seed_entropy(root),
+        },
+    )
+    context = _FitContext(model, mechanism, released, likelihood, batch_size, root)
+    return dataclasses.replace(fit, _context=context)
+
+
+# ----------------------------------------------------------------------------------------
+class _Run(NamedTuple):
+    state: MCEMState
+    infos: list
+    outcomes: list
+    simulations: int
+
+
+def _run_em(schedule, theta, root, sample_at, em, bar_on) -> _Run:
+    """Run the EM loop (E-step, M-step, schedule decision) until the schedule stops it."""
+    likelihood, use_family, accelerate, batch = em
+    space = likelihood.space
     state = MCEMState(theta, 0, 0, 0, schedule.initial_size())
     infos: list[MCEMInfo] = []
     total_sims, outcomes, seen = 0, [], {theta.tobytes()}
-    with progress_bar("MCEM", total=None, enabled=progressbar) as bar:
+    with progress_bar("MCEM", total=None, enabled=bar_on) as bar:
         while True:
-            seed = _seed_for(root, schedule, state)
-            sample = sample_at(state.theta, state.size, seed)
+            sample = sample_at(state.theta, state.size, _seed_for(root, schedule, state))
             while True:
                 if use_family:
                     theta_new = _mstep.exponential_mstep(sample, likelihood)
@@ -398,7 +352,7 @@ def mcem(
                 extra = schedule.accept(dq, se, sample.n)
                 if not extra:
                     break
-                sample = sample.extend(extra, batch_size)
+                sample = sample.extend(extra, batch)
             total_sims += sample.n
             step = float(np.max(np.abs(theta_new - state.theta)))
             if not space.contains(theta_new):
@@ -418,6 +372,7 @@ def mcem(
                 state.size,
                 sample.n,
                 cycled=cycled,
+                ess=ess,
             )
             if ok is not None:
                 outcomes.append(bool(ok))
@@ -427,56 +382,7 @@ def mcem(
             state = MCEMState(theta_new, state.iteration + 1, stage, stage_iteration, size)
             if done:
                 break
-    converged = all(outcomes)
-
-    # Louis at the last interior iterate; EM stopped before when an M-step returned a bound
-    final_size = max(schedule.final_size, infos[-1].n_simulations)
-    info_sample = sample_at(state.theta, final_size, _child(root, 2))
-    louis = _mstep.louis(info_sample, likelihood, state.theta)
-    total_sims += info_sample.n
-    bounded = _boundary.on_closed_bound(space, infos[-1].theta)
-    bound = infos[-1].theta  # the bound the M-step returned
-    if not bounded.any():
-        bounded = _boundary.at_bound(space, state.theta, louis.score, louis.information)
-        bound = _boundary.nearest_bound(space, state.theta)
-    estimate = np.where(bounded, bound, state.theta)
-    if bounded.any():
-        idx = np.flatnonzero(bounded)
-        message = _boundary.boundary_message(
-            [space.labels[i] for i in idx], estimate[idx], state.theta[idx], louis.score[idx]
-        )
-        warnings.warn(message, BoundaryEstimateWarning, stacklevel=2)
-    naive_theta, naive_info, naive_note = _naive(likelihood, released, theta, use_family)
-    # the estimate's Monte Carlo error comes from the last E-step's sample size
-    louis = louis._replace(
-        score_covariance=louis.score_covariance * info_sample.n / infos[-1].n_simulations
-    )
-    return _result(
-        space,
-        estimate,
-        louis,
-        infos,
-        converged,
-        naive_theta,
-        naive_info,
-        total_sims,
-        bounded,
-        attrs={
-            "at_boundary": ", ".join(space.labels[i] for i in np.flatnonzero(bounded)),
-            "naive_note": naive_note,
-            "method": "mcem",
-            "reference": REFERENCE,
-            "mechanism": repr(mechanism),
-            **privacy_attrs(mechanism),
-            "schedule": schedule.name,
-            "mstep": "exponential" if use_family else "general",
-            "accelerate": int(accelerate),
-            "likelihood": likelihood.source,
-            "ess_at_estimate": louis.ess,
-            "n_information": info_sample.n,
-            "seed": seed_entropy(root),
-        },
-    )
+    return _Run(state, infos, outcomes, total_sims)
 
 
 # ----------------------------------------------------------------------------------------
@@ -553,7 +459,9 @@ class _SingleRow:
         return Means(first, {"one": 1.0}, 1.0, 0.0)
 
 
-def _result(space, theta, louis, infos, converged, naive_theta, naive_info, sims, bounded, attrs):
+def _result(
+    space, theta, louis, infos, converged, naive_theta, naive_info, sims, bounded, health, attrs
+):
     import xarray as xr
 
     cov = _boundary.restricted_covariance(louis.information, bounded)
@@ -561,6 +469,10 @@ def _result(space, theta, louis, infos, converged, naive_theta, naive_info, sims
     free_cov = np.nan_to_num(cov) if bounded.any() else cov
     mc_cov = free_cov @ louis.score_covariance @ free_cov
     mc_se = np.where(bounded, np.nan, np.sqrt(np.clip(np.diag(mc_cov), 0, None)))
+    if health.collapsed or health.unreliable_information:
+        # weights on a few simulations: their delta-method errors are not errors
+        se, mc_se = np.full_like(se, np.nan), np.full_like(mc_se, np.nan)
+        attrs = {**attrs, "standard_error_note": "; ".join(health.reasons)}
     naive_cov = _boundary.restricted_covariance(naive_info, np.zeros(len(naive_theta), bool))
     naive_se = np.sqrt(np.where(np.diag(naive_cov) >= 0, np.diag(naive_cov), np.nan))
 
@@ -601,21 +513,6 @@ def _slice(space, name) -> slice:
             return slice(start, start + space.sizes[key])
         start += space.sizes[key]
     raise KeyError(name)
-
-
-def _flat(values: dict, labels) -> np.ndarray:
-    return np.concatenate([np.asarray(v, dtype=float).reshape(-1) for v in values.values()])
-
-
-def _netcdf_safe(attrs: dict) -> dict:
-    out = {}
-    for key, value in attrs.items():
-        if isinstance(value, bool):
-            value = int(value)
-        if isinstance(value, float) and not math.isfinite(value):
-            value = str(value)
-        out[key] = value
-    return out
 
 
 def _chunk_sizes(total: int, batch_size: int) -> list[int]:

@@ -124,3 +124,32 @@ def test_table_cells_never_run_together(values):
     for cell, value in zip(cells, values, strict=True):
         assert len(cell) <= 8, line
         assert float(cell) == pytest.approx(value, rel=0.06, abs=1e-3), line
+
+
+def test_mle_interval_notes_show_wald_and_profile_intervals():
+    # a vector parameter of two Poisson rates; each note names one coordinate
+    from samplers.test_mcem_collapse import rates_model  # tests/ is on the path
+
+    import dpinfer as dp
+
+    model = rates_model(2)
+    fit = dp.mcem(
+        model,
+        dp.Laplace(np.array([5.0, 2.0])),
+        np.array([37.4, 12.3]),
+        start={"theta": np.array([30.0, 10.0])},
+        rng=1,
+        schedule=dp.AscentSchedule(information_size=20_000),
+        progressbar=False,
+    )
+    notes, numbers = _report.mle_interval_notes(fit, simulations=10_000)
+    assert [n.split(":")[0] for n in notes] == [
+        "MLE 95% intervals for theta[0]",
+        "MLE 95% intervals for theta[1]",
+    ]
+    assert all("Wald [" in n and "profile likelihood [" in n for n in notes)
+    wald = fit.wald_interval()["theta"]
+    assert numbers["mle_wald_interval"]["theta[1]"] == pytest.approx([wald[0][1], wald[1][1]])
+    lower, upper = numbers["mle_profile_interval"]["theta[0]"]
+    assert lower < fit.estimate["theta"][0] < upper
+    assert set(numbers["mle_profile_interval_mcse"]) == {"theta[0]", "theta[1]"}

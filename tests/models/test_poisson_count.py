@@ -8,6 +8,7 @@ same check must catch.
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -356,6 +357,11 @@ def test_sbc_planted_naive_posterior_is_not_calibrated():
 def test_run_example_writes_outputs(tmp_path):
     text = pc.run_example(tmp_path, draws=2000, seed=3, progressbar=False)
     assert "exact" in text and "naive" in text and "acceptance rate" in text
+    # the MLE row comes with both intervals (issue 20): exact profile (21.71, 55.71)
+    assert "MLE 95% intervals for theta: Wald [" in text and "profile likelihood [" in text
+    numbers = json.loads((tmp_path / "summary.json").read_text())["diagnostics"]
+    assert numbers["mle_profile_interval"]["theta"] == pytest.approx([21.71, 55.71], abs=1.0)
+    assert numbers["mle_wald_interval"]["theta"] == pytest.approx([21.65, 52.82], abs=1.0)
     assert (tmp_path / "posterior.nc").stat().st_size > 0
     assert (tmp_path / "poisson_count.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     loaded = from_netcdf(tmp_path / "posterior.nc")
