@@ -56,7 +56,7 @@ from dpinfer import _validate
 from dpinfer._rng import RNGLike, as_seed_sequence
 from dpinfer.results import effective_sample_size, rhat
 
-from ._example import Example, Option, integer, positive
+from ._example import Example, Option, between, integer, positive
 from ._report import Report, Result, draw_rows, idata_draws, new_figure, nuts_note, value_rows
 
 __all__ = [
@@ -108,7 +108,7 @@ EXAMPLE = Example(
     seconds=150,
     module=__name__,
     options=(
-        Option("rho", RHO, "zCDP budget of each count, 1e-4 to 100", positive),
+        Option("rho", RHO, "zCDP budget of each count", between(1e-4, 100)),
         Option("counties", COUNTIES, "number of synthetic counties", integer(10, 50_000)),
         Option("draws", 300, "NUTS draws per chain", integer(100)),
         Option("tune", 300, "NUTS tuning steps per chain", integer(100)),
