@@ -93,12 +93,27 @@ def test_a_raising_cell_fails_the_run(kernel):
         _execute(nb)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs(kernel, path):
-    nb = nbformat.read(path, as_version=4)
-    before = path.read_bytes()
-    _execute(nb)
-    assert path.read_bytes() == before, "executing a tutorial must not write it back"
+def _runs_share(share: int, shares: int) -> type:
+    """A test class running every ``shares``-th notebook, starting at ``share``.
+
+    ``make test`` distributes tests over workers by module and class (pytest-xdist's
+    ``loadscope``); one class per share lets the notebooks run on several workers at once.
+    """
+    paths = NOTEBOOKS[share::shares]
+
+    @pytest.mark.parametrize("path", paths, ids=[p.name for p in paths])
+    def test_notebook_runs(self, kernel, path):
+        nb = nbformat.read(path, as_version=4)
+        before = path.read_bytes()
+        _execute(nb)
+        assert path.read_bytes() == before, "executing a tutorial must not write it back"
+
+    return type(f"TestNotebooks{share}", (), {"test_notebook_runs": test_notebook_runs})
+
+
+SHARES = 4
+for _share in range(SHARES):
+    globals()[f"TestNotebooks{_share}"] = _runs_share(_share, SHARES)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
