@@ -135,8 +135,24 @@ def test_each_example_lists_its_options(capsys):
     assert "Gong (2022), Section 5.2" in " ".join(out.split())
 
 
-@pytest.mark.parametrize("name", sorted(TINY))
-def test_example_runs_end_to_end(name, tmp_path):
+def _end_to_end_class(name: str) -> type:
+    """A test class running example ``name`` end to end.
+
+    ``make test`` distributes tests over workers by module and class (pytest-xdist's
+    ``loadscope``): one class per example lets the examples run on several workers at once.
+    """
+
+    def test_example_runs_end_to_end(self, tmp_path):
+        check_end_to_end(name, tmp_path)
+
+    title = "".join(part.title() for part in name.split("-"))
+    return type(
+        f"TestEndToEnd{title}", (), {"test_example_runs_end_to_end": test_example_runs_end_to_end}
+    )
+
+
+def check_end_to_end(name, tmp_path):
+    """Run example ``name`` with its tiny settings and check every output."""
     out = tmp_path / "out"
     fmt = "table" if name == "poisson-count" else "json"
     run = _run(name, out, fmt=fmt)
@@ -201,6 +217,11 @@ def test_example_runs_end_to_end(name, tmp_path):
         noisy = [r for r in run["log_records"] if r.levelno < logging.ERROR]
         assert not noisy, [r.getMessage() for r in noisy]
         assert not [w for w in run["warnings"] if "BLAS" in w or "More chains" in w]
+
+
+for _name in sorted(TINY):
+    _cls = _end_to_end_class(_name)
+    globals()[_cls.__name__] = _cls
 
 
 def test_quiet_hides_pymc_messages_and_warnings_unless_verbose():
