@@ -40,6 +40,7 @@ TINY = {
     "linear-regression": ["--particles", "100", "--nuts-draws", "100"],
     "naive-bayes": ["--nuts-draws", "100"],
     "tuberculosis": ["--records", "10", "--proposals", "100", "--noise-repetitions", "2"],
+    "pageviews": ["--days", "14", "--draws", "100", "--tune", "100"],
 }
 #: Run through the console script in a subprocess (the others run in this process).
 IN_SUBPROCESS = {"poisson-count"}
@@ -53,6 +54,7 @@ ROLES = {
     "linear-regression": {"exact", "naive", "reference", "truth"},
     "naive-bayes": {"exact", "naive", "truth"},
     "tuberculosis": {"private", "non-private", "truth"},
+    "pageviews": {"exact", "naive", "truth"},
 }
 CHATTER = ("BLAS", "Initializing NUTS", "Sampling 2 chains", "Sequential sampling", "NUTS: [")
 
