@@ -477,7 +477,9 @@ def _max_rows(report: Report, params) -> int:
 def _cell(value: float) -> str:
     if not math.isfinite(value):
         return f"{'':>8}"
-    return f"{value:8.3f}" if abs(value) < 1e5 else f"{value:8.2e}"
+    if abs(value) < 1e3:
+        return f"{value:8.3f}"
+    return f"{value:8.1f}" if abs(value) < 1e5 else f"{value:8.2e}"  # a space before each cell
 
 
 def _jsonable(value):
