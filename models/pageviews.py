@@ -309,13 +309,12 @@ def run(
     }
     rows, notes, diagnostics = _compare(fits)
     shares = suppressed_share(table)
-    sigma = mech.mechanism.sigma[:, 0]
     setting = [
         f"views[c, t] ~ Poisson(lam), log lam = log views[c] + weekly[t mod 7] + trend "
         f"(t/{days - 1} - 1/2); {len(COUNTRIES)} synthetic countries x {days} days "
         "(day 0 a Monday)",
         "release: discrete Gaussian, sigma "
-        + ", ".join(f"{s:.1f}" for s in sigma[::3])
+        + ", ".join(f"{s:.1f}" for s in mech.mechanism.sigma[::3, 0])
         + f" by tier (rho {', '.join(f'{TIERS[t][0]:g}' for t in TIERS)}, l2 sensitivity "
         f"{sensitivity:.4g}); published when {publish.replace('_', ' ')} "
         + ", ".join(f"{TIERS[t][1]:g}" for t in TIERS),
@@ -381,7 +380,8 @@ def _figure(path, *, fits, table, mech) -> None:
     left.invert_yaxis()
     left.set_xlabel("mean daily views: 90% intervals")
     left.legend(frameon=False, fontsize=7)
-    c = int(np.argmin(np.abs(np.isnan(table["released"]).mean(axis=1) - 0.5)))  # half censored
+    share = np.isnan(table["released"]).mean(axis=1)
+    c = int(np.argmax(np.where(share < 1, share, -1)))  # the most censored with a published day
     days = np.arange(table["days"])
     shown = ~np.isnan(table["released"][c])
     right.plot(days, table["views"][c], color="0.6", lw=1, label="true views")
