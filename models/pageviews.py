@@ -52,7 +52,7 @@ Examples
 >>> from dpinfer.models import pageviews as pv
 >>> table = pv.simulate(days=28)
 >>> table["released"].shape, int(pv.suppressed_share(table)["lower"] * 100)
-((9, 28), 34)
+((9, 28), 26)
 >>> mech = pv.mechanism(days=28)
 >>> mech.mechanism.sigma[:, 0].round(1)
 array([ 18.3,  18.3,  18.3,  90. ,  90. ,  90. , 179.8, 179.8, 179.8])
