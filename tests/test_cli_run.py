@@ -42,6 +42,7 @@ TINY = {
     "naive-bayes": ["--nuts-draws", "100"],
     "tuberculosis": ["--records", "10", "--proposals", "100", "--noise-repetitions", "2"],
     "county-rates": ["--counties", "20", "--draws", "100", "--tune", "100"],
+    "pageviews": ["--days", "14", "--draws", "100", "--tune", "100"],
 }
 #: Run through the console script in a subprocess (the others run in this process).
 IN_SUBPROCESS = {"poisson-count"}
@@ -56,6 +57,7 @@ ROLES = {
     "naive-bayes": {"exact", "naive", "truth"},
     "tuberculosis": {"private", "non-private", "truth"},
     "county-rates": {"exact", "naive", "truth"},
+    "pageviews": {"exact", "naive", "truth"},
 }
 CHATTER = ("BLAS", "Initializing NUTS", "Sampling 2 chains", "Sequential sampling", "NUTS: [")
 

@@ -98,7 +98,8 @@ def _thresholded(mechanism: Thresholded, released: np.ndarray) -> Cells:
     published = ~suppressed
     cut = np.broadcast_to(mechanism._cut, mechanism.event_shape).reshape(-1)
     flat = released.reshape(-1)
-    impossible = published & ~mechanism._publishes(np.where(suppressed, np.inf, flat))
+    candidates = np.where(suppressed, np.inf, flat).reshape(mechanism.event_shape)
+    impossible = published & ~mechanism._publishes(candidates).reshape(-1)
     if impossible.any():
         bad = np.flatnonzero(impossible)[:5].tolist()
         raise ValueError(

@@ -65,6 +65,24 @@ def test_a_published_cell_below_its_threshold_is_refused():
             mech.to_pymc("y", pm.Poisson.dist(50.0, shape=2), observed=np.array([95, 60]))
 
 
+def test_a_table_of_several_dimensions_matches_the_flat_one():
+    """Per-cell thresholds on a (rows, columns) table: as the same cells in one row."""
+    rho, threshold = np.array([[0.5], [0.02]]), np.array([[12], [30]])
+    released = np.array([[np.nan, 15.0, 40.0], [np.nan, 31.0, np.nan]])
+    mu = np.array([[5.0, 14.0, 38.0], [20.0, 35.0, 60.0]])
+    logps = []
+    for shape in [(2, 3), (6,)]:
+        noise = dp.DiscreteGaussian.from_zcdp(
+            rho=np.broadcast_to(rho, (2, 3)).reshape(shape), sensitivity=1, event_shape=shape
+        )
+        mech = dp.Thresholded(noise, threshold=np.broadcast_to(threshold, (2, 3)).reshape(shape))
+        with pm.Model() as model:
+            mech.to_pymc("y", pm.Poisson.dist(mu.reshape(shape)), observed=released.reshape(shape))
+        logps.append(model.compile_logp(sum=False)({})[0].reshape(-1))
+    np.testing.assert_allclose(logps[0], logps[1], rtol=1e-12)
+    assert np.all(np.isfinite(logps[0]))
+
+
 # --- NUTS on a table with per-cell zCDP noise and suppressed cells -----------------------
 
 POP = np.array([700, 1500, 400, 2600, 900, 300, 1200])
