@@ -15,6 +15,7 @@ import torch
 from .. import _validate
 from .._rng import RNGLike, as_generator, as_seed_sequence, child_sequence
 from ..model import as_prior
+from ._device import check_device
 from ._io import read, save
 from ._mcmc import MCMC, Chains, random_walk_metropolis
 from ._result import neural_result, total_draws
@@ -31,11 +32,12 @@ class _Estimator:
 
     kind = ""
 
-    def __init__(self, density, space, info: dict, flow_spec: dict | None):
+    def __init__(self, density, space, info: dict, flow_spec: dict | None, embedding_spec=None):
         self.density = density
         self.space = space
         self.info = info
         self.flow_spec = flow_spec
+        self.embedding_spec = embedding_spec
 
     @property
     def names(self) -> list[str]:
@@ -47,9 +49,25 @@ class _Estimator:
         """Shape of one release."""
         return tuple(self.info["event_shape"])
 
+    @property
+    def device(self) -> torch.device:
+        """The torch device the estimator evaluates and samples on."""
+        return self.density.device
+
+    def to(self, device):
+        """Move the estimator to ``device`` ("cpu", "cuda", "cuda:<index>"); return it.
+
+        Sampling and density evaluations then run there (CUDA: untested here).
+        """
+        self.density.to(check_device(device))
+        return self
+
     def save(self, path) -> None:
         """Save the estimator to ``path`` (read back with :func:`dpinfer.neural.load`)."""
         save(self, path)
+
+    def _tensor(self, x) -> torch.Tensor:
+        return torch.as_tensor(np.asarray(x), dtype=torch.float32, device=self.device)
 
     def _released(self, released) -> np.ndarray:
         arr = _validate.finite_array("released", released)
@@ -73,10 +91,6 @@ class _Estimator:
             f"{type(self).__name__}(params={self.names}, event_shape={self.event_shape}, "
             f"mechanism={self.info['mechanism']})"
         )
-
-
-def _tensor(x) -> torch.Tensor:
-    return torch.as_tensor(np.asarray(x), dtype=torch.float32)
 
 
 class NeuralPosterior(_Estimator):
@@ -116,9 +130,9 @@ class NeuralPosterior(_Estimator):
         """
         z = self._params(params)
         _, log_jac = self.space.unflatten(z)
-        context = _tensor(self._released(released))
+        context = self._tensor(self._released(released))
         with torch.no_grad():
-            log_q = self.density.log_prob(_tensor(z), context).double().numpy()
+            log_q = self.density.log_prob(self._tensor(z), context).double().cpu().numpy()
         return log_q - log_jac
 
     def sample(
@@ -169,14 +183,14 @@ class NeuralPosterior(_Estimator):
 
     def draw(self, released: np.ndarray, n: int, seq, prior=None):
         """Draw ``n`` times in the prior support; return ``z``, params, ``log q``, acceptance."""
-        context = _tensor(released)
+        context = self._tensor(released)
         kept, log_q, tried = [], [], 0
-        with forked(seq), torch.no_grad():
+        with forked(seq, self.device), torch.no_grad():
             while sum(len(k) for k in kept) < n:
                 want = n - sum(len(k) for k in kept)
                 z = self.density.sample(context, min(_SAMPLE_BATCH, 2 * want + 100))
-                log_z = self.density.log_prob(z, context).double().numpy()
-                z = z.double().numpy()
+                log_z = self.density.log_prob(z, context).double().cpu().numpy()
+                z = z.double().cpu().numpy()
                 tried += len(z)
                 ok = np.all(np.isfinite(z), axis=1) & np.isfinite(log_z)
                 if prior is not None:
@@ -228,12 +242,12 @@ class NeuralLikelihood(_Estimator):
         return self._log_lik(self._released(released), self._params(params))
 
     def _log_lik(self, released: np.ndarray, z: np.ndarray) -> np.ndarray:
-        x = _tensor(released + (0.5 if self.info["dequantised"] else 0.0))
+        x = self._tensor(released + (0.5 if self.info["dequantised"] else 0.0))
         out = np.empty(len(z))
         with torch.no_grad():
             for lo in range(0, len(z), _SAMPLE_BATCH):
-                chunk = _tensor(z[lo : lo + _SAMPLE_BATCH])
-                out[lo : lo + len(chunk)] = self.density.log_prob(x, chunk).double().numpy()
+                chunk = self._tensor(z[lo : lo + _SAMPLE_BATCH])
+                out[lo : lo + len(chunk)] = self.density.log_prob(x, chunk).double().cpu().numpy()
         return out
 
     def posterior(
@@ -337,7 +351,7 @@ def _check_mcmc(mcmc) -> MCMC:
     return mcmc
 
 
-def load(path, *, flow=None) -> NeuralPosterior | NeuralLikelihood:
+def load(path, *, flow=None, embedding=None, device="cpu") -> NeuralPosterior | NeuralLikelihood:
     """Load an estimator saved with ``estimator.save(path)``.
 
     Parameters
@@ -347,6 +361,11 @@ def load(path, *, flow=None) -> NeuralPosterior | NeuralLikelihood:
     flow : callable, optional
         The flow builder it was trained with; needed only when that was not a
         :class:`SplineFlow` (whose settings are saved with the weights).
+    embedding : callable or torch.nn.Module, optional
+        The embedding network it was trained with; needed only when that was a
+        custom one (a preset's settings are saved with the weights).
+    device : str or torch.device, default "cpu"
+        Where to load it ("cpu", "cuda", "cuda:<index>"; CUDA untested here).
 
     Returns
     -------
@@ -357,5 +376,5 @@ def load(path, *, flow=None) -> NeuralPosterior | NeuralLikelihood:
     The file is read with ``torch.load(..., weights_only=True)``: it holds
     tensors, numbers and strings only, so loading runs no pickled code.
     """
-    kind, parts = read(path, flow)
+    kind, parts = read(path, flow, embedding, check_device(device))
     return {"posterior": NeuralPosterior, "likelihood": NeuralLikelihood}[kind](*parts)

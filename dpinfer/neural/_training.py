@@ -23,7 +23,11 @@ from .. import _validate
 
 @dataclass(frozen=True)
 class Training:
-    """Optimisation settings; the defaults are Xiong, Ju and Zhang's (2023, S3).
+    """Optimisation settings; the field defaults are Xiong, Ju and Zhang's (2023, S3).
+
+    ``settings="default"`` of :func:`sppe` and :func:`sple` uses other values
+    (see :data:`dpinfer.neural.SETTINGS`); a ``Training`` passed explicitly is
+    used as it is.
 
     Parameters
     ----------
@@ -49,6 +53,14 @@ class Training:
         busy they wait for each other: on two shared cores, two threads
         took 2.5 to 10 times the wall time of one per training step. The
         same seed gives the same result at the same thread count.
+    step_copies : int or None, default None
+        Noise copies of each simulation that one training step averages over,
+        drawn at random without replacement afresh at every step (None: all
+        ``noise_copies``). The loss a step estimates is unchanged (its
+        expectation over the draw is the average over all copies), so is its
+        minimiser, while the step evaluates the flow ``noise_copies /
+        step_copies`` times less often; over the epochs every copy is used.
+        The validation loss that stops training always averages all copies.
 
     Examples
     --------
@@ -65,6 +77,7 @@ class Training:
     max_epochs: int = 1000
     clip_norm: float | None = 5.0
     threads: int | None = 1
+    step_copies: int | None = None
 
     def __post_init__(self):
         if _validate.positive_int("batch_size", self.batch_size) < 2:
@@ -78,6 +91,8 @@ class Training:
             _validate.positive_finite("clip_norm", self.clip_norm)
         if self.threads is not None:
             _validate.positive_int("threads", self.threads)
+        if self.step_copies is not None:
+            _validate.positive_int("step_copies", self.step_copies)
 
 
 @contextlib.contextmanager
@@ -115,12 +130,13 @@ def fit(
     options: Training,
     gen: torch.Generator,
     report: Callable[[int, float, float], None],
+    val_loss: Loss | None = None,
 ) -> Fit:
     """Train ``density`` on rows ``train`` of ``data``; early-stop on rows ``val``.
 
     ``loss(density, batch, gen)`` is the mean loss of a batch (a dict of the
-    rows of ``data``); ``report(epoch, train_loss, val_loss)`` is called after
-    every epoch.
+    rows of ``data``); ``val_loss`` (default ``loss``) the one early stopping
+    watches; ``report(epoch, train_loss, val_loss)`` is called after every epoch.
     """
     start = time.perf_counter()
     params = [p for p in density.parameters() if p.requires_grad]
@@ -149,12 +165,12 @@ def fit(
             optimiser.step()
             total += float(value.detach()) * len(rows)
         train_loss = total / len(train)
-        val_loss = evaluate(density, loss, data, val, options.batch_size, val_seed)
+        value = evaluate(density, val_loss or loss, data, val, options.batch_size, val_seed)
         train_curve.append(train_loss)
-        val_curve.append(val_loss)
-        report(epoch, train_loss, val_loss)
-        if val_loss < best:
-            best, best_train, since = val_loss, train_loss, 0
+        val_curve.append(value)
+        report(epoch, train_loss, value)
+        if value < best:
+            best, best_train, since = value, train_loss, 0
             best_state = copy.deepcopy(density.state_dict())
         else:
             since += 1
@@ -192,4 +208,5 @@ def _batches(rows: torch.Tensor, size: int):
 
 
 def _take(data: dict, rows: torch.Tensor) -> dict:
+    rows = rows.to(next(iter(data.values())).device)
     return {k: v[rows] for k, v in data.items()}
