@@ -13,6 +13,11 @@ CSPRNG) and with a seeded Generator, beside
 Each rate is the best of ``--repeats`` runs, by CPU time of this process (user and
 system, so the OS generator's work counts) and, for our curator path, also by wall
 clock. On a shared, loaded machine the CPU figures are the comparable ones.
+
+A second table releases tables of 1,000 cells with per-cell scales (1, 3, 100 and 1,000
+distinct values), seeded, beside the same number of draws at one scale and beside the
+route a user had before per-cell scales: one mechanism per distinct scale, released
+group by group.
 Usage: ``python benchmarks/discrete_samplers.py [--quick]``.
 """
 
@@ -77,6 +82,30 @@ def opendp_rate(kind: str, scale: float, n: int, repeats: int) -> float | None:
     return best_rate(lambda: meas(zeros), n, repeats)[0]
 
 
+def per_cell_rates(kind: str, rows: int, repeats: int) -> list[tuple]:
+    """Per distinct-scale count: (distinct, per-cell rate, one-scale rate, group-loop rate)."""
+    family = dp.DiscreteLaplace if kind == "laplace" else dp.DiscreteGaussian
+    cells = 1_000
+    out = []
+    one = family(3.7306, event_shape=(cells,))
+    zeros = np.zeros((rows, cells), dtype=np.int64)
+    one.release(zeros[:2], rng=1)
+    single, _ = best_rate(lambda: one.release(zeros, rng=1), zeros.size, repeats)
+    for distinct in (1, 3, 100, 1_000):
+        scales = 3.7306 * (1 + np.arange(distinct) / distinct)[np.arange(cells) % distinct]
+        mech = family(scales)
+        table, _ = best_rate(lambda mech=mech: mech.release(zeros, rng=1), zeros.size, repeats)
+        groups = [(family(v), int(np.sum(scales == v)) * rows) for v in np.unique(scales)]
+
+        def loop(groups=groups):
+            for m, size in groups:
+                m.release(np.zeros(size, dtype=np.int64), rng=1)
+
+        looped, _ = best_rate(loop, zeros.size, repeats)
+        out.append((distinct, table, single, looped))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller samples")
@@ -110,6 +139,22 @@ def main() -> None:
             print(
                 f"{name:<17}{scale:>8g}{os_wall:>15.3g}{os_cpu:>14.3g}{seeded:>13.3g}"
                 f"{ref:>13.3g}{other_text}{ratio}"
+            )
+    rows = 200 if args.quick else 2_000
+    print(
+        f"\nper-cell scales: tables of 1,000 cells x {rows:,} rows, seeded, CPU draws per second"
+    )
+    header = (
+        f"{'mechanism':<17}{'distinct':>9}{'per-cell':>11}{'one scale':>11}"
+        f"{'ratio':>7}{'group loop':>12}{'ratio':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    for kind, name in (("laplace", "DiscreteLaplace"), ("gaussian", "DiscreteGaussian")):
+        for distinct, table, single, looped in per_cell_rates(kind, rows, args.repeats):
+            print(
+                f"{name:<17}{distinct:>9}{table:>11.3g}{single:>11.3g}{table / single:>7.2f}"
+                f"{looped:>12.3g}{table / looped:>7.2f}"
             )
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"\nPython: the pure-Python reference, {n_python:,} draws; load average {load:.1f}.")

@@ -5,6 +5,7 @@ import importlib
 from . import accounting, distances, theory
 from ._version import __version__
 from .likelihood import ExponentialFamily, Likelihood
+from .marginal import to_pymc
 from .mechanisms import (
     BinomialRelease,
     DiscreteGaussian,
@@ -15,11 +16,13 @@ from .mechanisms import (
     Privacy,
     SparseVector,
     SVTResult,
+    Thresholded,
 )
 from .model import Model, Prior
 from .record_model import RecordModel
 from .reference import sample_reference
 from .samplers import (
+    AcceptanceRate,
     AscentSchedule,
     BoundaryEstimateWarning,
     MCEMResult,
@@ -27,6 +30,7 @@ from .samplers import (
     StagedSchedule,
     abcdp,
     da_mcmc,
+    estimate_acceptance_rate,
     importance_abc,
     mcem,
     rejection_abc,
@@ -37,6 +41,7 @@ from .samplers import (
 )
 
 __all__ = [
+    "AcceptanceRate",
     "AscentSchedule",
     "BinomialRelease",
     "BoundaryEstimateWarning",
@@ -56,11 +61,13 @@ __all__ = [
     "SimulationBudgetExceeded",
     "SparseVector",
     "StagedSchedule",
+    "Thresholded",
     "__version__",
     "abcdp",
     "accounting",
     "da_mcmc",
     "distances",
+    "estimate_acceptance_rate",
     "importance_abc",
     "mcem",
     "rejection_abc",
@@ -69,6 +76,7 @@ __all__ = [
     "smc_abc",
     "soft_abcdp",
     "theory",
+    "to_pymc",
     "tolerance_smc_abc",
 ]
 

@@ -63,6 +63,7 @@ def model_parts(
     param_rvs = [pymc_model[name] for name in params]
     stat_rvs = [pymc_model[name] for name in stat_names]
     _check_closed(stat_rvs, param_rvs, pymc_model)
+    _check_generative(pymc_model)
     shapes = {rv.name: tuple(int(d) for d in rv.shape.eval()) for rv in param_rvs}
     bounds = {rv.name: _support_of(pymc_model, rv) for rv in param_rvs}
     bounds.update(_validate.mapping("support", support))
@@ -77,6 +78,16 @@ def model_parts(
         source="pymc",
     )
     compiled = _Compiled(graphs, space)
+    try:
+        compiled.compile()
+    except Exception as err:  # a PyTensor error deep in a graph rewrite: say what failed
+        raise ValueError(
+            "cannot build a batched prior sampler and simulator from this PyMC model "
+            f"({type(err).__name__}: {err}). Model.from_pymc needs the parameters as free "
+            "random variables with their priors (random effects included, centred or not) and "
+            "the statistic as random variables that depend on them; write the model that way, "
+            "or build dpinfer.Model from Python callables"
+        ) from err
     return compiled.prior_sample, compiled.prior_logpdf, compiled.simulate, likelihood, stat_names
 
 
@@ -98,6 +109,23 @@ def _check_closed(stat_rvs, param_rvs, pymc_model) -> None:
                     f"the statistic {rv.name!r} depends on the random variable {var.name!r}, "
                     "which is neither a parameter nor part of the statistic; list it in params"
                 )
+
+
+def _check_generative(pymc_model) -> None:
+    """Refuse what a prior sampler cannot draw from: observed variables and potentials."""
+    if pymc_model.observed_RVs:
+        names = [rv.name for rv in pymc_model.observed_RVs]
+        raise ValueError(
+            f"the PyMC model has observed variables {names}: the prior that ABC and MCEM draw "
+            "from would ignore them; remove them (the release enters through the mechanism) "
+            "or fold that data into the prior"
+        )
+    if pymc_model.potentials:
+        names = [v.name for v in pymc_model.potentials]
+        raise ValueError(
+            f"the PyMC model has potentials {names}, which a prior sampler cannot draw from; "
+            "express them as distributions of the parameters"
+        )
 
 
 def _support_of(pymc_model, rv) -> tuple[float, float]:
@@ -140,6 +168,10 @@ class _Compiled:
         if fns is None:
             fns = self._local.fns = _compile_model(self.graphs, self.space)
         return fns
+
+    def compile(self) -> None:
+        """Compile now (in this thread), so that a model that cannot be built fails at once."""
+        self._fns()
 
     def prior_sample(self, n, rng):
         """Draw ``n`` parameter sets from the PyMC prior."""
@@ -238,7 +270,11 @@ def _random_function(inputs, outputs, *, single: bool = False):
     rngs = list(dict.fromkeys(rngs))
     rng_inputs = [r.type() for r in rngs]
     outputs = graph_replace(outputs, replace=dict(zip(rngs, rng_inputs, strict=True)))
-    fn = pytensor.function([*inputs, *rng_inputs], outputs[0] if single else outputs)
+    # a statistic may depend on some parameters only (the counts of a hierarchical model depend
+    # on the random effects, not on the hyperparameters above them)
+    fn = pytensor.function(
+        [*inputs, *rng_inputs], outputs[0] if single else outputs, on_unused_input="ignore"
+    )
     return fn, len(rng_inputs)
 
 

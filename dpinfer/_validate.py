@@ -2,6 +2,11 @@
 
 Every check names the parameter and the value received. Comparisons are
 written so that NaN fails them (``not (x > 0)`` rather than ``x <= 0``).
+
+Confidential data (what a curator releases, what a data owner's ABCDP run
+reads) is the exception: the array checks take ``confidential=True``, and
+their messages then name the parameter, the shape, the count and the first
+positions of the offending entries, never a value (:func:`bad_entries`).
 """
 
 from __future__ import annotations
@@ -178,12 +183,15 @@ def non_empty(name: str, arr: np.ndarray) -> np.ndarray:
     return arr
 
 
-def numeric_array(name: str, value) -> np.ndarray:
+def numeric_array(name: str, value, *, confidential: bool = False) -> np.ndarray:
     """Return ``value`` as an integer or float array, refusing strings, bools and the like.
 
     The one type rule of the public API: numbers, 0-d arrays and arrays of numbers
     are accepted; strings (``"2"``), bools (``True`` is not the number 1 here),
     complex numbers and other objects raise :class:`TypeError` naming ``name``.
+    With ``confidential`` the message says what kind of object or array was
+    passed (its type, dtype kind and shape, the positions of non-numbers), not
+    its contents.
 
     Examples
     --------
@@ -193,38 +201,124 @@ def numeric_array(name: str, value) -> np.ndarray:
     Traceback (most recent call last):
     ...
     TypeError: scale must be a number or an array of numbers, got '2'
+    >>> numeric_array("value", [3, None, 4], confidential=True)
+    Traceback (most recent call last):
+    ...
+    TypeError: value must hold numbers: 1 of 3 entries (shape (3,)) is not, at position [1]
     """
+    expected = f"{name} must be a number or an array of numbers"
     try:
         arr = np.asarray(value)
     except ValueError:  # ragged nesting
-        raise TypeError(
-            f"{name} must be a number or an array of numbers, got {_short_repr(value)}"
-        ) from None
+        raise TypeError(f"{expected}, got {shown(value, confidential=confidential)}") from None
     if arr.dtype.kind in "iuf":
         return arr
-    if arr.dtype.kind == "O" and all(_is_number(x) for x in arr.ravel()):
-        return arr.astype(float)
-    raise TypeError(f"{name} must be a number or an array of numbers, got {_short_repr(value)}")
+    if arr.dtype.kind == "O":
+        numbers_ = np.array([_is_number(x) for x in arr.ravel()], dtype=bool).reshape(arr.shape)
+        if numbers_.all():
+            return arr.astype(float)
+        if confidential and arr.ndim:
+            raise TypeError(bad_entries(name, ~numbers_, "hold numbers"))
+    raise TypeError(f"{expected}, got {shown(value, confidential=confidential, arr=arr)}")
 
 
-def finite_array(name: str, value, *, shape: tuple[int, ...] | None = None) -> np.ndarray:
-    """Return ``value`` as a float array; raise if it is non-numeric, non-finite or misshapen."""
-    arr = numeric_array(name, value).astype(float, copy=False)
+def finite_array(
+    name: str, value, *, shape: tuple[int, ...] | None = None, confidential: bool = False
+) -> np.ndarray:
+    """Return ``value`` as a float array; raise if it is non-numeric, non-finite or misshapen.
+
+    With ``confidential`` a message about non-finite entries gives their count
+    and positions (:func:`bad_entries`), not the values.
+
+    Examples
+    --------
+    >>> finite_array("y", [1.5, np.nan, 2.5], confidential=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: y must be finite: 1 of 3 entries (shape (3,)) is not, at position [1]
+    """
+    arr = numeric_array(name, value, confidential=confidential).astype(float, copy=False)
     if shape is not None and arr.shape != shape:
         raise ValueError(f"{name} must have shape {shape}, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
+    finite = np.isfinite(arr)
+    if not np.all(finite):
+        if confidential:
+            raise ValueError(bad_entries(name, ~finite, "be finite"))
         raise ValueError(f"{name} must be finite, got {_short(arr)}")
     return arr
 
 
-def finite_vector(name: str, value, *, min_size: int = 1) -> np.ndarray:
+def confidential_data(name: str, value) -> np.ndarray:
+    """Return confidential data as a non-empty float array of finite numbers.
+
+    The check of what a data owner passes (observations, records): its
+    messages name the parameter, the shape, the count and the positions of
+    bad entries, never their values.
+    """
+    return non_empty(name, finite_array(name, value, confidential=True))
+
+
+def confidential_numbers(name: str, value) -> np.ndarray:
+    """Return confidential data as a float array of numbers (NaN and inf allowed).
+
+    For code that gives non-finite data a meaning (a clipped distance maps a
+    non-finite record to its bound); messages never show a value.
+    """
+    return numeric_array(name, value, confidential=True).astype(float, copy=False)
+
+
+def bad_entries(name: str, bad, requirement: str, *, positions: int = 3) -> str:
+    """Describe the entries of confidential ``name`` that fail a check, never their values.
+
+    Parameters
+    ----------
+    name : str
+        The parameter.
+    bad : array_like of bool
+        True where an entry fails; its shape is the parameter's shape.
+    requirement : str
+        What every entry must do, as in ``"{name} must {requirement}"``.
+    positions : int, default 3
+        How many positions are listed (the count covers all of them).
+
+    Returns
+    -------
+    str
+        The parameter, the requirement, the count of failing entries, the
+        shape and the first ``positions`` positions.
+
+    Examples
+    --------
+    >>> bad_entries("value", np.array([False, False, False, False, True]), "hold integers")
+    'value must hold integers: 1 of 5 entries (shape (5,)) is not, at position [4]'
+    >>> bad_entries("x", np.ones((2, 2), dtype=bool), "be finite", positions=2)
+    'x must be finite: 4 of 4 entries (shape (2, 2)) are not, at positions [0, 0], [0, 1], ...'
+    """
+    bad = np.asarray(bad, dtype=bool)
+    count = int(np.count_nonzero(bad))
+    head = f"{name} must {requirement}: "
+    if bad.ndim == 0:
+        return head + "the single entry (shape ()) is not"
+    where = [f"[{', '.join(str(int(i)) for i in idx)}]" for idx in np.argwhere(bad)[:positions]]
+    more = ", ..." if count > positions else ""
+    verb, noun = ("is", "position") if count == 1 else ("are", "positions")
+    return (
+        f"{head}{count} of {bad.size} entries (shape {bad.shape}) {verb} not, "
+        f"at {noun} {', '.join(where)}{more}"
+    )
+
+
+def finite_vector(
+    name: str, value, *, min_size: int = 1, confidential: bool = False
+) -> np.ndarray:
     """Return ``value`` as a 1-d float array of at least ``min_size`` finite numbers."""
-    arr = finite_array(name, value)
+    arr = finite_array(name, value, confidential=confidential)
     if arr.ndim > 1:
         raise ValueError(f"{name} must be a number or a 1-d array, got shape {arr.shape}")
     arr = arr.reshape(-1)
     if arr.size < min_size:
-        raise ValueError(f"{name} must hold at least {min_size} value(s), got {_short(arr)}")
+        got = f"{arr.size} value(s)" if confidential else _short(arr)
+        raise ValueError(f"{name} must hold at least {min_size} value(s), got {got}")
     return arr
 
 
@@ -253,7 +347,8 @@ def numeric_output(value, *, source: str, allow_bool: bool = False) -> np.ndarra
     ``x > 0`` where a count was meant gives a silently wrong posterior, and
     NumPy subtracts and compares booleans as logical values. Object arrays,
     strings and complex numbers are refused too. ``allow_bool`` admits booleans
-    where user code reads them next (records passed on to a statistic).
+    where user code reads them next (records passed on to a statistic). The
+    array returned is writable (a read-only one is copied).
 
     Examples
     --------
@@ -269,7 +364,9 @@ def numeric_output(value, *, source: str, allow_bool: bool = False) -> np.ndarra
     except ValueError:  # ragged
         raise TypeError(f"{source} returned a ragged sequence, not an array of numbers") from None
     if arr.dtype.kind in "iuf" or (allow_bool and arr.dtype.kind == "b"):
-        return arr
+        # a read-only result (one of the read-only params handed back, np.broadcast_to) is
+        # copied, so that the library may update what it keeps in place
+        return arr if arr.flags.writeable else arr.copy()
     hint = (
         ": return x.astype(int) or x.astype(float) if 0/1 is meant"
         if arr.dtype.kind == "b"
@@ -281,13 +378,28 @@ def numeric_output(value, *, source: str, allow_bool: bool = False) -> np.ndarra
     )
 
 
-def integer_array(name: str, value) -> np.ndarray:
-    """Return ``value`` as an int64 array, or raise unless every entry is an integer."""
-    arr = numeric_array(name, value)
+def integer_array(name: str, value, *, confidential: bool = False) -> np.ndarray:
+    """Return ``value`` as an int64 array, or raise unless every entry is an integer.
+
+    With ``confidential`` the message gives the count and positions of the
+    entries that are not integers, never their values.
+
+    Examples
+    --------
+    >>> integer_array("value", np.array([37, 41, 12, 99, 7.5]), confidential=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: value must hold integers: 1 of 5 entries (shape (5,)) is not, at position [4]
+    """
+    arr = numeric_array(name, value, confidential=confidential)
     if arr.dtype.kind in "iu":
         return arr.astype(np.int64)
     as_float = np.asarray(arr, dtype=float)
-    if not np.all(np.isfinite(as_float)) or np.any(as_float != np.round(as_float)):
+    with np.errstate(invalid="ignore"):
+        whole = np.isfinite(as_float) & (as_float == np.round(as_float))
+    if not np.all(whole):
+        if confidential:
+            raise ValueError(bad_entries(name, ~whole, "hold integers"))
         raise ValueError(f"{name} must hold integers, got {_short(arr)}")
     return as_float.astype(np.int64)
 
@@ -307,6 +419,35 @@ def _is_number(x) -> bool:
 def _short_repr(value) -> str:
     text = repr(value)
     return text if len(text) < 120 else text[:117] + "..."
+
+
+_KINDS = {
+    "b": "bools",
+    "c": "complex numbers",
+    "U": "strings",
+    "S": "byte strings",
+    "O": "objects",
+    "M": "dates",
+    "m": "time spans",
+    "V": "records",
+}
+
+
+def shown(value, *, confidential: bool = False, arr: np.ndarray | None = None) -> str:
+    """``value`` as a message shows it: its repr, or for confidential data its kind only.
+
+    ``arr`` is ``value`` as an array, when NumPy could make one.
+    """
+    if not confidential:
+        return _short_repr(value)
+    if value is None:
+        return "None"
+    if not isinstance(value, list | tuple | np.ndarray):
+        return f"a {type(value).__name__}"
+    if arr is None:
+        return f"a ragged {type(value).__name__} (its items have different lengths)"
+    kind = _KINDS.get(arr.dtype.kind, f"dtype {arr.dtype}")
+    return f"an array of {kind} (shape {arr.shape})"
 
 
 def _short(arr: np.ndarray) -> str:

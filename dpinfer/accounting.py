@@ -63,25 +63,49 @@ def compose(*guarantees: Privacy) -> Privacy:
     Returns
     -------
     Privacy
-        The basic composition bound (Dwork & Roth 2014, Theorem 3.16); ``rho``
-        is kept only when every input has one (Bun & Steinke 2016, Lemma 2.3).
+        When every input states an epsilon: the basic composition bound
+        (Dwork & Roth 2014, Theorem 3.16), with ``rho`` the sum of the rhos
+        when every input has one (Bun & Steinke 2016, Lemma 2.3). When some
+        input is stated in zCDP only (``epsilon=None``): the zCDP guarantee
+        with the rhos added, a pure ``epsilon``-DP input counting as
+        ``epsilon**2 / 2``-zCDP (Bun & Steinke 2016, Proposition 1.4); an
+        approximate-DP input without a rho is then refused (it implies no
+        zCDP guarantee): convert the zCDP inputs with ``to_approx(delta)``
+        first and compose those.
 
     Examples
     --------
     >>> compose(Privacy(0.5), Privacy(0.25, 1e-6)).epsilon
     0.75
+    >>> print(compose(Privacy(rho=0.015), Privacy(rho=0.015), Privacy(0.1)))
+    0.035-zCDP
     """
     if not guarantees:
         raise ValueError("compose needs at least one Privacy, got none")
     for g in guarantees:
         if not isinstance(g, Privacy):
             raise TypeError(f"compose takes Privacy objects, got {type(g).__name__}: {g!r}")
+    if any(g.epsilon is None for g in guarantees):
+        return _compose_zcdp(guarantees)
     rhos = [g.rho for g in guarantees]
     return Privacy(
         epsilon=math.fsum(g.epsilon for g in guarantees),
         delta=math.fsum(g.delta for g in guarantees),
         rho=math.fsum(rhos) if all(r is not None for r in rhos) else None,
     )
+
+
+def _compose_zcdp(guarantees) -> Privacy:
+    rhos = []
+    for g in guarantees:
+        if g.rho is None and g.delta > 0:
+            raise ValueError(
+                f"compose cannot add {g} to a guarantee stated in zCDP only: approximate DP "
+                "without a rho implies no zCDP guarantee; convert the zCDP ones with "
+                "to_approx(delta) and compose those"
+            )
+        rhos.append(g.to_zcdp().rho)
+    return Privacy(rho=math.fsum(rhos))
 
 
 def laplace_epsilon(scale, sensitivity) -> float:

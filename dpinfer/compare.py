@@ -79,7 +79,10 @@ def compare_posteriors(
         conservative ``posterior.attrs['ess']``) or a dict of arrays whose first
         axis indexes independent draws (ESS = number of draws).
     var_names : list of str, optional
-        Parameters to compare; default, those common to both.
+        Parameters to compare; default, those common to both. A vector or
+        matrix parameter is compared coordinate by coordinate: its name
+        (``"beta"``) selects all its coordinates, ``"beta[0]"`` one of them
+        (coordinates are numbered in C order over the parameter's shape).
     quantiles : sequence of float
         Quantile levels compared.
     mmd_points : int, default 2000
@@ -114,21 +117,52 @@ def compare_posteriors(
         not isinstance(var_names, list | tuple) or not all(isinstance(n, str) for n in var_names)
     ):
         raise TypeError(f"var_names must be a list of parameter names, got {var_names!r}")
-    names = var_names or [n for n in draws_a if n in draws_b]
-    if not names:
-        raise ValueError(
-            f"a and b share no parameter names (a has {sorted(draws_a)}, b has {sorted(draws_b)})"
-        )
+    names = _selected(var_names, draws_a, draws_b)
     per = {}
     for name in names:
-        if name not in draws_a or name not in draws_b:
-            raise ValueError(
-                f"var_names: parameter {name!r} is missing from one of the posteriors"
-            )
         per[name] = _compare_one(draws_a[name], draws_b[name], ess_a[name], ess_b[name], quantiles)
     joint_a = np.column_stack([draws_a[n] for n in names])
     joint_b = np.column_stack([draws_b[n] for n in names])
     return Comparison(per, mmd(joint_a, joint_b, max_points=mmd_points, rng=rng))
+
+
+def _selected(var_names, draws_a: dict, draws_b: dict) -> list[str]:
+    """Return the coordinates to compare: ``var_names``, each variable's name expanded."""
+    if var_names is None:
+        names = [n for n in draws_a if n in draws_b]
+        if not names:
+            raise ValueError(
+                f"a and b share no parameter names (a has {sorted(_variables(draws_a))}, "
+                f"b has {sorted(_variables(draws_b))})"
+            )
+        return names
+    names = []
+    for name in var_names:
+        coords_a, coords_b = _coordinates(name, draws_a), _coordinates(name, draws_b)
+        missing = [w for w, coords in (("a", coords_a), ("b", coords_b)) if not coords]
+        if missing:
+            raise ValueError(
+                f"var_names: parameter {name!r} is missing from {' and '.join(missing)} (a has "
+                f"{sorted(_variables(draws_a))}, b has {sorted(_variables(draws_b))})"
+            )
+        if coords_a != coords_b:
+            raise ValueError(
+                f"var_names: parameter {name!r} has the coordinates {coords_a} in a but "
+                f"{coords_b} in b"
+            )
+        names += [c for c in coords_a if c not in names]
+    return names
+
+
+def _coordinates(name: str, draws: dict) -> list[str]:
+    """Return the labels of ``name`` in ``draws``: itself, or every ``name[j]`` of a vector."""
+    if name in draws:
+        return [name]
+    return [label for label in draws if label.startswith(f"{name}[")]
+
+
+def _variables(draws: dict) -> set[str]:
+    return {label.split("[")[0] for label in draws}
 
 
 def mmd(x: np.ndarray, y: np.ndarray, *, max_points: int = 2000, rng: RNGLike = 0) -> float:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _support, _validate
+from ._user_code import no_writes, read_only
 
 __all__ = ["ExponentialFamily", "Likelihood", "ParameterSpace"]
 
@@ -572,6 +573,10 @@ class _CallableEvaluator:
         self.space, self.fns = space, (logp, score, hessian)
 
     def __call__(self, s, params, order):
+        with no_writes("a likelihood callable (logp, score or hessian)", "s or params"):
+            return self._evaluate(read_only(s), read_only(params), order)
+
+    def _evaluate(self, s, params, order):
         n, p = len(s), self.space.size
         out = [np.asarray(self.fns[0](s, params), dtype=float)]
         if out[0].shape != (n,):

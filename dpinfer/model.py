@@ -9,6 +9,7 @@ import scipy.stats
 
 from . import _validate
 from ._rng import RNGLike, as_generator
+from ._user_code import no_writes, read_only
 
 __all__ = ["Model", "Prior", "as_prior"]
 
@@ -25,7 +26,8 @@ class Prior:
         callable ``sample(n, rng) -> dict`` of arrays with leading dimension
         ``n``, for dependent priors.
     logpdf : callable, optional
-        With a callable ``spec``: ``logpdf(params) -> (n,)``. Samplers that
+        With a callable ``spec``: ``logpdf(params) -> (n,)``, given read-only
+        arrays (the draws a sampler keeps; see :class:`Model`). Samplers that
         need prior densities (importance sampling with a proposal, SMC) refuse
         a prior without one. A dict ``spec`` has its densities already, so a
         ``logpdf`` beside it is refused rather than ignored.
@@ -41,6 +43,7 @@ class Prior:
 
     def __init__(self, spec, *, logpdf: Callable | None = None):
         _validate.optional_callable("logpdf", logpdf)
+        self._described = None  # what describe() says of a callable prior (set from PyMC)
         if isinstance(spec, Mapping) and logpdf is not None:
             raise ValueError(
                 "logpdf is for a prior given as a sample function; a dict of scipy.stats "
@@ -111,7 +114,8 @@ class Prior:
         if self._spec is None:
             if self._logpdf_fn is None:
                 raise ValueError("this prior was given as a sampler only; pass logpdf=... too")
-            return np.asarray(self._logpdf_fn(params), dtype=float)
+            with no_writes(f"the prior density {_callable_name(self._logpdf_fn)}", "params"):
+                return np.asarray(self._logpdf_fn(read_only(params)), dtype=float)
         total = 0.0
         for name, dist in self._spec.items():
             x = np.asarray(params[name])
@@ -124,10 +128,23 @@ class Prior:
         return np.asarray(total, dtype=float)
 
     def __repr__(self) -> str:
-        if self._spec is None:
-            return f"Prior({self._sample_fn!r})"
-        inner = ", ".join(f"{k!r}: {_describe(d)}" for k, d in self._spec.items())
-        return f"Prior({{{inner}}})"
+        return f"Prior({self.describe()})"
+
+    def describe(self) -> str:
+        """Say, in one short line, each parameter's name and distribution.
+
+        Examples
+        --------
+        >>> import scipy.stats as st
+        >>> Prior({"theta": st.gamma(25), "mu": st.norm(0, np.float64(10))}).describe()
+        'theta ~ gamma(25), mu ~ norm(0, 10)'
+        """
+        if self._spec is not None:
+            return ", ".join(f"{k} ~ {_describe(d)}" for k, d in self._spec.items())
+        if self._described is not None:
+            return self._described
+        logpdf = "none" if self._logpdf_fn is None else _callable_name(self._logpdf_fn)
+        return f"sample={_callable_name(self._sample_fn)}, logpdf={logpdf}"
 
 
 class Model:
@@ -142,7 +159,11 @@ class Model:
     simulate : callable
         ``simulate(params, rng) -> array`` of shape ``(n, *event_shape)``:
         one confidential statistic per parameter set in the batch ``params``
-        (a dict of arrays with leading dimension ``n``).
+        (a dict of arrays with leading dimension ``n``). The arrays of
+        ``params`` are **read-only** views of the draws the sampler keeps: a
+        simulator computes new arrays from them (``params["theta"] * 1.2``)
+        and never changes them in place (``params["theta"] *= 1.2`` raises a
+        ValueError that says so, instead of silently changing the draws).
     loglik : callable, optional
         ``loglik(s, params) -> (n,)``, the confidential log-likelihood
         ``log pi(s | theta)``, for likelihood-based methods.
@@ -240,7 +261,8 @@ class Model:
             support=support,
             exponential_family=exponential_family,
         )
-        model = cls(Prior(sample, logpdf=logpdf), simulate, likelihood=likelihood)
+        prior = pymc_prior(sample, logpdf, pymc_model, likelihood.space.names)
+        model = cls(prior, simulate, likelihood=likelihood)
         model.pymc_model = pymc_model
         model.statistic = names[0] if isinstance(statistic, str) else tuple(names)
         return model
@@ -251,12 +273,14 @@ class Model:
         Every sampler simulates through this method, so a simulator returning
         NaN or inf is reported once, here: with the simulator's name, how many
         of the batch's outputs were not finite, and the first few parameter
-        sets that produced them.
+        sets that produced them. The simulator gets read-only views of
+        ``params`` (see :mod:`dpinfer._user_code`), so it cannot change the
+        draws a sampler keeps.
         """
         n = len(next(iter(params.values())))
-        s = _validate.numeric_output(
-            self.simulate(params, rng), source=f"the simulator {_callable_name(self.simulate)}"
-        )
+        name = f"the simulator {_callable_name(self.simulate)}"
+        with no_writes(name, "params"):
+            s = _validate.numeric_output(self.simulate(read_only(params), rng), source=name)
         expected = (n, *event_shape)
         if s.shape != expected:
             raise ValueError(
@@ -282,7 +306,14 @@ class Model:
         )
 
     def __repr__(self) -> str:
-        return f"Model(prior={self.prior!r}, simulate={getattr(self.simulate, '__name__', '?')})"
+        """``Model(prior: ...; simulate: ...; likelihood: ...)``, each part in short."""
+        prior = "none" if self.prior is None else self.prior.describe()
+        parts = [f"prior: {prior}", f"simulate: {_simulator_name(self)}"]
+        if self.likelihood is not None:
+            parts.append(f"likelihood: {self.likelihood!r}")
+        elif self.loglik is not None:
+            parts.append(f"loglik: {_callable_name(self.loglik)}")
+        return f"Model({'; '.join(parts)})"
 
     def require_prior(self, user: str) -> Prior:
         """Return the prior, or explain that ``user`` (a sampler) needs one."""
@@ -296,6 +327,27 @@ class Model:
 
 def _callable_name(fn) -> str:
     return getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+def _simulator_name(model) -> str:
+    """Return the simulator's name; for a PyMC model, the statistic it simulates."""
+    if model.pymc_model is not None:
+        return f"PyMC model of {model.statistic}"
+    return _callable_name(model.simulate)
+
+
+def pymc_prior(sample, logpdf, pymc_model, names) -> Prior:
+    """Return a callable prior from a PyMC model that describes its parameters' laws."""
+    prior = Prior(sample, logpdf=logpdf)
+    prior._described = ", ".join(_describe_pymc(pymc_model, name) for name in names)
+    return prior
+
+
+def _describe_pymc(pymc_model, name: str) -> str:
+    try:
+        return pymc_model[name].str_repr(formatting="plain")  # "theta ~ Gamma(25, f())"
+    except Exception:  # a variable PyMC cannot print is still named
+        return f"{name} ~ (PyMC)"
 
 
 def _compact(value) -> str:
@@ -366,8 +418,41 @@ def _is_unfrozen_family(dist) -> bool:
 
 
 def _describe(dist) -> str:
+    """``family(args, key=value)`` of a frozen scipy distribution, numbers in short."""
     parent = getattr(dist, "dist", None)
-    family = getattr(parent, "name", type(dist).__name__)
-    args = ", ".join(repr(a) for a in getattr(dist, "args", ()))
-    kwds = ", ".join(f"{k}={v!r}" for k, v in getattr(dist, "kwds", {}).items())
-    return f"{family}({', '.join(x for x in (args, kwds) if x)})"
+    if parent is not None:  # univariate: scipy keeps the arguments
+        family = getattr(parent, "name", type(parent).__name__)
+        args = [_short_value(a) for a in getattr(dist, "args", ())]
+        args += [f"{k}={_short_value(v)}" for k, v in getattr(dist, "kwds", {}).items()]
+    else:  # multivariate: the parameters are attributes of the frozen object
+        family = type(dist).__name__.removesuffix("_frozen")
+        args = [
+            f"{k}={_short_value(getattr(dist, k))}"
+            for k in _MULTIVARIATE_PARAMETERS
+            if k in _public_attributes(dist) and not callable(getattr(dist, k))
+        ]
+    return f"{family}({', '.join(args)})"
+
+
+# parameters of scipy's multivariate families, in the order their constructors take them
+_MULTIVARIATE_PARAMETERS = ("alpha", "n", "p", "mean", "loc", "cov", "shape", "df", "scale")
+
+
+def _public_attributes(obj) -> set[str]:
+    try:
+        return set(dir(obj))
+    except Exception:  # an object whose dir() fails shows no parameters
+        return set()
+
+
+def _short_value(value) -> str:
+    """Show a number as ``%g``, a small array as a list of them, a larger one by its shape."""
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return type(value).__name__
+    if arr.ndim == 0:
+        return f"{float(arr):g}"
+    if arr.size <= 4 and arr.ndim == 1:
+        return f"[{', '.join(f'{x:g}' for x in arr)}]"
+    return f"<array of shape {arr.shape}>"

@@ -256,6 +256,8 @@ class OutputFolder:
                 f"name must be a plain file name other than {MANIFEST} and not starting with "
                 f"{_TEMP_PREFIX!r}, got {name!r}"
             )
+        if not callable(writer):
+            raise TypeError(f"writer must be a callable writer(path), got {type(writer).__name__}")
         temp = self._temp_name(name)
         self._temporary.append(temp)
         self._write_manifest(state="running")  # the temporary is listed before it exists
@@ -277,6 +279,8 @@ class OutputFolder:
 
     def write_text(self, name: str, text: str) -> Path:
         """Write ``text`` (UTF-8) to ``name`` atomically; see :meth:`write`."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
         return self.write(name, lambda p: Path(p).write_text(text, encoding="utf-8"))
 
     def complete(self) -> dict:

@@ -8,9 +8,20 @@ work with process pools.
 
 Overheads, kept per run rather than per chunk: the task is pickled once per run; a worker
 process unpickles it once and keeps it (by a key of the run) for the run's later chunks;
-and twice as many chunks as the executor has workers are kept in flight, so that no worker
-waits while the results of another are collected. ``benchmarks/parallel.py`` measures the
-speed-up and the per-chunk costs.
+and each worker gets its next chunk as soon as it finishes one, whichever chunk that was,
+with up to twice as many chunks as workers held until they are collected in order.
+``benchmarks/parallel.py`` measures the speed-up and the per-chunk costs.
+
+Interrupts: no more chunks than workers are ever on the executor unfinished, so none waits
+in its queue (where a process pool cannot cancel it). Stopping a run (Ctrl-C, an error,
+leaving the loop) cancels what was not submitted, and tells the chunks already running to
+stop: it creates an empty *stop file* (a random name in the temporary folder, created
+``O_EXCL | O_NOFOLLOW``, removed once those chunks are done) that a chunk checks before it
+starts and at its own safe points (:func:`check_stopped`: between the serial chunks of a
+loop inside it, and between the stages of an SMC chain). So ``executor.shutdown()``
+returns within about one such step. Workers on other machines (dask) do not see the file;
+dask cancels their futures itself. ``benchmarks/interrupt.py`` measures the shutdown after
+an interrupt of ``smc_abc`` on a process pool.
 
 Faulty user code on an executor: a chunk that raises an exception the parent process
 cannot unpickle (a class defined in the ``__main__`` of a spawned worker) is reported as a
@@ -22,14 +33,19 @@ chunk) and warned about, since its results are not reproducible from ``rng``; an
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import pickle
 import secrets
+import tempfile
+import threading
+import time
 import traceback
 import warnings
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 
 import cloudpickle
@@ -39,8 +55,10 @@ from ._rng import chunk_generator
 
 __all__ = [
     "ChunkError",
+    "ChunkStopped",
     "ChunkTimeoutError",
     "GlobalRandomStateWarning",
+    "check_stopped",
     "iter_chunks",
     "map_chunks",
     "with_timeout",
@@ -49,6 +67,10 @@ __all__ = [
 
 class ChunkError(RuntimeError):
     """A chunk raised an exception that cannot travel back from its worker as itself."""
+
+
+class ChunkStopped(RuntimeError):
+    """The run a chunk belongs to was stopped (interrupted, failed, or has what it needs)."""
 
 
 class ChunkTimeoutError(TimeoutError):
@@ -109,10 +131,16 @@ _TASKS: OrderedDict = OrderedDict()
 _TASKS_KEPT = 4
 
 
-def _run_chunk(key: str, origin: int, blob: bytes, root: np.random.SeedSequence, index: int):
+def _run_chunk(
+    key: str, origin: int, blob: bytes, stop: str, root: np.random.SeedSequence, index: int
+):
     """Run chunk ``index`` on the executor; return ``(result, global state was used)``."""
+    if os.path.exists(stop):
+        raise ChunkStopped(f"chunk {index} was not started: its run was stopped")
     task = _task(key, origin, blob)
     before = _global_state()
+    outer = getattr(_CURRENT, "stop", None)
+    _CURRENT.stop = stop
     try:
         result = task(index, chunk_generator(root, index))
     except Exception as err:
@@ -124,7 +152,68 @@ def _run_chunk(key: str, origin: int, blob: bytes, root: np.random.SeedSequence,
             "defined in __main__; define it in an importable module to get it back as itself)"
             f"\n--- traceback in the worker ---\n{''.join(traceback.format_exception(err))}"
         ) from None
+    finally:
+        _CURRENT.stop = outer
     return result, _global_state_changed(before)
+
+
+#: The stop file of the chunk running in this thread (None outside chunks).
+_CURRENT = threading.local()
+
+
+def check_stopped() -> None:
+    """Raise :class:`ChunkStopped` if the run of the chunk running in this thread was stopped.
+
+    A safe point for long chunks: call it between steps (the serial chunks of a
+    loop do, and so do SMC chains between stages). Outside a chunk, or serially
+    in the submitting process, it does nothing.
+    """
+    stop = getattr(_CURRENT, "stop", None)
+    if stop is not None and os.path.exists(stop):
+        raise ChunkStopped("the run this chunk belongs to was stopped")
+
+
+#: Stop files this process created and has not removed yet (removed at exit at the latest).
+_STOP_FILES: set[str] = set()
+_STOP_LOCK = threading.Lock()
+
+
+def _stop_path() -> str:
+    return os.path.join(tempfile.gettempdir(), f"dpinfer-stop-{secrets.token_hex(16)}")
+
+
+def _signal_stop(path: str, running: list) -> None:
+    """Create the stop file ``path`` and remove it once the ``running`` futures are done."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        os.close(os.open(path, flags, 0o600))
+    except OSError:  # best effort: the running chunks then finish as they would have
+        return
+    with _STOP_LOCK:
+        _STOP_FILES.add(path)
+    left = [len(running)]
+
+    def one_done(_future) -> None:
+        with _STOP_LOCK:
+            left[0] -= 1
+            if left[0] == 0 and path in _STOP_FILES:
+                _STOP_FILES.discard(path)
+                _unlink(path)
+
+    for future in running:
+        future.add_done_callback(one_done)
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)  # unlink never follows a link: it removes the name itself
+
+
+@atexit.register
+def _remove_stop_files(origin: int = os.getpid()) -> None:
+    if os.getpid() == origin:  # not in a forked worker that inherited the set
+        for path in list(_STOP_FILES):
+            _unlink(path)
 
 
 def _travels(err: BaseException) -> bool:
@@ -169,47 +258,105 @@ def iter_chunks(
 ) -> Iterator:
     """Yield ``task(i, rng_i)`` for chunks ``i = start, start + 1, ...`` in index order.
 
-    The caller may stop iterating at any time; pending chunks are cancelled.
-    With ``executor=None`` chunks run serially in this process. ``in_flight``
-    bounds the chunks submitted and not yet collected; default twice the
-    executor's workers (at least 4).
+    The caller may stop iterating at any time (or be interrupted, by Ctrl-C for
+    instance); chunks not yet started are cancelled. With ``executor=None``
+    chunks run serially in this process. ``in_flight`` bounds the chunks
+    submitted and not yet collected (default twice the executor's workers, at
+    least 4); of these, at most one per worker is unfinished on the executor
+    at any time, and a worker that finishes gets the next chunk at once, whatever
+    the order in which chunks finish. So no chunk waits in the executor's own
+    queue, where a process pool cannot cancel it: after an interrupt, only the
+    chunks already running finish, and ``executor.shutdown()`` waits for
+    nothing else.
     """
     indices = range(start, stop) if stop is not None else _count(start)
     if executor is None:
         for i in indices:
+            check_stopped()  # inside a chunk of a stopped run: stop here
             yield task(i, chunk_generator(root, i))
         return
     _check_executor(executor)
     timeout = getattr(executor, "chunk_timeout", None)
+    workers = _workers(executor)
     if in_flight is None:
-        in_flight = max(4, 2 * _workers(executor))
-    run = (secrets.token_hex(8), os.getpid(), cloudpickle.dumps(task))
-    pending: deque = deque()
-    index_iter = iter(indices)
+        in_flight = max(4, 2 * workers)
+    run = (secrets.token_hex(8), os.getpid(), cloudpickle.dumps(task), _stop_path())
+    window = _Window(
+        lambda i: executor.submit(_run_chunk, *run, root, i),
+        iter(indices),
+        size=in_flight,
+        busy=min(in_flight, workers) if workers else in_flight,
+    )
     warned = False
     try:
-        for i in index_iter:
-            pending.append((i, executor.submit(_run_chunk, *run, root, i)))
-            if len(pending) >= in_flight:
-                break
-        while pending:
-            index, future = pending.popleft()
-            result, used_global_state = _collect(future, index, timeout)
+        window.fill()
+        while window.pending:
+            index, (result, used_global_state) = window.next_result(timeout)
             if used_global_state and not warned:
                 warned = True
                 _warn_global_state(index)
-            nxt = next(index_iter, None)
-            if nxt is not None:
-                pending.append((nxt, executor.submit(_run_chunk, *run, root, nxt)))
             yield result
     finally:
-        for _, future in pending:
-            future.cancel()
+        window.stop(run[-1])
 
 
-def _collect(future, index: int, timeout: float | None):
+class _Window:
+    """Chunks submitted and not yet collected, in index order, with at most ``busy`` unfinished.
+
+    ``size`` bounds the chunks held (finished ones wait here to be collected in
+    order); ``busy`` bounds those not yet finished, that is on the executor.
+    """
+
+    def __init__(self, submit: Callable, indices: Iterator, *, size: int, busy: int):
+        self.submit, self.indices, self.size, self.busy = submit, indices, size, busy
+        self.pending: deque = deque()
+        self.exhausted = False
+
+    def unfinished(self) -> list:
+        return [future for _, future in self.pending if not future.done()]
+
+    def fill(self) -> None:
+        """Submit chunks while the window has room and a worker is free."""
+        while not self.exhausted and len(self.pending) < self.size:
+            if len(self.unfinished()) >= self.busy:
+                return
+            index = next(self.indices, None)
+            if index is None:
+                self.exhausted = True
+                return
+            self.pending.append((index, self.submit(index)))
+
+    def next_result(self, timeout: float | None):
+        """Wait for the first chunk, refilling as others finish; return ``(index, result)``."""
+        index, head = self.pending[0]
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not head.done() and _waitable(self.unfinished()):
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                break
+            wait(self.unfinished(), timeout=remaining, return_when=FIRST_COMPLETED)
+            self.fill()
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        result = _collect(head, index, remaining, timeout)
+        self.pending.popleft()
+        self.fill()
+        return index, result
+
+    def stop(self, path: str) -> None:
+        """Cancel the chunks not started; tell the running ones to stop (see the module notes)."""
+        running = [f for _, f in self.pending if not f.cancel() and not f.done()]
+        if running:
+            _signal_stop(path, running)
+
+
+def _waitable(futures) -> bool:
+    """Whether ``concurrent.futures.wait`` applies (executors may return other future types)."""
+    return bool(futures) and all(isinstance(f, Future) for f in futures)
+
+
+def _collect(future, index: int, remaining: float | None, timeout: float | None):
     try:
-        return future.result(timeout=timeout)
+        return future.result(timeout=remaining)
     except FutureTimeout:
         raise ChunkTimeoutError(
             f"chunk {index} did not finish within the per-chunk timeout of {timeout:g} s "

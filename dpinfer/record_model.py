@@ -18,8 +18,9 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from . import _validate
+from ._user_code import no_writes, read_only
 from .likelihood import _as_bounds
-from .model import Prior, _callable_name
+from .model import Prior, _callable_name, pymc_prior
 
 __all__ = ["RecordModel"]
 
@@ -36,6 +37,9 @@ class RecordModel:
         ``n`` independent records for each of the ``batch`` parameter sets in
         ``params`` (a dict of arrays with leading dimension ``batch``). Any
         trailing shape and dtype (a float vector per record, integer codes).
+        Like every function of the model, it gets read-only arrays (the
+        sampler's state): it computes new arrays and never changes them in
+        place.
     statistic : callable
         ``statistic(records) -> t`` with leading axes ``(batch, n)``: the
         per-record statistic ``t(x_i)``, *not* summed over records. It must act
@@ -173,7 +177,7 @@ class RecordModel:
         )
         bounds = {k: likelihood.space.bounds[k] for k in likelihood.space.names}
         model = cls(
-            Prior(sample, logpdf=logpdf),
+            pymc_prior(sample, logpdf, pymc_model, likelihood.space.names),
             _RepeatedRecords(simulate_one),
             statistic,
             summary=summary,
@@ -188,11 +192,10 @@ class RecordModel:
     def simulate_records(self, params, n: int, rng) -> np.ndarray:
         """Simulate ``n`` records per parameter set; check the leading axes ``(batch, n)``."""
         batch = _batch_size(params)
-        records = _validate.numeric_output(
-            self.simulate(params, n, rng),
-            source=f"the record simulator {_callable_name(self.simulate)}",
-            allow_bool=True,
-        )
+        name = f"the record simulator {_callable_name(self.simulate)}"
+        with no_writes(name, "params"):
+            records = self.simulate(read_only(params), n, rng)
+        records = _validate.numeric_output(records, source=name, allow_bool=True)
         if records.ndim < 2 or records.shape[:2] != (batch, n):
             raise ValueError(
                 f"simulate must return records with leading axes (batch, n) = ({batch}, {n}) "
@@ -201,8 +204,17 @@ class RecordModel:
         return records
 
     def statistics(self, records) -> np.ndarray:
-        """Per-record statistics ``t(x_i)`` as float64, shape ``(batch, n, *t_shape)``."""
-        lead = np.shape(records)[:2]
+        """Per-record statistics ``t(x_i)`` as float64, shape ``(batch, n, *t_shape)``.
+
+        Records may be confidential: messages give shapes, counts and positions, never values.
+        """
+        try:
+            lead = np.shape(records)[:2]
+        except ValueError:  # ragged
+            raise TypeError(
+                f"records must be an array with leading axes (batch, n), got "
+                f"{_validate.shown(records, confidential=True)}"
+            ) from None
         t = np.asarray(self.statistic(records))
         if t.ndim < 2 or t.shape[:2] != lead:
             raise ValueError(
@@ -210,10 +222,13 @@ class RecordModel:
                 f"axes (batch, n) = {lead}, not summed over records; got shape {t.shape}"
             )
         if t.dtype.kind not in "biuf":
-            raise TypeError(f"statistic must return numbers, got dtype {t.dtype}")
+            raise TypeError(f"statistic must return numbers for the records, got dtype {t.dtype}")
         t = t.astype(float, copy=False)
-        if not np.all(np.isfinite(t)):
-            raise ValueError("statistic returned non-finite per-record statistics")
+        finite = np.isfinite(t).reshape(*lead, -1).all(axis=-1)
+        if not np.all(finite):
+            raise ValueError(
+                _validate.bad_entries("statistic(records)", ~finite, "be finite for every record")
+            )
         return t
 
     def summarise(self, totals: np.ndarray, event_shape: tuple) -> np.ndarray:
@@ -236,7 +251,8 @@ class RecordModel:
     def complete_loglik(self, records, params) -> np.ndarray:
         """``loglik(records, params)``, checked to have shape ``(batch,)``."""
         batch = len(records)
-        out = np.asarray(self.loglik(records, params), dtype=float)
+        with no_writes(f"loglik {_callable_name(self.loglik)}", "records or params"):
+            out = np.asarray(self.loglik(read_only(records), read_only(params)), dtype=float)
         if out.shape != (batch,):
             raise ValueError(
                 f"loglik must return one value per dataset, shape ({batch},); got {out.shape}"
@@ -246,7 +262,8 @@ class RecordModel:
     def draw_update(self, records, rng, names) -> dict[str, np.ndarray]:
         """``update(records, rng)``, checked against the parameter names and batch."""
         batch = len(records)
-        out = self.update(records, rng)
+        with no_writes(f"update {_callable_name(self.update)}", "records"):
+            out = self.update(read_only(records), rng)
         if not isinstance(out, Mapping) or set(out) != set(names):
             got = sorted(out) if isinstance(out, Mapping) else type(out).__name__
             raise ValueError(f"update must return a dict with the parameters {names}; got {got}")
@@ -260,13 +277,29 @@ class RecordModel:
         return out
 
     def __repr__(self) -> str:
-        how = "update" if self.update is not None else "loglik"
-        return f"RecordModel(prior={self.prior!r}, theta | x by {how})"
+        """``RecordModel(prior: ...; records: ...; statistic: ...; theta | records: ...)``."""
+        if self.pymc_model is not None:
+            records = "PyMC model of one record"
+        else:
+            records = _callable_name(self.simulate)
+        parts = [
+            f"prior: {self.prior.describe()}",
+            f"records: {records}",
+            f"statistic: {_callable_name(self.statistic)}",
+        ]
+        if self.summary is not None:
+            parts.append(f"summary: {_callable_name(self.summary)}")
+        if self.update is not None:
+            parts.append(f"theta | records: update={_callable_name(self.update)}")
+        else:
+            parts.append("theta | records: Metropolis on loglik")
+        return f"RecordModel({'; '.join(parts)})"
 
 
 def _batch_size(params) -> int:
     if not isinstance(params, Mapping) or not params:
-        raise TypeError(f"params must be a non-empty dict of arrays, got {params!r}")
+        got = "an empty dict" if isinstance(params, Mapping) else type(params).__name__
+        raise TypeError(f"params must be a non-empty dict of arrays, got {got}")
     return len(np.asarray(next(iter(params.values()))))
 
 

@@ -55,7 +55,8 @@ def sample_reference(
         same object that :func:`dpinfer.smc_abc` and :func:`dpinfer.mcem` take:
         its PyMC model is copied and the release attached to its statistic
         (a continuous statistic stays a latent variable; a discrete one is
-        summed out over ``support``). Or a ``build`` callable, called with no
+        summed out, count by count, by :func:`dpinfer.to_pymc`, or over
+        ``support``). Or a ``build`` callable, called with no
         arguments inside a fresh ``pm.Model()`` context, that defines the prior
         and the confidential statistic and returns, by path:
 
@@ -71,8 +72,13 @@ def sample_reference(
     released : array_like
         The release, of shape ``mechanism.event_shape``.
     support : array_like, optional
-        Values of a discrete statistic, shape ``(k, *event_shape)``, over
-        which it is marginalised:
+        Not needed for a discrete statistic whose counts are independent given
+        the parameters (one PyMC variable of a supported family, a scalar or a
+        vector of counts): it is then summed out cell by cell, exactly, with
+        the windows :func:`dpinfer.to_pymc` chooses. Otherwise: joint values of
+        a scalar discrete statistic, shape ``(k, *event_shape)``, over
+        which it is marginalised (refused for a vector statistic, whose rows
+        would be joint configurations of all its counts):
         ``log pi(s_dp | theta) = logsumexp_s [log pi(s | theta) + log eta(s_dp | s)]``,
         added as ``pm.Potential("s_dp", ...)``. It must hold all but a
         negligible part of the posterior mass of ``s``; the caller proves it
@@ -165,7 +171,7 @@ def sample_reference(
         attrs={
             "mechanism": repr(mechanism),
             **privacy_attrs(mechanism),
-            "likelihood": _path(support, loglik),
+            "likelihood": _path(pymc_model, support, loglik),
         },
         **nuts_kwargs,
     )
@@ -224,6 +230,8 @@ def reference_model(model, mechanism, released, *, support=None, loglik=None):
     with pm.Model() as pymc_model:
         built = build()
         if support is not None:
+            if getattr(built, "ndim", 0) > 0:
+                raise ValueError(_VECTOR_SUPPORT.format(names="returned by build"))
             pm.Potential("s_dp", _summed_out(built, mechanism, released, support))
         elif loglik is not None:
             pm.Potential("s_dp", loglik(built, released))
@@ -365,10 +373,9 @@ def _from_model(model: Model, mechanism, released, support):
             mechanism.to_pymc("s_dp", _joined([pymc_model[n] for n in names]), observed=released)
         return pymc_model
     if support is None:
-        raise ValueError(
-            f"the statistic {names} is discrete, which NUTS cannot sample: pass support=... "
-            "(the values it is summed over, shape (k, *event_shape))"
-        )
+        return _marginalised(source, stats, mechanism, released)
+    if stats[0].ndim or len(stats) > 1:
+        raise ValueError(_VECTOR_SUPPORT.format(names=names))
     # the statistic becomes a constant of the copy; its distribution enters summed out
     pymc_model = pm.do(
         source, {rv.name: np.zeros(tuple(rv.shape.eval()), dtype=rv.type.dtype) for rv in stats}
@@ -379,6 +386,42 @@ def _from_model(model: Model, mechanism, released, support):
     log_s = sum(_event_sum(pm.logp(rv, part)) for rv, part in _parts(stats, values))
     with pymc_model:
         pm.Potential("s_dp", _logsumexp(graph_replace(log_s, swap), mechanism, released, support))
+    return pymc_model
+
+
+_VECTOR_SUPPORT = (
+    "support= lists joint values of the whole statistic {names}, which for a vector of counts "
+    "is not a sum over each count: leave support out, and each count is summed out cell by "
+    "cell, exactly (dpinfer.to_pymc), when the counts are independent given the parameters"
+)
+
+
+def _marginalised(source, stats, mechanism, released):
+    """Copy the model with each count of the statistic summed out by :func:`dpinfer.to_pymc`."""
+    import pymc as pm
+    from pytensor.graph.replace import graph_replace
+    from pytensor.graph.traversal import ancestors
+
+    from .marginal._latent import read_latent
+
+    names = [rv.name for rv in stats]
+    op = stats[0].owner.op if len(stats) == 1 and stats[0].owner is not None else None
+    if op is None or getattr(op, "ndim_supp", 1) != 0:
+        raise ValueError(
+            f"the statistic {names} is not one variable with independent cells given the "
+            "parameters, so its counts cannot be summed out one by one: pass support= (joint "
+            "values of the whole statistic, shape (k, *event_shape)) or loglik="
+        )
+    read_latent(stats[0])  # refuses a distribution whose tail cannot be bounded, by name
+    pymc_model = pm.do(
+        source, {rv.name: np.zeros(tuple(rv.shape.eval()), dtype=rv.type.dtype) for rv in stats}
+    )
+    # the free variables the statistic reads directly (hyperparameters behind them stay put)
+    free = [rv for rv in source.free_RVs if rv.name not in names]
+    direct = [v for v in ancestors([stats[0]], blockers=free) if v in free]
+    swap = {rv: pymc_model[rv.name] for rv in direct}
+    with pymc_model:
+        mechanism.to_pymc("s_dp", graph_replace(stats[0], swap), observed=released)
     return pymc_model
 
 
@@ -429,11 +472,14 @@ def _logsumexp(log_s, mechanism, released, support):
     return top + pt.log(pt.sum(pt.exp(terms - top)))
 
 
-def _path(support, loglik) -> str:
+def _path(pymc_model, support, loglik) -> str:
     if support is not None:
         return f"s summed over {len(support)} support points"
     if loglik is not None:
         return "custom marginal log-likelihood"
+    if getattr(pymc_model.named_vars.get("s_dp"), "tag", None) is not None:
+        if getattr(pymc_model["s_dp"].tag, "dpinfer_marginal", False):
+            return "s summed out cell by cell (dpinfer.to_pymc)"
     return "latent s, mechanism.to_pymc"
 
 

@@ -38,6 +38,7 @@ chain).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import warnings
@@ -84,6 +85,7 @@ def to_inference_data(
     observed: np.ndarray | None = None,
     constant_data: Mapping[str, np.ndarray] | None = None,
     chains: int = 1,
+    diagnostic_vars: list[str] | None = None,
 ):
     """Build an InferenceData from draws of shape ``(chains * draws, ...)`` per variable.
 
@@ -101,6 +103,11 @@ def to_inference_data(
         The release, stored as ``observed_data['s_dp']``.
     chains : int, default 1
         Number of chains the leading dimension is split into.
+    diagnostic_vars : list of str, optional
+        The posterior variables the ESS and R-hat in ``attrs`` are computed
+        over (default: all of them); a sampler that stores latent variables
+        beside the parameters (DA-MCMC's imputed statistic) names its
+        parameters here.
 
     Returns
     -------
@@ -135,7 +142,8 @@ def to_inference_data(
         # accepted nothing)
         warnings.filterwarnings("ignore", message="More chains", category=UserWarning)
         idata = az.from_dict(**groups)
-    meta = _netcdf_attrs({**attrs, **_draw_diagnostics(by_chain, attrs.get("ess", math.nan))})
+    diagnosed = by_chain if diagnostic_vars is None else {k: by_chain[k] for k in diagnostic_vars}
+    meta = _netcdf_attrs({**attrs, **_draw_diagnostics(diagnosed, attrs.get("ess", math.nan))})
     idata.attrs.update(meta)
     for name in idata.groups():
         idata[name].attrs.update(meta)
@@ -147,14 +155,40 @@ def from_netcdf(path):
     return _arviz().from_netcdf(path)
 
 
-def effective_sample_size(draws: np.ndarray) -> float:
-    """Bulk ESS of draws shaped ``(chains, draws)`` (Vehtari et al. 2021, via ArviZ)."""
-    return float(_arviz().ess(np.asarray(draws, dtype=float)))
+def effective_sample_size(draws: np.ndarray, *, method: str = "bulk") -> float:
+    """Bulk (or ``method="tail"``) ESS of draws shaped ``(chains, draws)`` (via ArviZ).
+
+    Vehtari et al. (2021); computed on ArviZ's NumPy path (see :func:`_diagnostics`).
+    """
+    with _diagnostics() as az:
+        return float(az.ess(np.asarray(draws, dtype=float), method=method))
 
 
 def rhat(draws: np.ndarray) -> float:
     """Rank-normalised split R-hat of draws shaped ``(chains, draws)`` (Vehtari et al. 2021)."""
-    return float(_arviz().rhat(np.asarray(draws, dtype=float)))
+    with _diagnostics() as az:
+        return float(az.rhat(np.asarray(draws, dtype=float)))
+
+
+@contextlib.contextmanager
+def _diagnostics():
+    """ArviZ, with its diagnostics on their NumPy path while the block runs.
+
+    ArviZ compiles its variance with numba without a cache, in every process:
+    0.3-0.5 CPU s on the first ESS of a session, for arrays of one component
+    where NumPy is as fast and gives the same figures
+    (``benchmarks/first_call.py``). The switch is restored on exit.
+    """
+    az = _arviz()
+    switch = getattr(az, "Numba", None)
+    previous = getattr(switch, "numba_flag", None)
+    if previous is not None:
+        switch.numba_flag = False
+    try:
+        yield az
+    finally:
+        if previous is not None:
+            switch.numba_flag = previous
 
 
 def _draw_diagnostics(by_chain: Mapping[str, np.ndarray], ess_sampler) -> dict:
@@ -170,7 +204,7 @@ def _draw_diagnostics(by_chain: Mapping[str, np.ndarray], ess_sampler) -> dict:
             if not np.all(np.isfinite(comp)) or np.ptp(comp) == 0:
                 continue
             bulk.append(effective_sample_size(comp))
-            tail.append(float(_arviz().ess(comp, method="tail")))
+            tail.append(effective_sample_size(comp, method="tail"))
             if chains > 1:
                 rhats.append(rhat(comp))
     ess_bulk = min(bulk, default=math.nan)

@@ -45,10 +45,11 @@ def flip_probability(a, b) -> np.ndarray:
     answers before them (halting, or rejections since the last redraw) and
     flip at other rates.
     """
-    a = _validate.finite_array("a", a)
+    # a is a distance's gap to the threshold, confidential in ABCDP: no value is shown
+    a = _validate.finite_array("a", a, confidential=True)
     b = _validate.positive_finite("b", b)
     if np.any(a < 0):
-        raise ValueError(f"a = |rho - epsilon_abc| must be >= 0, got {a!r}")
+        raise ValueError(_validate.bad_entries("a", a < 0, "be >= 0 (a = |rho - epsilon_abc|)"))
     return (4 * np.exp(-a / (2 * b)) - np.exp(-a / b)) / 6
 
 
@@ -101,9 +102,10 @@ def theorem2_tail_bound(distances, epsilon_abc, b, f_values, n_accepted_abc, a) 
 
 
 def _theorem2_inputs(distances, epsilon_abc, b, f_values, n_accepted_abc):
-    rho = _validate.finite_vector("distances", distances)
+    # the distances rho_t to the confidential data: messages show no value
+    rho = _validate.finite_vector("distances", distances, confidential=True)
     if np.any(rho < 0):
-        raise ValueError(f"distances must be non-negative, got {distances!r}")
+        raise ValueError(_validate.bad_entries("distances", rho < 0, "be non-negative"))
     f = _validate.finite_array("f_values", f_values)
     if f.ndim not in (1, 2) or f.shape[0] != rho.size:
         raise ValueError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -98,33 +99,28 @@ def test_iter_chunks_without_stop_is_unbounded_and_lazy():
 
 
 class RecordingExecutor:
-    """Runs nothing until a result is asked for; records submissions and cancellations."""
+    """Records submissions and cancellations; chunks in ``instant`` finish on submission.
 
-    def __init__(self):
+    The others stay pending (as in a busy pool) until cancelled.
+    """
+
+    def __init__(self, instant=None):
         self.submitted, self.futures, self.lock = [], [], threading.Lock()
+        self.instant = instant
 
     def submit(self, fn, *args):
-        future = _LazyFuture(fn, args)
+        future = Future()
+        index = args[-1]
+        if self.instant is None or index in self.instant:
+            future.set_result(fn(*args))
         with self.lock:
-            self.submitted.append(args[-1])
+            self.submitted.append(index)
             self.futures.append(future)
         return future
 
 
-class _LazyFuture(Future):
-    def __init__(self, fn, args):
-        super().__init__()
-        self._call = (fn, args)
-
-    def result(self, timeout=None):
-        if not self.done():
-            fn, args = self._call
-            self.set_result(fn(*args))
-        return super().result(timeout)
-
-
 def test_in_flight_bounds_submissions_and_stopping_cancels_the_rest():
-    executor = RecordingExecutor()
+    executor = RecordingExecutor(instant={0})
     it = parallel.iter_chunks(_draw, ROOT, executor=executor, in_flight=3)
     first = next(it)
     # Three submitted up front, one more after the first result is taken.
@@ -178,9 +174,100 @@ def test_threads_get_a_fresh_copy_of_the_task_per_chunk():
 
 
 def test_twice_the_workers_are_kept_in_flight_by_default():
-    executor = RecordingExecutor()
+    executor = RecordingExecutor()  # every chunk finishes at once
     executor._max_workers = 3
     it = parallel.iter_chunks(_draw, ROOT, executor=executor)
     next(it)
     assert executor.submitted == list(range(7))  # six up front, one more after a result
     it.close()
+
+
+class CountingExecutor:
+    """A thread pool that records how many of its chunks were unfinished at each submission."""
+
+    def __init__(self, workers):
+        self.pool = ThreadPoolExecutor(workers)
+        self._max_workers = workers
+        self.futures, self.unfinished = [], []
+
+    def submit(self, fn, *args):
+        self.unfinished.append(1 + sum(not f.done() for f in self.futures))
+        future = self.pool.submit(fn, *args)
+        self.futures.append(future)
+        return future
+
+
+def _sleepy(i, rng):
+    time.sleep(0.01)
+    return i
+
+
+@pytest.mark.parametrize("run", ["iter_chunks", "map_chunks"])
+def test_no_more_chunks_than_workers_are_ever_unfinished_on_the_executor(run):
+    # A process pool cannot cancel a chunk waiting in its queue: none may wait there.
+    executor = CountingExecutor(2)
+    with executor.pool:
+        if run == "iter_chunks":
+            out = list(parallel.iter_chunks(_sleepy, ROOT, executor=executor, stop=12))
+        else:
+            out = parallel.map_chunks(_sleepy, ROOT, 12, executor=executor)
+    assert out == list(range(12))
+    assert max(executor.unfinished) == 2
+    assert len(executor.futures) == 12
+
+
+#: Set by chunk 2 to let chunk 0 finish: chunk 2 must start while chunk 0 still runs.
+_RELEASE = threading.Event()
+
+
+def _waits_for_chunk_two(i, rng):
+    if i == 0:
+        return i, _RELEASE.wait(timeout=30)  # False only if chunk 2 never started meanwhile
+    if i == 2:
+        _RELEASE.set()
+    return i, True
+
+
+def test_a_free_worker_gets_the_next_chunk_while_an_earlier_one_still_runs():
+    # with two workers: chunk 0 runs until chunk 2 starts, so chunk 1's worker must take
+    # chunk 2 as soon as it is free, not after chunk 0 is collected
+    _RELEASE.clear()
+    with ThreadPoolExecutor(2) as pool:
+        out = parallel.map_chunks(_waits_for_chunk_two, ROOT, 4, executor=pool)
+    assert out == [(0, True), (1, True), (2, True), (3, True)]
+
+
+#: Steps each chunk of ``_stepping`` ran before it returned or was stopped.
+_STEPS: dict = {}
+_ONE_RUNS = threading.Event()
+
+
+def _stepping(i, rng):
+    _STEPS[i] = 0
+    if i == 0:
+        return i
+    _ONE_RUNS.set()
+    for _ in range(500):
+        parallel.check_stopped()  # a safe point
+        time.sleep(0.01)
+        _STEPS[i] += 1
+    return i
+
+
+def test_leaving_a_run_stops_its_running_chunks_and_removes_the_stop_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    _STEPS.clear()
+    _ONE_RUNS.clear()
+    with ThreadPoolExecutor(2) as pool:
+        it = parallel.iter_chunks(_stepping, ROOT, executor=pool, stop=6)
+        assert next(it) == 0
+        assert _ONE_RUNS.wait(timeout=60)  # chunk 1 runs (chunk 2 submitted, perhaps started)
+        it.close()
+    assert set(_STEPS) in ({0, 1}, {0, 1, 2})  # nothing started after the run was left
+    assert all(n < 500 for n in _STEPS.values())  # the running chunks stopped part way
+    assert list(tmp_path.iterdir()) == []  # the stop file is gone once they are done
+
+
+def test_check_stopped_outside_a_chunk_does_nothing():
+    parallel.check_stopped()
+    assert list(parallel.iter_chunks(_draw, ROOT, stop=2))[1][0] == 1

@@ -144,22 +144,25 @@ def verify_gaussian(mechanism: Gaussian | DiscreteGaussian) -> GaussianVerificat
     >>> check.holds, round(check.epsilon, 6)
     (True, 1.0)
     """
-    if isinstance(mechanism, Gaussian):
-        claimed = mechanism.privacy
-        mu = float(mechanism.sensitivity) / float(np.min(mechanism.sigma))
-
-        def delta_at(eps: float) -> float:
-            return gaussian_pld_delta(eps, mu)
-
-        worst = f"the whole shift on the least noisy coordinate, mu = {mu:.6g}"
-    elif isinstance(mechanism, DiscreteGaussian):
-        claimed = mechanism.privacy
-        delta_at, worst = _discrete_worst_case(mechanism, claimed)
-    else:
+    if not isinstance(mechanism, Gaussian | DiscreteGaussian):
         raise TypeError(
             "verify_gaussian takes a Gaussian or DiscreteGaussian mechanism, got "
             f"{type(mechanism).__name__}"
         )
+    claimed = mechanism.privacy
+    if claimed.epsilon is None:
+        raise ValueError(
+            f"verify_gaussian checks an (epsilon, delta) claim; {type(mechanism).__name__} "
+            f"states {claimed} only: build it with delta=... to state one"
+        )
+    if isinstance(mechanism, Gaussian):
+        mu, worst = _gaussian_worst_shift(mechanism)
+
+        def delta_at(eps: float) -> float:
+            return gaussian_pld_delta(eps, mu)
+
+    else:
+        delta_at, worst = _discrete_worst_case(mechanism, claimed)
     return GaussianVerification(
         claimed=claimed,
         epsilon=_epsilon_at(delta_at, claimed.delta),
@@ -181,10 +184,28 @@ def _epsilon_at(delta_at, delta: float) -> float:
 # --- the discrete Gaussian: lattice privacy loss --------------------------------------------
 
 
+def _gaussian_worst_shift(mech: Gaussian) -> tuple[float, str]:
+    """``mu = max ||d / sigma||_2`` over the allowed shifts ``d``, and how it is attained."""
+    sens = mech.sensitivity
+    if np.ndim(sens):
+        mu = math.sqrt(math.fsum(((sens / mech.sigma) ** 2).ravel()))
+        return mu, f"the full per-coordinate shift on every coordinate, mu = {mu:.6g}"
+    mu = float(sens) / float(np.min(mech.sigma))
+    return mu, f"the whole shift on the least noisy coordinate, mu = {mu:.6g}"
+
+
 def _discrete_worst_case(mech: DiscreteGaussian, claimed: Privacy):
+    sigmas = np.unique(mech.sigma)
+    if sigmas.size > 1 or np.ndim(mech.sensitivity) or float(mech.sensitivity) % 1:
+        raise ValueError(
+            "verify_gaussian verifies a DiscreteGaussian with one sigma and an integer scalar "
+            f"sensitivity, got sigma={mech.sigma.tolist()} and sensitivity="
+            f"{np.asarray(mech.sensitivity).tolist()}; audit per-cell releases with audit_epsilon"
+        )
     sens = int(mech.sensitivity)
+    sigma = float(sigmas[0])
     dims = max(1, math.prod(mech.event_shape))
-    curves = {d: _lattice_delta(d, mech.sigma) for d in _integer_shifts(sens, dims)}
+    curves = {d: _lattice_delta(d, sigma) for d in _integer_shifts(sens, dims)}
     worst = max(curves, key=lambda d: curves[d](claimed.epsilon))
     text = f"integer shift {worst} (of {len(curves)} shifts with l2 norm <= {sens})"
     return curves[worst], text

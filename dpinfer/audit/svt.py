@@ -182,10 +182,12 @@ def svt_privacy_loss(svt: SparseVector, queries, *, neighbour=None) -> SVTPrivac
             raise ValueError(
                 f"neighbour must have the shape of queries {q.shape}, got shape {b.shape}"
             )
-        if np.any(np.abs(b - q) > svt.sensitivity * (1 + 1e-12)):
+        far = np.abs(b - q) > svt.sensitivity * (1 + 1e-12)
+        if np.any(far):
             raise ValueError(
-                f"neighbour must lie within the sensitivity {svt.sensitivity:g} of queries in "
-                f"every query, got {neighbour!r:.100}"
+                _validate.bad_entries(
+                    "neighbour", far, f"lie within the sensitivity {svt.sensitivity:g} of queries"
+                )
             )
         corners = [(b, b), (b, b)]
     law = _Law(svt, [q, *corners[0], *corners[1]])
@@ -355,7 +357,8 @@ def _check_svt(svt) -> None:
 
 
 def _stream(name: str, values) -> np.ndarray:
-    q = _validate.finite_array(name, values).astype(float)
+    # query streams are confidential: messages give shapes, counts and positions only
+    q = _validate.finite_array(name, values, confidential=True)
     if q.ndim != 1 or q.size == 0:
         raise ValueError(f"{name} must be a non-empty one-dimensional stream, got shape {q.shape}")
     return q

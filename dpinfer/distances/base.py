@@ -47,7 +47,7 @@ class DataDerived(float):
 
     def __new__(cls, value: float, *, data):  # noqa: D102
         obj = super().__new__(cls, _validate.positive_finite("value", value))
-        obj.rows = record_rows(_validate.non_empty("data", _validate.finite_array("data", data)))
+        obj.rows = record_rows(_validate.confidential_data("data", data))
         _RECENT.append((float(obj), obj.rows))
         return obj
 
@@ -58,7 +58,9 @@ class DataDerived(float):
         Equal rows count as the same record, so discrete data may be refused
         conservatively when a simulated point coincides with an observation.
         """
-        return not self.rows.isdisjoint(record_rows(observed))
+        return not self.rows.isdisjoint(
+            record_rows(_validate.confidential_numbers("observed", observed))
+        )
 
 
 def recent_data_derived() -> list[tuple[float, frozenset[bytes]]]:

@@ -49,7 +49,7 @@ class ClippedL2(Distance):
 
     def __call__(self, observed, pseudo) -> np.ndarray:
         """Clipped distances, shape ``(T,)``."""
-        obs = np.asarray(observed, dtype=float)[None]
+        obs = _validate.confidential_numbers("observed", observed)[None]
         pse = np.asarray(pseudo, dtype=float)
         if self.summary is not None:
             obs, pse = self.summary(obs), self.summary(pse)

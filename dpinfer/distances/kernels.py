@@ -62,7 +62,7 @@ def median_heuristic(data, *, max_points: int = 1000, rng: RNGLike = 0) -> DataD
 
 def heuristic_points(data, *, max_points: int = 1000, rng: RNGLike = 0) -> np.ndarray:
     """Return the points :func:`median_heuristic` uses: rows of ``data``, subsampled."""
-    arr = _validate.non_empty("data", _validate.finite_array("data", data))
+    arr = _validate.confidential_data("data", data)
     max_points = _validate.size("max_points", max_points)
     pts = arr.reshape(-1, arr.shape[-1]) if arr.ndim > 1 else arr.reshape(-1, 1)
     gen = as_generator(rng)

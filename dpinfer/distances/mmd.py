@@ -20,7 +20,7 @@ _FEATURE_BUDGET = 2**19  # projections held at once by the random-feature MMD (c
 
 def as_datasets(pseudo, observed) -> tuple[np.ndarray, np.ndarray]:
     """Return ``observed`` as (N, d) and ``pseudo`` as (T, M, d) float arrays."""
-    obs = np.asarray(observed, dtype=float)
+    obs = _validate.confidential_numbers("observed", observed)
     obs = obs[:, None] if obs.ndim == 1 else obs
     pse = np.asarray(pseudo, dtype=float)
     pse = pse[..., None] if pse.ndim == 2 and obs.shape[1] == 1 else pse

@@ -121,7 +121,7 @@ class PairedClippedL2(Distance):
         return np.where(np.isfinite(dist), dist, np.inf)
 
     def _check(self, observed, pseudo) -> tuple[np.ndarray, np.ndarray]:
-        obs = np.asarray(observed, dtype=float)
+        obs = _validate.confidential_numbers("observed", observed)
         pse = np.asarray(pseudo, dtype=float)
         if obs.ndim != 2 or pse.ndim != 3 or pse.shape[1:] != obs.shape:
             raise ValueError(

@@ -40,12 +40,15 @@ class PrecomputedDistances(Distance):
 
     def __init__(self, base: Distance, observed, values):
         self.base = _validate.instance("base", base, Distance, "a dpinfer Distance")
-        self.values = _validate.non_empty("values", _validate.finite_array("values", values))
-        if self.values.ndim != 1 or np.any(self.values < 0):
-            raise ValueError(f"values must be a 1-d array of distances >= 0, got {values!r:.100}")
-        self._rows = fingerprint_rows(
-            _validate.non_empty("observed", _validate.finite_array("observed", observed))
-        )
+        # distances to the confidential data are confidential too
+        self.values = _validate.confidential_data("values", values)
+        if self.values.ndim != 1:
+            raise ValueError(
+                f"values must be a 1-d array of distances, got shape {self.values.shape}"
+            )
+        if np.any(self.values < 0):
+            raise ValueError(_validate.bad_entries("values", self.values < 0, "be >= 0"))
+        self._rows = fingerprint_rows(_validate.confidential_data("observed", observed))
 
     def sensitivity(self, n_observations: int) -> float:
         """Return the sensitivity of the base distance."""
@@ -57,8 +60,8 @@ class PrecomputedDistances(Distance):
 
     def __call__(self, observed, pseudo) -> np.ndarray:
         """Look up the distances of the pseudo-datasets with indices ``pseudo``."""
-        if fingerprint_rows(observed) != self._rows:
-            raise ValueError("these distances were computed from other observations")
+        if fingerprint_rows(_validate.confidential_numbers("observed", observed)) != self._rows:
+            raise ValueError("observed is not the data these distances were computed from")
         return self.values[np.asarray(pseudo, dtype=np.int64).ravel()]
 
     def __repr__(self) -> str:

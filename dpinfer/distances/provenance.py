@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _validate
 from .base import DataDerived, recent_data_derived, record_rows
 from .kernels import heuristic_points, median_distance
 
@@ -70,7 +71,7 @@ def leaked_settings(settings: dict, observed) -> list[str]:
     >>> leaked_settings({"bandwidth": float(median_heuristic(z)), "clip": 5.0}, y)
     []
     """
-    observed = np.asarray(observed, dtype=float)
+    observed = _validate.confidential_numbers("observed", observed)
     rows = record_rows(observed)
     recent = recent_data_derived()
     own = _own_heuristic(observed)

@@ -6,6 +6,7 @@ from .discrete import DiscreteGaussian, DiscreteLaplace
 from .gaussian import Gaussian
 from .laplace import Laplace
 from .svt import SparseVector, SVTResult
+from .thresholded import Thresholded
 
 __all__ = [
     "BinomialRelease",
@@ -17,4 +18,5 @@ __all__ = [
     "Privacy",
     "SVTResult",
     "SparseVector",
+    "Thresholded",
 ]

@@ -151,47 +151,81 @@ def discrete_gaussian(n: int, d: int, r: BitReader) -> int:
 # --- batches: the compiled kernels, with the reference for draws they hand back -----------
 
 
-def sample_discrete_laplace(scale: Fraction, size: int, source: WordSource) -> np.ndarray:
-    """``size`` exact discrete Laplace draws of scale ``t / s`` from ``source``'s bits."""
-    t, s = scale.numerator, scale.denominator
-    kernel = None
-    if t < _KERNEL_LIMIT and s < _KERNEL_LIMIT:
-        args = (np.uint64(t), np.uint64(s), (t - 1).bit_length())
+def sample_discrete_laplace(scale, size: int, source: WordSource, cells=None) -> np.ndarray:
+    """``size`` exact discrete Laplace draws from ``source``'s bits.
 
-        def kernel(words, pos, out, start):
-            return kernels.run_discrete_laplace(words, pos, *args, out, start)
+    ``scale`` is a rational ``t / s``, or a sequence of them with ``cells``, the
+    group of each of ``k`` cells: draw ``i`` then has the scale
+    ``scale[cells[i % k]]`` (a batch of releases of ``k`` cells, flattened in C
+    order). Real tables have few distinct scales; a group is one of them.
+    """
+    scales, cells = _groups(scale, cells)
+    ts = [(f.numerator, f.denominator) for f in scales]
+    ok = np.array([t < _KERNEL_LIMIT and s < _KERNEL_LIMIT for t, s in ts])
+    t_arr = np.array([t if good else 0 for (t, _), good in zip(ts, ok, strict=True)], np.uint64)
+    s_arr = np.array([s if good else 1 for (_, s), good in zip(ts, ok, strict=True)], np.uint64)
+    kt = np.array([(t - 1).bit_length() for t, _ in ts], np.int64)
 
-    bits = 2 * (t - 1).bit_length() + 16
-    return _drive(kernel, lambda r: discrete_laplace(t, s, r), size, source, bits)
+    def kernel(words, pos, out, start):
+        return kernels.run_discrete_laplace(words, pos, t_arr, s_arr, kt, ok, cells, out, start)
+
+    def reference(i, r):
+        return discrete_laplace(*ts[cells[i % cells.size]], r)
+
+    bits = max(2 * (t - 1).bit_length() + 16 for t, _ in ts)
+    return _drive(kernel if ok.any() else None, reference, size, source, bits)
 
 
-def sample_discrete_gaussian(sigma2: Fraction, size: int, source: WordSource) -> np.ndarray:
-    """``size`` exact discrete Gaussian draws of ``sigma^2 = n / d`` from ``source``'s bits."""
-    n, d = sigma2.numerator, sigma2.denominator
-    t = math.isqrt(n // d) + 1
-    den = 2 * n * d * t * t
-    kernel = None
-    if max(n, d, t * d) < _KERNEL_LIMIT and den < _DENOMINATOR_LIMIT:
-        args = (
-            np.uint64(n),
-            np.uint64(t),
-            np.uint64(t * d),
-            np.uint64(den >> 64),
-            np.uint64(den & _MASK64),
-            (den - 1).bit_length(),
-            (t - 1).bit_length(),
+def sample_discrete_gaussian(sigma2, size: int, source: WordSource, cells=None) -> np.ndarray:
+    """``size`` exact discrete Gaussian draws of ``sigma^2 = n / d`` from ``source``'s bits.
+
+    ``sigma2`` is one rational, or a sequence of them with ``cells`` as in
+    :func:`sample_discrete_laplace`.
+    """
+    variances, cells = _groups(sigma2, cells)
+    nds = [(f.numerator, f.denominator) for f in variances]
+    columns = [_gaussian_kernel_args(n, d) for n, d in nds]
+    ok = np.array([c is not None for c in columns])
+    filler = (0, 1, 1, 0, 1, 0, 0)  # parameters of a group the kernel hands back unread
+    rows = [c if c is not None else filler for c in columns]
+    n_arr, t_arr, td, dhi, dlo = (np.array(col, np.uint64) for col in list(zip(*rows))[:5])
+    kden, kt = (np.array(col, np.int64) for col in list(zip(*rows))[5:])
+
+    def kernel(words, pos, out, start):
+        return kernels.run_discrete_gaussian(
+            words, pos, n_arr, t_arr, td, dhi, dlo, kden, kt, ok, cells, out, start
         )
 
-        def kernel(words, pos, out, start):
-            return kernels.run_discrete_gaussian(words, pos, *args, out, start)
+    def reference(i, r):
+        return discrete_gaussian(*nds[cells[i % cells.size]], r)
 
-    bits = 3 * (t - 1).bit_length() + 32
-    return _drive(kernel, lambda r: discrete_gaussian(n, d, r), size, source, bits)
+    bits = max(3 * math.isqrt(n // d).bit_length() + 32 for n, d in nds)
+    return _drive(kernel if ok.any() else None, reference, size, source, bits)
+
+
+def _gaussian_kernel_args(n: int, d: int) -> tuple | None:
+    """Return the kernel's integers for ``sigma^2 = n / d``, or None if they would overflow."""
+    t = math.isqrt(n // d) + 1
+    den = 2 * n * d * t * t
+    if max(n, d, t * d) >= _KERNEL_LIMIT or den >= _DENOMINATOR_LIMIT:
+        return None
+    return (n, t, t * d, den >> 64, den & _MASK64, (den - 1).bit_length(), (t - 1).bit_length())
+
+
+def _groups(param, cells) -> tuple[list[Fraction], np.ndarray]:
+    """Return the distinct rational parameters and the group index of each cell (int64)."""
+    if cells is None:
+        return [Fraction(param)], np.zeros(1, np.int64)
+    params = [Fraction(p) for p in param]
+    cells = np.ascontiguousarray(cells, dtype=np.int64).reshape(-1)
+    if cells.size == 0 or cells.min() < 0 or cells.max() >= len(params):
+        raise ValueError(f"cells must index the {len(params)} parameters, got {cells!r}")
+    return params, cells
 
 
 def _drive(
     kernel: Callable | None,
-    reference: Callable[[BitReader], int],
+    reference: Callable[[int, BitReader], int],
     size: int,
     source: WordSource,
     bits_per_draw: int,
@@ -199,8 +233,9 @@ def _drive(
     """Run ``kernel`` over one word stream; replay or hand over the draws it returns.
 
     A draw the kernel cannot finish (out of words) restarts from its first bit
-    on a longer stream; a draw that would overflow runs in ``reference`` from
-    its first bit. Either way it consumes the same bits and gives the same value.
+    on a longer stream; a draw that would overflow runs in ``reference(i, reader)``
+    (``i`` the draw's index) from its first bit. Either way it consumes the same
+    bits and gives the same value.
     """
     out = np.empty(size, dtype=np.int64)
     words = source.words(_words_for(size, bits_per_draw))
@@ -219,7 +254,7 @@ def _drive(
             pos -= 64 * first
         elif status == kernels.BAIL:
             reader = BitReader(words, pos, source)
-            out[i] = _as_int64(reference(reader))
+            out[i] = _as_int64(reference(i, reader))
             words, pos, i = reader.words, reader.pos, i + 1
     return out
 

@@ -243,13 +243,22 @@ def _gaussian(words, st, n, t, td, dhi, dlo, kden, kt):  # pragma: no cover - co
 
 
 @numba.njit(cache=True)
-def run_discrete_laplace(words, pos, t, s, kt, out, start):  # pragma: no cover - compiled
-    """Fill ``out[start:]``; return (next index, bit position of that draw, status)."""
+def run_discrete_laplace(words, pos, t, s, kt, ok, cells, out, start):  # pragma: no cover
+    """Fill ``out[start:]``; return (next index, bit position of that draw, status).
+
+    Draw ``i`` has the scale ``t[g] / s[g]`` of group ``g = cells[i % cells.size]``
+    (one group per distinct parameter); a group with ``ok[g]`` False is beyond the
+    kernel's integers, so its draws are handed back (status ``BAIL``) before any bit.
+    """
     st = np.zeros(2, np.int64)
     st[0] = pos
+    k = cells.size
     for i in range(start, out.size):
+        g = cells[i % k]
         begin = st[0]
-        y = _laplace(words, st, t, s, kt)
+        if not ok[g]:
+            return i, begin, BAIL
+        y = _laplace(words, st, t[g], s[g], kt[g])
         if st[1] != 0:
             return i, begin, st[1]
         out[i] = y
@@ -258,14 +267,21 @@ def run_discrete_laplace(words, pos, t, s, kt, out, start):  # pragma: no cover 
 
 @numba.njit(cache=True)
 def run_discrete_gaussian(
-    words, pos, n, t, td, dhi, dlo, kden, kt, out, start
+    words, pos, n, t, td, dhi, dlo, kden, kt, ok, cells, out, start
 ):  # pragma: no cover - compiled
-    """Fill ``out[start:]``; return (next index, bit position of that draw, status)."""
+    """Fill ``out[start:]``; return (next index, bit position of that draw, status).
+
+    Parameters per group as in :func:`run_discrete_laplace`.
+    """
     st = np.zeros(2, np.int64)
     st[0] = pos
+    k = cells.size
     for i in range(start, out.size):
+        g = cells[i % k]
         begin = st[0]
-        y = _gaussian(words, st, n, t, td, dhi, dlo, kden, kt)
+        if not ok[g]:
+            return i, begin, BAIL
+        y = _gaussian(words, st, n[g], t[g], td[g], dhi[g], dlo[g], kden[g], kt[g])
         if st[1] != 0:
             return i, begin, st[1]
         out[i] = y

@@ -21,13 +21,17 @@ def noise_array(name: str, value, event_shape) -> tuple[np.ndarray, tuple[int, .
             f"{name} must be positive and finite (0 is not 'no noise'), got {value!r}"
         )
     shape = arr.shape if event_shape is None else as_shape(event_shape)
+    return broadcast_param(name, arr, shape), shape
+
+
+def broadcast_param(name: str, arr: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Return a copy of ``arr`` broadcast to ``shape``, or raise a ValueError naming ``name``."""
     try:
-        arr = np.broadcast_to(arr, shape).copy()
+        return np.broadcast_to(arr, shape).copy()
     except ValueError:
         raise ValueError(
             f"{name} of shape {arr.shape} does not broadcast to event_shape {shape}"
         ) from None
-    return arr, shape
 
 
 def as_shape(event_shape) -> tuple[int, ...]:
@@ -49,8 +53,15 @@ def as_shape(event_shape) -> tuple[int, ...]:
     return dims
 
 
-def sensitivity_array(value, event_shape) -> np.ndarray | None:
-    """Validate a declared sensitivity: None, a positive scalar, or one per coordinate."""
+def sensitivity_array(
+    value, event_shape, *, integer: bool = False, l2: bool = False
+) -> np.ndarray | None:
+    """Validate a declared sensitivity: None, a positive scalar, or one per coordinate.
+
+    With ``integer=True`` (the discrete families) every entry must be a whole
+    number, except a scalar l2 bound (``l2=True``) on a release of several cells:
+    the l2 norm of an integer change, such as ``sqrt(10)``, need not be whole.
+    """
     if value is None:
         return None
     arr = _validate.numeric_array("sensitivity", value).astype(float)
@@ -61,7 +72,73 @@ def sensitivity_array(value, event_shape) -> np.ndarray | None:
             f"sensitivity must be a scalar or have the event_shape {tuple(event_shape)}, "
             f"got shape {arr.shape}"
         )
+    real_norm = l2 and not arr.ndim and math.prod(event_shape) > 1
+    if integer and not real_norm and not np.all(arr == np.round(arr)):
+        raise ValueError(
+            f"sensitivity must be a positive integer here (or one per cell), got {value!r}"
+        )
     return arr
+
+
+def scalar_or_cells(arr: np.ndarray | None):
+    """Return a 0-d sensitivity as a Python number (int when whole), else the array."""
+    if arr is None:
+        return None
+    whole = bool(np.all(arr == np.round(arr)))
+    if arr.ndim:
+        return arr.astype(np.int64) if whole else arr
+    return int(arr) if whole else float(arr)
+
+
+def gaussian_rho(sigma: np.ndarray, sensitivity) -> float:
+    """rho-zCDP of Gaussian noise: ``D^2 / (2 min sigma^2)``, or ``sum D_j^2 / (2 sigma_j^2)``.
+
+    A scalar ``D`` bounds the l2 norm of the whole change (it may all fall on the
+    least noisy cell); an array bounds each cell.
+    """
+    if np.ndim(sensitivity):
+        return math.fsum((np.asarray(sensitivity, float) ** 2 / (2 * sigma**2)).ravel())
+    return float(sensitivity) ** 2 / (2 * float(np.min(sigma)) ** 2)
+
+
+def budget_per_cell(
+    name: str, budget, sensitivity, event_shape, *, integer: bool = False, l2: bool = False
+):
+    """Validate a privacy budget (epsilon or rho) per cell against a declared sensitivity.
+
+    ``budget`` is a positive scalar or an array; ``sensitivity`` a positive scalar
+    (a bound on the whole change) or one per cell. A per-cell sensitivity needs a
+    per-cell budget (a scalar would be spent on every cell, multiplying the total);
+    a per-cell budget with a scalar sensitivity is allowed (see the families'
+    ``from_privacy``). ``event_shape`` None is the broadcast shape of the two.
+
+    Returns
+    -------
+    (budget, sensitivity, event_shape)
+        The budget broadcast to the event shape, the validated sensitivity
+        (``sensitivity_array``) and the event shape.
+    """
+    arr = _validate.numeric_array(name, budget).astype(float)
+    if arr.size == 0 or not np.all((arr > 0) & np.isfinite(arr)):
+        raise ValueError(f"{name} must be positive and finite, got {budget!r}")
+    sens_shape = np.shape(_validate.numeric_array("sensitivity", sensitivity))
+    if event_shape is None:
+        try:
+            shape = np.broadcast_shapes(arr.shape, sens_shape)
+        except ValueError:
+            raise ValueError(
+                f"{name} of shape {arr.shape} and sensitivity of shape {sens_shape} do not "
+                "broadcast together"
+            ) from None
+    else:
+        shape = as_shape(event_shape)
+    sens = sensitivity_array(sensitivity, shape, integer=integer, l2=l2)
+    if sens.ndim and not arr.ndim:
+        raise ValueError(
+            f"{name} is a scalar but sensitivity is per cell: give {name} per cell too (the "
+            f"split of the budget; the guarantee is their sum), got {name}={budget!r}"
+        )
+    return broadcast_param(name, arr, shape), sens, shape
 
 
 def require_sensitivity(mechanism) -> np.ndarray:
@@ -72,3 +149,24 @@ def require_sensitivity(mechanism) -> np.ndarray:
             "guarantee to report; pass sensitivity=... (or use from_privacy)"
         )
     return mechanism.sensitivity
+
+
+def compact(arr):
+    """Return a parameter for a repr: its one value when every cell shares it, else a list."""
+    if arr is None:
+        return None
+    arr = np.asarray(arr)
+    if arr.size and np.all(arr == arr.reshape(-1)[0]):
+        return arr.reshape(-1)[0].item()
+    return arr.tolist()
+
+
+def neighbouring(sensitivity, *, values: str, norm: str) -> str:
+    """Describe the neighbouring relation of a declared sensitivity (``Privacy.neighbouring``).
+
+    ``values`` names what changes ("confidential values", "integer values");
+    ``norm`` the norm a scalar sensitivity bounds ("l1", "l2").
+    """
+    if np.ndim(sensitivity):
+        return f"{values} within {np.asarray(sensitivity).tolist()} coordinate-wise"
+    return f"{values} within {norm} distance {sensitivity:g}"

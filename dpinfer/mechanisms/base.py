@@ -12,6 +12,8 @@ plumbing live here.
 from __future__ import annotations
 
 import abc
+import copy
+import math
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -21,29 +23,63 @@ import scipy.special as sc
 from .. import _validate
 from .._rng import RNGLike, as_generator
 
-__all__ = ["Mechanism", "Privacy"]
+__all__ = ["AdditiveNoise", "Mechanism", "Privacy"]
+
+
+def _numpy_discrete_gaussian_log_cdf(x, sigma):
+    from ._tails import discrete_gaussian_log_cdf
+
+    return discrete_gaussian_log_cdf(x, sigma)
+
 
 NUMPY = SimpleNamespace(
-    abs=np.abs, log=np.log, log1p=np.log1p, gammaln=sc.gammaln, square=np.square
+    abs=np.abs,
+    log=np.log,
+    log1p=np.log1p,
+    gammaln=sc.gammaln,
+    square=np.square,
+    exp=np.exp,
+    floor=np.floor,
+    where=np.where,
+    log_ndtr=sc.log_ndtr,
+    discrete_gaussian_log_cdf=_numpy_discrete_gaussian_log_cdf,
 )
 
 
 def _pytensor_namespace() -> SimpleNamespace:
     import pytensor.tensor as pt
 
+    from . import _pytensor_ops
+
     return SimpleNamespace(
-        abs=pt.abs, log=pt.log, log1p=pt.log1p, gammaln=pt.gammaln, square=pt.square
+        abs=pt.abs,
+        log=pt.log,
+        log1p=pt.log1p,
+        gammaln=pt.gammaln,
+        square=pt.square,
+        exp=pt.exp,
+        floor=pt.floor,
+        where=pt.switch,
+        log_ndtr=_pytensor_ops.log_ndtr,
+        discrete_gaussian_log_cdf=_pytensor_ops.discrete_gaussian_log_cdf,
     )
 
 
 @dataclass(frozen=True)
 class Privacy:
-    """A differential privacy guarantee, computed from mechanism parameters.
+    r"""A differential privacy guarantee, computed from mechanism parameters.
+
+    Three notions share this class: pure :math:`\varepsilon`-DP (``delta == 0``),
+    approximate :math:`(\varepsilon, \delta)`-DP, and :math:`\rho`-zCDP alone
+    (``epsilon=None``: a zero-concentrated guarantee that states no
+    :math:`(\varepsilon, \delta)` pair until a delta is chosen, as the discrete
+    Gaussian releases of the 2020 US Census and of Wikimedia are stated).
 
     Parameters
     ----------
-    epsilon : float
-        Privacy-loss bound; ``inf`` means no guarantee.
+    epsilon : float or None
+        Privacy-loss bound; ``inf`` means no guarantee. None for a guarantee
+        stated in zCDP only (then ``rho`` is required and ``delta`` is 0).
     delta : float, default 0
         Failure probability of approximate DP; 0 for pure DP.
     rho : float, optional
@@ -51,26 +87,55 @@ class Privacy:
     neighbouring : str, optional
         The neighbouring relation under which the guarantee holds.
 
+    Notes
+    -----
+    :meth:`to_approx` gives the :math:`(\varepsilon, \delta)` guarantee implied
+    at a chosen delta (for rho-zCDP, Bun & Steinke 2016, Proposition 1.3:
+    :math:`\varepsilon = \rho + 2\sqrt{\rho \log(1/\delta)}`); :meth:`to_zcdp`
+    the zCDP one (pure :math:`\varepsilon`-DP is :math:`\varepsilon^2/2`-zCDP,
+    Proposition 1.4). Composition is :func:`dpinfer.accounting.compose`.
+
+    References
+    ----------
+    .. [1] Bun and Steinke (2016). Concentrated differential privacy:
+       simplifications, extensions, and lower bounds. TCC.
+
     Examples
     --------
     >>> Privacy(epsilon=0.5).notion
     'pure'
     >>> Privacy(epsilon=1.0, delta=1e-6, rho=0.08).notion
     'approximate'
+    >>> zcdp = Privacy(rho=0.015)
+    >>> zcdp.notion, str(zcdp)
+    ('zCDP', '0.015-zCDP')
+    >>> print(zcdp.to_approx(1e-7))
+    (0.998405, 1e-07)-DP, 0.015-zCDP
     """
 
-    epsilon: float
+    epsilon: float | None = None
     delta: float = 0.0
     rho: float | None = None
     neighbouring: str = ""
 
     def __post_init__(self):
         # frozen: the checked values (plain floats) are written through object.__setattr__
-        checked = {
-            "epsilon": _validate.positive_or_inf("epsilon", self.epsilon),
-            "delta": _validate.delta("delta", self.delta),
-            "rho": None if self.rho is None else _validate.positive_finite("rho", self.rho),
-        }
+        rho = None if self.rho is None else _validate.positive_finite("rho", self.rho)
+        if self.epsilon is None:
+            if rho is None:
+                raise ValueError(
+                    "Privacy needs epsilon (or rho, for a guarantee stated in zCDP only), "
+                    "got epsilon=None and rho=None"
+                )
+            if self.delta != 0:
+                raise ValueError(
+                    "a guarantee stated in zCDP only (epsilon=None) has no delta; got "
+                    f"delta={self.delta!r} (use to_approx(delta) for an (epsilon, delta) pair)"
+                )
+            epsilon = None
+        else:
+            epsilon = _validate.positive_or_inf("epsilon", self.epsilon)
+        checked = {"epsilon": epsilon, "delta": _validate.delta("delta", self.delta), "rho": rho}
         if not isinstance(self.neighbouring, str):
             raise TypeError(f"neighbouring must be a str, got {self.neighbouring!r}")
         for key, value in checked.items():
@@ -78,10 +143,73 @@ class Privacy:
 
     @property
     def notion(self) -> str:
-        """``'pure'`` when ``delta == 0``, otherwise ``'approximate'``."""
+        """``'zCDP'`` (rho only), ``'pure'`` (``delta == 0``) or ``'approximate'``."""
+        if self.epsilon is None:
+            return "zCDP"
         return "pure" if self.delta == 0 else "approximate"
 
+    def to_approx(self, delta) -> Privacy:
+        r"""Return the :math:`(\varepsilon, \delta)` guarantee this one implies at ``delta``.
+
+        The smaller of the two conversions that apply: rho-zCDP gives
+        :math:`\rho + 2\sqrt{\rho \log(1/\delta)}` (Bun & Steinke 2016,
+        Proposition 1.3), and an :math:`(\varepsilon, \delta_0)` guarantee with
+        :math:`\delta_0 \le \delta` holds as it is.
+
+        Parameters
+        ----------
+        delta : float
+            The target delta, in (0, 1).
+
+        Returns
+        -------
+        Privacy
+            With ``epsilon`` and ``delta`` set, ``rho`` and ``neighbouring`` kept.
+
+        Examples
+        --------
+        >>> round(Privacy(rho=0.5).to_approx(1e-6).epsilon, 4)
+        5.7565
+        >>> Privacy(epsilon=0.3).to_approx(1e-6).epsilon
+        0.3
+        """
+        from ..accounting import zcdp_to_approx
+
+        dlt = _validate.probability_open("delta", delta)
+        candidates = []
+        if self.rho is not None:
+            candidates.append(zcdp_to_approx(self.rho, dlt))
+        if self.epsilon is not None and self.delta <= dlt:
+            candidates.append(self.epsilon)
+        if not candidates:
+            raise ValueError(
+                f"{self} implies no guarantee at the smaller delta={delta!r} (it states no rho)"
+            )
+        return Privacy(min(candidates), dlt, self.rho, self.neighbouring)
+
+    def to_zcdp(self) -> Privacy:
+        r"""Return the rho-zCDP guarantee this one implies (``epsilon=None``).
+
+        Its own ``rho`` where it states one; pure :math:`\varepsilon`-DP is
+        :math:`\varepsilon^2/2`-zCDP (Bun & Steinke 2016, Proposition 1.4);
+        approximate DP without a rho implies no zCDP guarantee (ValueError).
+
+        Examples
+        --------
+        >>> print(Privacy(epsilon=0.5).to_zcdp())
+        0.125-zCDP
+        """
+        if self.rho is not None:
+            return Privacy(rho=self.rho, neighbouring=self.neighbouring)
+        if self.delta == 0 and math.isfinite(self.epsilon):
+            return Privacy(rho=self.epsilon**2 / 2, neighbouring=self.neighbouring)
+        raise ValueError(
+            f"{self} implies no zCDP guarantee (approximate DP without a rho, or no guarantee)"
+        )
+
     def __str__(self) -> str:
+        if self.epsilon is None:
+            return f"{self.rho:.6g}-zCDP"
         text = f"({self.epsilon:.6g}, {self.delta:.3g})-DP"
         if self.rho is not None:
             text += f", {self.rho:.6g}-zCDP"
@@ -100,11 +228,39 @@ class Mechanism(abc.ABC):
     event_shape : tuple of int
         Shape of one release (``()`` for a scalar).
     discrete : bool
-        Whether releases are integers (then ``logpdf`` is a log-pmf).
+        Whether confidential values and published cells are integers (then
+        ``logpdf`` is a log-pmf).
+
+    Notes
+    -----
+    **The per-cell interface.** The cells of a release are independent given the
+    confidential value, and ``log eta(y | s) = sum_j log eta_j(y_j | s_j)``. An
+    analysis that integrates the confidential value out cell by cell
+    (``sum_s p(s_j | theta) eta_j(y_j | s)``) needs the terms, not the sum; on
+    numpy arrays:
+
+    - ``_cell_log_density(released, s, cells=None)``: ``log eta_j(y_j | s)``
+      elementwise, never summed over cells. ``released`` is a release as
+      ``logpdf`` accepts it (for :class:`~dpinfer.Thresholded`, NaN at
+      suppressed cells: their term is ``log P(Y_j below T_j | s)``, so one call
+      covers both kinds of cell). Without ``cells``, ``s`` has the shape
+      ``(..., *event_shape)``; with ``cells`` (int array of flat, C-order cell
+      indices) ``s`` has the shape of ``cells`` and entry ``i`` is a candidate
+      for cell ``cells[i]`` (ragged windows, one flat array).
+    - ``_cell_log_cdf(cut, s, cells=None)`` (additive families): ``log
+      P(Y_j <= cut_j | s)`` elementwise, accurate in both tails; with
+      :meth:`_cell_log_max` (the per-cell ``sup_s``) it bounds the mass that a
+      window of ``s`` leaves out.
+    - ``_at_cells(cells)``: the same mechanism restricted to the flat cells
+      ``cells`` (its per-cell parameters gathered), event shape ``cells.shape``.
+
+    Per-cell parameters are the attributes named in ``_cell_params`` (scalars or
+    event-shaped arrays).
     """
 
     event_shape: tuple[int, ...] = ()
     discrete: bool = False
+    _cell_params: tuple[str, ...] = ()
 
     # --- the family writes these -------------------------------------------------
     @abc.abstractmethod
@@ -246,34 +402,92 @@ class Mechanism(abc.ABC):
         """
         return None
 
-    def to_pymc(self, name: str, value, *, observed):
+    # --- the per-cell interface (see the class Notes) --------------------------------
+    def _cell_log_density(self, released, s, cells=None) -> np.ndarray:
+        """``log eta_j(released_j | s)`` elementwise (not summed over cells), on numpy arrays."""
+        released = self._check_released(released)
+        mech, released = self._cells_of(released, cells)
+        return np.asarray(mech._log_density(NUMPY, released, np.asarray(s)), dtype=float)
+
+    def _at_cells(self, cells) -> Mechanism:
+        """Return a copy with its per-cell parameters gathered at the flat indices ``cells``."""
+        cells = np.asarray(cells)
+        k = max(1, math.prod(self.event_shape))
+        inside = cells.size == 0 or 0 <= cells.min() <= cells.max() < k
+        if cells.dtype.kind not in "iu" or not inside:
+            raise ValueError(
+                f"cells must be integer indices of the {k} cells (flat, C order), got shape "
+                f"{cells.shape} of dtype {cells.dtype}"
+            )
+        out = copy.copy(self)
+        names = self._cell_params
+        if np.ndim(getattr(self, "sensitivity", None)):  # per-cell bounds follow their cells
+            names = (*names, "sensitivity")
+        for name in names:
+            value = getattr(self, name)
+            if value is not None:
+                flat = np.broadcast_to(np.asarray(value), self.event_shape).reshape(-1)
+                setattr(out, name, flat[cells])
+        out.event_shape = cells.shape
+        return out
+
+    def _cells_of(self, released: np.ndarray, cells):
+        """``(mechanism, released)`` for the cells ``cells``, or as they are for None."""
+        if cells is None:
+            return self, released
+        return self._at_cells(cells), released.reshape(-1)[np.asarray(cells)]
+
+    def to_pymc(self, name: str, value, *, observed, tol: float = 1e-10):
         """Add this mechanism's density as a likelihood term to the PyMC model in context.
 
         Parameters
         ----------
         name : str
             Name of the observed variable.
-        value : array_like or TensorVariable
-            The confidential value (a random variable of the model), of shape
-            ``event_shape``.
+        value : TensorVariable or array_like
+            Either the confidential value as a variable of the model (or any
+            tensor) of shape ``event_shape``: the density of the release given
+            it is added. Or an *unregistered* univariate PyMC distribution of
+            the confidential value of every cell (``pm.Poisson.dist(mu=lam)``):
+            the confidential value is then summed (or integrated) out cell by
+            cell, exactly, by :func:`dpinfer.to_pymc`.
         observed : array_like
-            The release.
+            The release: of shape ``event_shape``; with a distribution, of the
+            cells' shape (ending in ``event_shape``). For
+            :class:`~dpinfer.Thresholded`, NaN at suppressed cells.
+        tol : float, default 1e-10
+            With a distribution: the bound on each cell's neglected mass,
+            relative to its likelihood (see :func:`dpinfer.to_pymc`).
 
         Returns
         -------
         TensorVariable
-            The observed variable; ``pm.logp`` of it equals :meth:`logpdf`.
+            The observed variable; ``pm.logp`` of it equals :meth:`logpdf`
+            (with a tensor value) or the per-cell marginal log-likelihood.
+
+        Examples
+        --------
+        >>> import numpy as np, pymc as pm, dpinfer as dp
+        >>> mech = dp.DiscreteGaussian.from_privacy(epsilon=1.0, delta=1e-6, sensitivity=1)
+        >>> with pm.Model():
+        ...     rate = pm.Exponential("rate", 0.1)
+        ...     obs = mech.to_pymc("cases", pm.Poisson.dist(mu=rate, shape=3),
+        ...                        observed=np.array([4, 9, 6]))
         """
+        from ..marginal import is_unregistered_distribution
+        from ..marginal import to_pymc as marginal_to_pymc
+
+        if is_unregistered_distribution(value):
+            return marginal_to_pymc(name, value, observed=[(self, observed)], tol=tol)
         import pymc as pm
 
         if not (isinstance(name, str) and name):
             raise TypeError(f"name must be a non-empty str, got {name!r}")
-        observed = self._check_released(observed, "observed")
-        pt_ns = _pytensor_namespace()
+        observed, log_terms = self._pymc_log_terms(self._check_released(observed, "observed"))
         n_event = len(self.event_shape)
 
         def logp(x, v):
-            terms = self._log_density(pt_ns, x, v)
+            terms = log_terms(x, v)
             for _ in range(n_event):
                 terms = terms.sum(axis=-1)
             return terms
@@ -288,6 +502,11 @@ class Mechanism(abc.ABC):
             dtype="int64" if self.discrete else "floatX",
         )
 
+    def _pymc_log_terms(self, observed: np.ndarray):
+        """Return the observed array PyMC holds and the PyTensor log-density terms ``(x, v)``."""
+        pt_ns = _pytensor_namespace()
+        return observed, lambda x, v: self._log_density(pt_ns, x, v)
+
     # --- shape handling -----------------------------------------------------------
     def _check_released(self, released, name: str = "released") -> np.ndarray:
         arr = _validate.finite_array(name, released)
@@ -301,33 +520,35 @@ class Mechanism(abc.ABC):
         return arr
 
     def _check_value(self, value) -> np.ndarray:
-        arr = _validate.numeric_array("value", value)
+        # the confidential value: messages give shapes, counts and positions, never values
+        arr = _validate.numeric_array("value", value, confidential=True)
         arr = arr.astype(np.int64 if arr.dtype.kind in "iu" else float, copy=False)
-        k = len(self.event_shape)
-        if arr.ndim < k or arr.shape[arr.ndim - k :] != self.event_shape:
-            raise ValueError(
-                f"value must have shape (*batch, {', '.join(map(str, self.event_shape))}) "
-                f"ending in the mechanism's event_shape {self.event_shape}, "
-                f"got shape {arr.shape}"
-            )
-        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
-            raise ValueError("value must be finite; got non-finite entries")
+        self._check_event_axes("value", arr)
+        if arr.dtype.kind == "f":
+            arr = _validate.finite_array("value", arr, confidential=True)
         if self.discrete and arr.dtype.kind == "f":
-            arr = _validate.integer_array("value", arr)
+            arr = _validate.integer_array("value", arr, confidential=True)
         return arr
 
     def _check_uniform(self, u) -> np.ndarray:
-        arr = _validate.finite_array("u", u)
+        # the uniforms are the noise of a release: shown no more than the value itself
+        arr = _validate.finite_array("u", u, confidential=True)
+        self._check_event_axes("u", arr)
+        inside = (arr > 0) & (arr < 1)
+        if not np.all(inside):
+            raise ValueError(
+                _validate.bad_entries("u", ~inside, "lie in the open interval (0, 1)")
+            )
+        return arr
+
+    def _check_event_axes(self, name: str, arr: np.ndarray) -> None:
         k = len(self.event_shape)
         if arr.ndim < k or arr.shape[arr.ndim - k :] != self.event_shape:
             raise ValueError(
-                f"u must have shape (*batch, {', '.join(map(str, self.event_shape))}) ending in "
-                f"the mechanism's event_shape {self.event_shape}, got shape {arr.shape}"
+                f"{name} must have shape (*batch, {', '.join(map(str, self.event_shape))}) "
+                f"ending in the mechanism's event_shape {self.event_shape}, "
+                f"got shape {arr.shape}"
             )
-        if not np.all((arr > 0) & (arr < 1)):
-            bad = arr[~((arr > 0) & (arr < 1))]
-            raise ValueError(f"u must lie in the open interval (0, 1), got {bad[:5]}")
-        return arr
 
     def _sum_event(self, terms: np.ndarray) -> np.ndarray:
         k = len(self.event_shape)
@@ -339,3 +560,54 @@ class Mechanism(abc.ABC):
 
     def _repr_params(self) -> dict:
         return {}
+
+
+class AdditiveNoise(Mechanism):
+    """Independent noise added to each cell: ``s_dp = s + X`` (the families a threshold can wrap).
+
+    Such a family also writes ``_log_noise_cdf(xp, x)``: ``log P(X_j <= x_j)``
+    elementwise over an array namespace, accurate in both tails. The density of
+    a cell is largest at zero noise, so ``sup_s eta_j(y_j | s)`` is the density
+    at ``s = y_j`` whatever ``y_j``.
+    """
+
+    @abc.abstractmethod
+    def _log_noise_cdf(self, xp, x):
+        """Elementwise ``log P(X_j <= x_j)``; ``xp`` is the numpy or PyTensor namespace."""
+
+    def _cell_log_cdf(self, cut, s, cells=None) -> np.ndarray:
+        """``log P(Y_j <= cut_j | s)`` elementwise, on numpy arrays (see the class Notes).
+
+        ``cut`` has the event shape (or the shape of ``cells``); ``s`` as in
+        :meth:`_cell_log_density`.
+        """
+        mech = self if cells is None else self._at_cells(cells)
+        return np.asarray(mech._log_noise_cdf(NUMPY, exact_gap(cut, s)), dtype=float)
+
+    def _cell_log_max(self) -> np.ndarray:
+        """``sup_s log eta_j(y_j | s)`` per cell (the density at zero noise), event-shaped."""
+        zero = np.zeros(self.event_shape)
+        terms = self._log_density(NUMPY, zero, zero)
+        return np.broadcast_to(np.asarray(terms, dtype=float), self.event_shape).copy()
+
+
+def exact_gap(cut, s) -> np.ndarray:
+    """``cut - s`` as floats, computed in int64 where both are integers and it cannot overflow.
+
+    Integers beyond 2**53 lose their last digits as floats; the difference of
+    two such integers is computed exactly first (``cut`` an int64 array, or
+    whole floats below 2**62).
+    """
+    cut, s = np.asarray(cut), np.asarray(s)
+    gap = cut.astype(float) - s.astype(float)
+    if s.dtype.kind not in "iu":
+        return gap
+    if cut.dtype.kind in "iu":
+        whole, ci = np.ones(cut.shape, bool), cut.astype(np.int64)
+    else:
+        whole = np.isfinite(cut) & (np.abs(cut) < 2.0**62) & (cut == np.floor(cut))
+        ci = np.where(whole, cut, 0.0).astype(np.int64)
+    si = s.astype(np.int64)
+    d = ci - si  # wraps on overflow, detected below
+    overflow = ((ci ^ si) & (ci ^ d)) < 0
+    return np.where(whole & ~overflow, d.astype(float), gap)

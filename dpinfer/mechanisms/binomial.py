@@ -106,10 +106,12 @@ class BinomialRelease(Mechanism):
 
     def _check_value(self, value):
         arr = super()._check_value(value)
-        if np.any((arr < 0) | (arr > self.population)):
+        outside = (arr < 0) | (arr > self.population)
+        if np.any(outside):
             raise ValueError(
-                f"value must be counts in [0, population={self.population}], got "
-                f"min {arr.min()} and max {arr.max()}"
+                _validate.bad_entries(
+                    "value", outside, f"be counts in [0, population={self.population}]"
+                )
             )
         return arr
 

@@ -16,46 +16,98 @@ from . import _exact
 from ._bits import word_source
 from ._coordinate import GAUSSIAN, LAPLACE, CoordinateForm
 from ._discrete_quantiles import discrete_gaussian_quantile, discrete_laplace_quantile
-from ._params import as_shape, noise_array, require_sensitivity
-from .base import Mechanism, Privacy
+from ._params import (
+    as_shape,
+    budget_per_cell,
+    compact,
+    gaussian_rho,
+    neighbouring,
+    noise_array,
+    require_sensitivity,
+    scalar_or_cells,
+    sensitivity_array,
+)
+from ._tails import discrete_laplace_log_cdf
+from .base import AdditiveNoise, Privacy
 
 __all__ = ["DiscreteGaussian", "DiscreteLaplace", "discrete_gaussian_sf"]
 
 
-class _IntegerNoise(Mechanism):
-    """Integer-valued additive noise with an exact sampler; one parameter for all coordinates.
+class _IntegerNoise(AdditiveNoise):
+    """Integer-valued additive noise with an exact sampler; its parameter scalar or per cell.
 
-    Releases draw their bits from the operating system's CSPRNG when ``rng`` is
-    None, and from the given seed or Generator otherwise (tests, research).
+    Cells that share a parameter value form a group: the exact sampler, the
+    normalising constants and the inverse CDF work once per distinct value
+    (real tables have few). Releases draw their bits from the operating
+    system's CSPRNG when ``rng`` is None, and from the given seed or Generator
+    otherwise (tests, research).
     """
 
     discrete = True
 
     @staticmethod
     @abc.abstractmethod
-    def _exact_sampler(param: Fraction, size: int, source) -> np.ndarray:
-        """``size`` exact draws of the noise given its rational parameter and a bit source."""
+    def _exact_sampler(params, size: int, source, cells) -> np.ndarray:
+        """``size`` exact draws given the rational parameter of each group and a bit source."""
+
+    @staticmethod
+    @abc.abstractmethod
+    def _rational(value: float) -> Fraction:
+        """Return one group's parameter (a float) as the exact rational the sampler uses."""
 
     @property
     @abc.abstractmethod
-    def _rational(self) -> Fraction:
-        """The noise parameter as an exact rational."""
+    def _param(self) -> np.ndarray:
+        """The noise parameter per cell, of the event shape."""
 
-    def _init_shape(self, event_shape) -> None:
-        _, self.event_shape = noise_array("event_shape", 1.0, event_shape)
+    def _init_groups(self) -> None:
+        values, cells = np.unique(self._param.reshape(-1), return_inverse=True)
+        self._distinct = values.tolist()
+        self._cells = cells.astype(np.int64).reshape(-1)
+
+    def _at_cells(self, cells):
+        out = super()._at_cells(cells)
+        out._init_groups()  # the groups of the gathered cells
+        return out
+
+    def _per_group(self, fn) -> np.ndarray:
+        """``fn(value)`` for each distinct parameter, spread over the cells (event-shaped)."""
+        per_group = np.array([fn(v) for v in self._distinct], dtype=float)
+        return per_group[self._cells].reshape(self.event_shape)
 
     def _noise_source(self, rng):
         return word_source(rng)
 
     def _sample(self, value, source):
         # ``source`` is the word source that _noise_source made of the caller's rng
-        noise = type(self)._exact_sampler(self._rational, value.size, source)
+        rationals = [self._rational(v) for v in self._distinct]
+        noise = type(self)._exact_sampler(rationals, value.size, source, self._cells)
         return value + noise.reshape(value.shape)
+
+    def _quantile(self, value, u):
+        return value + self._by_group(self._noise_quantile, u)
+
+    def _by_group(self, fn, x: np.ndarray) -> np.ndarray:
+        """``fn(x_cells, parameter)`` on the cells of each distinct parameter value.
+
+        ``x`` has the shape ``(*batch, *event_shape)``; the result is int64.
+        """
+        if len(self._distinct) == 1:
+            return fn(x, self._distinct[0])
+        flat = x.reshape(-1, self._cells.size)
+        out = np.empty(flat.shape, dtype=np.int64)
+        for g, param in enumerate(self._distinct):
+            cols = np.flatnonzero(self._cells == g)
+            out[:, cols] = fn(flat[:, cols], param)
+        return out.reshape(x.shape)
 
     @property
     def log_max_density(self) -> float:
         """``log sup eta(s_dp | s)``: the pmf at zero noise in every coordinate."""
-        return self._log_norm * max(1, math.prod(self.event_shape))
+        return float(np.sum(self._log_norm))
+
+    def _repr_params(self):
+        return {self._param_name: compact(self._param), "sensitivity": _tolist(self.sensitivity)}
 
 
 class DiscreteLaplace(_IntegerNoise):
@@ -63,66 +115,87 @@ class DiscreteLaplace(_IntegerNoise):
 
     Parameters
     ----------
-    scale : float
-        ``t > 0``; ``P(x) = tanh(1/(2t)) exp(-|x|/t)``.
-    sensitivity : int, optional
-        Declared l1 sensitivity (an integer). Needed only for :attr:`privacy`.
-    event_shape : tuple of int, default ()
-        Shape of a release.
+    scale : float or array_like
+        ``t > 0``, scalar or one per cell; ``P(x) = tanh(1/(2t)) exp(-|x|/t)``.
+    sensitivity : int or array_like of int, optional
+        Declared sensitivity: a scalar bounds the l1 norm of the whole change;
+        an array bounds each cell. Needed only for :attr:`privacy`.
+    event_shape : tuple of int, optional
+        Shape of a release; defaults to the shape of ``scale``.
 
     Notes
     -----
     For neighbours with :math:`\|s - s'\|_1 \le \Delta` the log-ratio of the
-    pmfs is at most :math:`\Delta / t`, so the mechanism is
-    :math:`\Delta/t`-DP (pure). Releases are drawn by the exact rational
-    algorithm of Canonne, Kamath & Steinke (2020, Algorithm 2) on the float
-    ``scale`` read as the rational it is, without floating-point arithmetic,
-    compiled (millions of releases per second). With ``rng=None`` every
-    random bit comes from the operating system's cryptographic generator.
+    pmfs is at most :math:`\sum_j |s_j - s'_j| / t_j \le \Delta / \min_j t_j`;
+    with per-cell bounds :math:`|s_j - s'_j| \le \Delta_j` it is at most
+    :math:`\sum_j \Delta_j / t_j` (pure DP either way). Releases are drawn by
+    the exact rational algorithm of Canonne, Kamath & Steinke (2020, Algorithm 2)
+    on each float ``scale`` read as the rational it is, without floating-point
+    arithmetic, compiled (millions of releases per second), one group of cells
+    per distinct scale. With ``rng=None`` every random bit comes from the
+    operating system's cryptographic generator.
 
     Examples
     --------
     >>> import dpinfer as dp
     >>> mech = dp.DiscreteLaplace.from_privacy(epsilon=0.5, sensitivity=1)
-    >>> mech.scale, mech.privacy.epsilon
+    >>> float(mech.scale), mech.privacy.epsilon
     (2.0, 0.5)
     >>> int(mech.release(40, rng=1)) - 40  # an integer offset  # doctest: +SKIP
     -1
+    >>> table = dp.DiscreteLaplace([30.0, 30.0, 300.0], sensitivity=[1, 1, 1])
+    >>> round(table.privacy.epsilon, 6)
+    0.07
     """
 
     _exact_sampler = staticmethod(_exact.sample_discrete_laplace)
+    _param_name = "scale"
+    _cell_params = ("scale", "_log_norm", "_log1p_p")
 
-    def __init__(self, scale, *, sensitivity=None, event_shape=()):
-        self.scale = _validate.positive_finite("scale", scale)
-        self.sensitivity = None if sensitivity is None else _integer_sensitivity(sensitivity)
-        self._init_shape(event_shape)
-        # log((1 - p) / (1 + p)) with p = exp(-1/t), i.e. log tanh(1/(2t))
-        self._log_norm = math.log(-math.expm1(-1 / self.scale)) - math.log1p(
-            math.exp(-1 / self.scale)
+    def __init__(self, scale, *, sensitivity=None, event_shape=None):
+        self.scale, self.event_shape = noise_array("scale", scale, event_shape)
+        self.sensitivity = scalar_or_cells(
+            sensitivity_array(sensitivity, self.event_shape, integer=True)
         )
+        self._init_groups()
+        # log((1 - p) / (1 + p)) with p = exp(-1/t), i.e. log tanh(1/(2t))
+        self._log_norm = self._per_group(
+            lambda t: math.log(-math.expm1(-1 / t)) - math.log1p(math.exp(-1 / t))
+        )
+        self._log1p_p = self._per_group(lambda t: math.log1p(math.exp(-1 / t)))
 
     @classmethod
-    def from_privacy(cls, *, epsilon, sensitivity, event_shape=()) -> DiscreteLaplace:
-        """Calibrate ``scale = sensitivity / epsilon``.
+    def from_privacy(cls, *, epsilon, sensitivity, event_shape=None) -> DiscreteLaplace:
+        """Calibrate ``scale = sensitivity / epsilon``, cell by cell.
 
-        ``sensitivity`` (the l1 sensitivity, an integer) is required, as in every
-        ``from_privacy``: the guarantee is only as true as the declared
-        sensitivity, so it is never assumed (a sum of bounded values is not a
-        count).
+        ``sensitivity`` (the l1 sensitivity, an integer, or one per cell) is
+        required, as in every ``from_privacy``: the guarantee is only as true as
+        the declared sensitivity, so it is never assumed (a sum of bounded values
+        is not a count). ``epsilon`` may be per cell, as in
+        :meth:`Laplace.from_privacy`.
         """
-        eps = _validate.positive_finite("epsilon", epsilon)
-        sens = _integer_sensitivity(sensitivity)
-        return cls(sens / eps, sensitivity=sens, event_shape=event_shape)
+        eps, sens, shape = budget_per_cell(
+            "epsilon", epsilon, sensitivity, event_shape, integer=True
+        )
+        return cls(sens / eps, sensitivity=sens, event_shape=shape)
 
     @property
-    def _rational(self) -> Fraction:
-        return Fraction(self.scale)
+    def _param(self) -> np.ndarray:
+        return self.scale
+
+    @staticmethod
+    def _rational(value: float) -> Fraction:
+        return Fraction(value)
+
+    @staticmethod
+    def _noise_quantile(u, scale):
+        return discrete_laplace_quantile(u, scale)
 
     def _log_density(self, xp, released, value):
         return self._log_norm - xp.abs(released - value) / self.scale
 
-    def _quantile(self, value, u):
-        return value + discrete_laplace_quantile(u, self.scale)
+    def _log_noise_cdf(self, xp, x):
+        return discrete_laplace_log_cdf(xp, xp.floor(x), self.scale, self._log1p_p)
 
     def _coordinate_form(self, released):
         return CoordinateForm.build(LAPLACE, released, a=self.scale, c=self._log_norm)
@@ -130,14 +203,13 @@ class DiscreteLaplace(_IntegerNoise):
     @property
     def privacy(self) -> Privacy:
         """The guarantee for the declared sensitivity (see Notes)."""
-        sens = int(require_sensitivity(self))
-        return Privacy(
-            epsilon=sens / self.scale,
-            neighbouring=f"integer values within l1 distance {sens}",
-        )
-
-    def _repr_params(self):
-        return {"scale": self.scale, "sensitivity": self.sensitivity}
+        sens = require_sensitivity(self)
+        if np.ndim(sens):
+            eps = math.fsum((sens / self.scale).ravel())
+        else:
+            eps = sens / float(np.min(self.scale))
+        text = neighbouring(sens, values="integer values", norm="l1")
+        return Privacy(epsilon=eps, neighbouring=text)
 
 
 class DiscreteGaussian(_IntegerNoise):
@@ -145,28 +217,37 @@ class DiscreteGaussian(_IntegerNoise):
 
     Parameters
     ----------
-    sigma : float
-        Scale: ``P(x) ∝ exp(-x^2 / (2 sigma^2))`` on the integers.
-    sensitivity : int, optional
-        Declared l2 sensitivity (an integer). Needed only for :attr:`privacy`.
+    sigma : float or array_like
+        Scale, scalar or one per cell: ``P(x) ∝ exp(-x^2 / (2 sigma^2))`` on the
+        integers.
+    sensitivity : int or array_like of int, optional
+        Declared sensitivity: a scalar bounds the l2 norm of the whole change;
+        an array bounds each cell. Needed only for :attr:`privacy`.
     delta : float, optional
-        The delta at which :attr:`privacy` reports epsilon.
-    event_shape : tuple of int, default ()
-        Shape of a release.
+        The delta at which :attr:`privacy` reports epsilon; without it
+        :attr:`privacy` states rho-zCDP only (``privacy.to_approx(delta)``
+        converts).
+    event_shape : tuple of int, optional
+        Shape of a release; defaults to the shape of ``sigma``.
 
     Notes
     -----
-    The mechanism is :math:`\Delta^2/(2\sigma^2)`-zCDP and, in one dimension,
-    :math:`(\varepsilon, \delta)`-DP with the exact
+    The mechanism is :math:`\rho`-zCDP (CKS 2020, Theorem 4) with
+    :math:`\rho = \Delta^2 / (2 \min_j \sigma_j^2)` for a scalar sensitivity
+    (the whole change may fall on the least noisy cell) and
+    :math:`\rho = \sum_j \Delta_j^2 / (2\sigma_j^2)` for per-cell bounds. With
+    ``delta``, a one-cell release reports the exact
     :math:`\delta = P[Y > \varepsilon\sigma^2/\Delta - \Delta/2]
     - e^\varepsilon P[Y > \varepsilon\sigma^2/\Delta + \Delta/2]`,
-    :math:`Y \sim N_{\mathbb Z}(0, \sigma^2)` (CKS 2020, Theorem 7). For vector
-    releases the reported guarantee is the zCDP one converted to
-    :math:`(\varepsilon, \delta)` (Bun & Steinke 2016, Proposition 1.3).
-    Releases use the exact rational sampler (CKS Algorithm 3) with
+    :math:`Y \sim N_{\mathbb Z}(0, \sigma^2)` (CKS 2020, Theorem 7), solved for
+    epsilon; a release of several cells reports the zCDP guarantee converted
+    to :math:`(\varepsilon, \delta)` (Bun & Steinke 2016, Proposition 1.3),
+    a valid but looser bound (the one-dimensional Theorem 7 does not apply to
+    vectors). Releases use the exact rational sampler (CKS Algorithm 3) with
     :math:`\sigma^2` the rational value of the float ``sigma**2`` (the one
-    :meth:`logpdf` uses), compiled; with ``rng=None`` every random bit comes
-    from the operating system's cryptographic generator.
+    :meth:`logpdf` uses), compiled, one group of cells per distinct sigma;
+    with ``rng=None`` every random bit comes from the operating system's
+    cryptographic generator.
 
     Examples
     --------
@@ -174,16 +255,32 @@ class DiscreteGaussian(_IntegerNoise):
     >>> mech = dp.DiscreteGaussian.from_privacy(epsilon=1.0, delta=1e-6, sensitivity=1)
     >>> mech.privacy.epsilon, mech.privacy.delta
     (1.0, 1e-06)
+
+    Wikimedia's pageviews by country: rho-zCDP by country risk tier, l2
+    sensitivity sqrt(10) (a device-day counts up to 10 distinct pageviews):
+
+    >>> import math
+    >>> tiers = dp.DiscreteGaussian.from_zcdp(
+    ...     rho=[0.015, 6.166e-4, 1.546e-4], sensitivity=math.sqrt(10)
+    ... )
+    >>> tiers.sigma.round(1), str(tiers.privacy)
+    (array([ 18.3,  90. , 179.8]), '0.015-zCDP')
+    >>> print(tiers.privacy.to_approx(1e-7))
+    (0.998405, 1e-07)-DP, 0.015-zCDP
     """
 
     _exact_sampler = staticmethod(_exact.sample_discrete_gaussian)
+    _param_name = "sigma"
+    _cell_params = ("sigma", "_log_norm")
 
-    def __init__(self, sigma, *, sensitivity=None, delta=None, event_shape=()):
-        self.sigma = _validate.positive_finite("sigma", sigma)
-        self.sensitivity = None if sensitivity is None else _integer_sensitivity(sensitivity)
+    def __init__(self, sigma, *, sensitivity=None, delta=None, event_shape=None):
+        self.sigma, self.event_shape = noise_array("sigma", sigma, event_shape)
+        self.sensitivity = scalar_or_cells(
+            sensitivity_array(sensitivity, self.event_shape, integer=True, l2=True)
+        )
         self.delta = None if delta is None else _validate.probability_open("delta", delta)
-        self._init_shape(event_shape)
-        self._log_norm = -discrete_gaussian_log_normaliser(self.sigma)
+        self._init_groups()
+        self._log_norm = self._per_group(lambda s: -discrete_gaussian_log_normaliser(s))
         self._calibrated_epsilon = None
 
     @classmethod
@@ -205,15 +302,36 @@ class DiscreteGaussian(_IntegerNoise):
         mech._calibrated_epsilon = eps
         return mech
 
+    @classmethod
+    def from_zcdp(cls, *, rho, sensitivity, event_shape=None) -> DiscreteGaussian:
+        """Calibrate ``sigma = sensitivity / sqrt(2 rho)``, cell by cell, for rho-zCDP.
+
+        As :meth:`Gaussian.from_zcdp`, with integer sensitivities (a scalar, or
+        one per cell with ``rho`` per cell too); :attr:`privacy` states rho-zCDP
+        (``privacy.to_approx(delta)`` converts).
+        """
+        rho_cells, sens, shape = budget_per_cell(
+            "rho", rho, sensitivity, event_shape, integer=True, l2=True
+        )
+        return cls(sens / np.sqrt(2 * rho_cells), sensitivity=sens, event_shape=shape)
+
     @property
-    def _rational(self) -> Fraction:
-        return Fraction(self.sigma**2)
+    def _param(self) -> np.ndarray:
+        return self.sigma
+
+    @staticmethod
+    def _rational(value: float) -> Fraction:
+        return Fraction(value**2)
+
+    @staticmethod
+    def _noise_quantile(u, sigma):
+        return discrete_gaussian_quantile(u, sigma)
 
     def _log_density(self, xp, released, value):
         return self._log_norm - xp.square(released - value) / (2 * self.sigma**2)
 
-    def _quantile(self, value, u):
-        return value + discrete_gaussian_quantile(u, self.sigma)
+    def _log_noise_cdf(self, xp, x):
+        return xp.discrete_gaussian_log_cdf(x, self.sigma)
 
     def _coordinate_form(self, released):
         return CoordinateForm.build(GAUSSIAN, released, a=2 * self.sigma**2, c=self._log_norm)
@@ -221,27 +339,30 @@ class DiscreteGaussian(_IntegerNoise):
     @property
     def privacy(self) -> Privacy:
         """The guarantee for the declared sensitivity (see Notes)."""
-        sens = int(require_sensitivity(self))
+        sens = require_sensitivity(self)
+        rho = gaussian_rho(self.sigma, sens)
+        text = neighbouring(sens, values="integer values", norm="l2")
         if self.delta is None:
-            raise ValueError(
-                "DiscreteGaussian needs delta=... to report an (epsilon, delta) guarantee"
-            )
+            return Privacy(rho=rho, neighbouring=text)
         eps = self._calibrated_epsilon
         if eps is None:
-            eps = _epsilon_at(self.sigma, self.delta, sens, self._dimension)
-        return Privacy(
-            epsilon=eps,
-            delta=self.delta,
-            rho=accounting.zcdp_gaussian(self.sigma, sens),
-            neighbouring=f"integer values within l2 distance {sens}",
-        )
+            if self._dimension == 1:
+                one_sigma, one_sens = float(self.sigma.ravel()[0]), int(np.ravel(sens)[0])
+                eps = _epsilon_at(one_sigma, self.delta, one_sens, 1)
+            else:
+                eps = accounting.zcdp_to_approx(rho, self.delta)
+        return Privacy(epsilon=eps, delta=self.delta, rho=rho, neighbouring=text)
 
     @property
     def _dimension(self) -> int:
         return max(1, math.prod(self.event_shape))
 
     def _repr_params(self):
-        return {"sigma": self.sigma, "sensitivity": self.sensitivity, "delta": self.delta}
+        return {**super()._repr_params(), "delta": self.delta}
+
+
+def _tolist(arr):
+    return arr.tolist() if isinstance(arr, np.ndarray) else arr
 
 
 def discrete_gaussian_log_normaliser(sigma: float) -> float:

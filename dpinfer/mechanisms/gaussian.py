@@ -2,38 +2,54 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.special import ndtri
 
 from .. import _validate, accounting
 from ._coordinate import GAUSSIAN, CoordinateForm
-from ._params import noise_array, require_sensitivity
-from .base import Mechanism, Privacy
+from ._params import (
+    budget_per_cell,
+    gaussian_rho,
+    neighbouring,
+    noise_array,
+    require_sensitivity,
+    scalar_or_cells,
+    sensitivity_array,
+)
+from .base import AdditiveNoise, Privacy
 
 __all__ = ["Gaussian"]
 
 _CALIBRATIONS = ("analytic", "classical")
 
 
-class Gaussian(Mechanism):
+class Gaussian(AdditiveNoise):
     r"""Additive Gaussian noise: ``s_dp = s + N(0, sigma^2)`` coordinate-wise.
 
     Parameters
     ----------
     sigma : float or array_like
         Noise standard deviation, scalar or one per coordinate.
-    sensitivity : float, optional
-        Declared l2 sensitivity. Needed only for :attr:`privacy`.
+    sensitivity : float or array_like, optional
+        Declared sensitivity: a scalar bounds the l2 norm of the whole change;
+        an array bounds each coordinate. Needed only for :attr:`privacy`.
     delta : float, optional
-        The delta at which :attr:`privacy` reports epsilon. Needed only for
-        :attr:`privacy`.
+        The delta at which :attr:`privacy` reports epsilon; without it
+        :attr:`privacy` states rho-zCDP only (``privacy.to_approx(delta)``
+        converts).
     event_shape : tuple of int, optional
         Shape of a release; defaults to the shape of ``sigma``.
 
     Notes
     -----
-    With :math:`\mu = \Delta_2 / \min_j \sigma_j`, the mechanism is
-    :math:`\mu^2/2`-zCDP (Bun & Steinke 2016) and
+    A shift :math:`d` of the confidential value moves the privacy loss by
+    :math:`\|d / \sigma\|_2`; its largest value :math:`\mu` is
+    :math:`\Delta / \min_j \sigma_j` for a scalar sensitivity (the whole
+    change on the least noisy coordinate) and
+    :math:`(\sum_j \Delta_j^2 / \sigma_j^2)^{1/2}` for per-coordinate bounds.
+    The mechanism is :math:`\rho = \mu^2/2`-zCDP (Bun & Steinke 2016) and
     :math:`(\varepsilon, \delta(\varepsilon))`-DP with the exact curve
     :math:`\delta(\varepsilon) = \Phi(\mu/2 - \varepsilon/\mu)
     - e^\varepsilon \Phi(-\mu/2 - \varepsilon/\mu)` (Balle & Wang 2018).
@@ -54,6 +70,8 @@ class Gaussian(Mechanism):
        differential privacy. ICML.
     .. [2] Dwork and Roth (2014). The algorithmic foundations of differential
        privacy, Theorem A.1.
+    .. [3] Bun and Steinke (2016). Concentrated differential privacy:
+       simplifications, extensions, and lower bounds. TCC.
 
     Examples
     --------
@@ -65,11 +83,11 @@ class Gaussian(Mechanism):
     (1.0, 1e-05)
     """
 
+    _cell_params = ("sigma",)
+
     def __init__(self, sigma, *, sensitivity=None, delta=None, event_shape=None):
         self.sigma, self.event_shape = noise_array("sigma", sigma, event_shape)
-        self.sensitivity = (
-            None if sensitivity is None else _validate.positive_finite("sensitivity", sensitivity)
-        )
+        self.sensitivity = scalar_or_cells(sensitivity_array(sensitivity, self.event_shape))
         self.delta = None if delta is None else _validate.probability_open("delta", delta)
         self._calibrated_epsilon = None
 
@@ -102,10 +120,45 @@ class Gaussian(Mechanism):
         mech.calibration = calibration
         return mech
 
+    @classmethod
+    def from_zcdp(cls, *, rho, sensitivity, event_shape=None) -> Gaussian:
+        r"""Calibrate ``sigma = sensitivity / sqrt(2 rho)``, cell by cell, for rho-zCDP.
+
+        Parameters
+        ----------
+        rho : float or array_like
+            The zCDP budget: a scalar, or one per cell.
+        sensitivity : float or array_like
+            A scalar bounds the l2 norm of the whole change; an array bounds
+            each cell (then ``rho`` must be per cell too).
+        event_shape : tuple of int, optional
+            Shape of a release; defaults to the broadcast shape of ``rho`` and
+            ``sensitivity``.
+
+        Notes
+        -----
+        :attr:`privacy` states rho-zCDP (``privacy.to_approx(delta)`` converts):
+        :math:`\sum_j \rho_j` with per-cell bounds, and
+        :math:`\Delta^2 / (2 \min_j \sigma_j^2) = \max_j \rho_j` with a scalar
+        one (the whole change may fall on one cell).
+
+        Examples
+        --------
+        >>> import dpinfer as dp
+        >>> mech = dp.Gaussian.from_zcdp(rho=0.5, sensitivity=1.0)
+        >>> float(mech.sigma), str(mech.privacy)
+        (1.0, '0.5-zCDP')
+        """
+        rho_cells, sens, shape = budget_per_cell("rho", rho, sensitivity, event_shape)
+        return cls(sens / np.sqrt(2 * rho_cells), sensitivity=sens, event_shape=shape)
+
     def _log_density(self, xp, released, value):
         return -xp.square(released - value) / (2 * self.sigma**2) - 0.5 * np.log(
             2 * np.pi * self.sigma**2
         )
+
+    def _log_noise_cdf(self, xp, x):
+        return xp.log_ndtr(x / self.sigma)
 
     def _coordinate_form(self, released):
         return CoordinateForm.build(
@@ -128,22 +181,30 @@ class Gaussian(Mechanism):
 
     @property
     def privacy(self) -> Privacy:
-        """The guarantee for the declared sensitivity (see Notes)."""
-        sens = float(require_sensitivity(self))
+        """The guarantee for the declared sensitivity (see Notes).
+
+        rho-zCDP only without ``delta``; with it, the exact epsilon at that delta.
+        """
+        sens = require_sensitivity(self)
+        rho = gaussian_rho(self.sigma, sens)
+        text = neighbouring(sens, values="confidential values", norm="l2")
         if self.delta is None:
-            raise ValueError("Gaussian needs delta=... to report an (epsilon, delta) guarantee")
-        sigma = float(np.min(self.sigma))
+            return Privacy(rho=rho, neighbouring=text)
         eps = self._calibrated_epsilon
         if eps is None:
+            if np.ndim(sens):
+                exact = accounting.gaussian_epsilon(self.delta, 1.0, math.sqrt(2 * rho))
+            else:
+                exact = accounting.gaussian_epsilon(self.delta, float(np.min(self.sigma)), sens)
             # 0 when delta alone covers the mechanism; Privacy needs epsilon > 0, and any
             # larger epsilon also holds, so report 1e-12 as DiscreteGaussian does.
-            eps = max(accounting.gaussian_epsilon(self.delta, sigma, sens), 1e-12)
-        return Privacy(
-            epsilon=eps,
-            delta=self.delta,
-            rho=accounting.zcdp_gaussian(sigma, sens),
-            neighbouring=f"confidential values within l2 distance {sens:g}",
-        )
+            eps = max(exact, 1e-12)
+        return Privacy(epsilon=eps, delta=self.delta, rho=rho, neighbouring=text)
 
     def _repr_params(self):
-        return {"sigma": self.sigma.tolist(), "sensitivity": self.sensitivity, "delta": self.delta}
+        sens = self.sensitivity
+        return {
+            "sigma": self.sigma.tolist(),
+            "sensitivity": sens.tolist() if np.ndim(sens) else sens,
+            "delta": self.delta,
+        }

@@ -6,15 +6,21 @@ import math
 
 import numpy as np
 
-from .. import _validate
 from ._coordinate import LAPLACE, CoordinateForm
-from ._params import noise_array, require_sensitivity, sensitivity_array
-from .base import Mechanism, Privacy
+from ._params import (
+    budget_per_cell,
+    neighbouring,
+    noise_array,
+    require_sensitivity,
+    sensitivity_array,
+)
+from ._tails import laplace_log_cdf
+from .base import AdditiveNoise, Privacy
 
 __all__ = ["Laplace"]
 
 
-class Laplace(Mechanism):
+class Laplace(AdditiveNoise):
     r"""Additive Laplace noise: ``s_dp = s + Lap(scale)`` coordinate-wise.
 
     Parameters
@@ -67,14 +73,46 @@ class Laplace(Mechanism):
         self.sensitivity = sensitivity_array(sensitivity, self.event_shape)
 
     @classmethod
-    def from_privacy(cls, *, epsilon, sensitivity, event_shape=()) -> Laplace:
-        """Calibrate ``scale = sensitivity / epsilon`` (l1 sensitivity)."""
-        eps = _validate.positive_finite("epsilon", epsilon)
-        sens = _validate.positive_finite("sensitivity", sensitivity)
-        return cls(sens / eps, sensitivity=sens, event_shape=event_shape)
+    def from_privacy(cls, *, epsilon, sensitivity, event_shape=None) -> Laplace:
+        r"""Calibrate ``scale = sensitivity / epsilon``, cell by cell (l1 sensitivity).
+
+        Parameters
+        ----------
+        epsilon : float or array_like
+            The budget: a scalar, or one per cell to split a budget across
+            statistics released together.
+        sensitivity : float or array_like
+            A scalar bounds the l1 norm of the whole change; an array bounds
+            each cell (then ``epsilon`` must be per cell too).
+        event_shape : tuple of int, optional
+            Shape of a release; defaults to the broadcast shape of ``epsilon``
+            and ``sensitivity``.
+
+        Notes
+        -----
+        With per-cell bounds :math:`\Delta_j` the guarantee is
+        :math:`\sum_j \Delta_j / b_j = \sum_j \varepsilon_j`. With a scalar
+        :math:`\Delta` and per-cell :math:`\varepsilon_j` the whole change may
+        fall on one cell, so the guarantee is
+        :math:`\Delta / \min_j b_j = \max_j \varepsilon_j`.
+
+        Examples
+        --------
+        >>> import dpinfer as dp
+        >>> mech = dp.Laplace.from_privacy(epsilon=[0.5, 0.5], sensitivity=[0.4, 80])
+        >>> mech.scale, mech.privacy.epsilon
+        (array([  0.8, 160. ]), 1.0)
+        """
+        eps, sens, shape = budget_per_cell("epsilon", epsilon, sensitivity, event_shape)
+        return cls(sens / eps, sensitivity=sens, event_shape=shape)
+
+    _cell_params = ("scale",)
 
     def _log_density(self, xp, released, value):
         return -xp.abs(released - value) / self.scale - np.log(2 * self.scale)
+
+    def _log_noise_cdf(self, xp, x):
+        return laplace_log_cdf(xp, x / self.scale)
 
     def _coordinate_form(self, released):
         return CoordinateForm.build(LAPLACE, released, a=self.scale, c=-np.log(2 * self.scale))
@@ -102,12 +140,10 @@ class Laplace(Mechanism):
             eps = float(sens) / float(np.min(self.scale))
         else:
             eps = math.fsum((sens / self.scale).ravel())
-        return Privacy(epsilon=eps, neighbouring=self._neighbouring())
-
-    def _neighbouring(self) -> str:
-        if self.sensitivity.ndim == 0:
-            return f"confidential values within l1 distance {float(self.sensitivity):g}"
-        return f"confidential values within {self.sensitivity.tolist()} coordinate-wise"
+        text = neighbouring(
+            float(sens) if sens.ndim == 0 else sens, values="confidential values", norm="l1"
+        )
+        return Privacy(epsilon=eps, neighbouring=text)
 
     def _repr_params(self):
         return {"scale": self.scale.tolist(), "sensitivity": _tolist(self.sensitivity)}

@@ -136,14 +136,16 @@ class SparseVector:
         -------
         SVTResult
         """
-        q = _validate.numeric_array("queries", queries).astype(float)
+        # the queries are confidential: messages give shapes, counts and positions only
+        q = _validate.numeric_array("queries", queries, confidential=True).astype(float)
         if q.ndim != 1:
             raise ValueError(f"queries must be one-dimensional, got shape {q.shape}")
-        if not np.all(np.isfinite(q)):
+        finite = np.isfinite(q)
+        if not np.all(finite):
             raise ValueError(
-                "queries must be finite; clip distances (non-finite ones to the clip bound) "
-                f"before the sparse vector technique, got {np.count_nonzero(~np.isfinite(q))} "
-                "non-finite values"
+                _validate.bad_entries("queries", ~finite, "be finite")
+                + "; clip distances (non-finite ones to the clip bound) before the sparse "
+                "vector technique"
             )
         rng = as_generator(rng)
         answers, stop = self._answer(q, rng)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .. import _validate
 from .._rng import RNGLike, as_seed_sequence, child_sequence
 from ..compare import _subsample
 from ._torch_rng import forked, generator
@@ -59,11 +60,23 @@ def c2st(
     >>> bool(far > 0.9)
     True
     """
+    a, b = _as_points("a", a), _as_points("b", b)
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(
+            f"a and b must have the same number of coordinates, got {a.shape[1]} and {b.shape[1]}"
+        )
+    folds = _validate.size("folds", folds)
+    epochs = _validate.size("epochs", epochs)
+    max_points = _validate.size("max_points", max_points)
+    n = min(len(a), len(b), max_points)
+    if not 2 <= folds <= n:
+        raise ValueError(
+            f"folds must be from 2 to the points used from each sample, min(len(a), len(b), "
+            f"max_points) = {n}; got folds={folds!r}"
+        )
     root = as_seed_sequence(rng)
     gen = np.random.default_rng(child_sequence(root, 0))
-    a, b = _as_points(a), _as_points(b)
     # equal class sizes, so that 0.5 is the accuracy of a classifier that cannot tell
-    n = min(len(a), len(b), max_points)
     a, b = _subsample(a, n, gen), _subsample(b, n, gen)
     shift, scale = b.mean(axis=0), b.std(axis=0)
     scale[scale == 0] = 1.0
@@ -82,8 +95,12 @@ def c2st(
     return float(np.mean(scores))
 
 
-def _as_points(sample) -> np.ndarray:
-    arr = np.asarray(sample, dtype=float)
+def _as_points(name: str, sample) -> np.ndarray:
+    arr = _validate.finite_array(name, sample)
+    if arr.ndim not in (1, 2) or len(arr) < 2:
+        raise ValueError(
+            f"{name} must be a sample of shape (n,) or (n, d) with n >= 2, got shape {arr.shape}"
+        )
     return arr.reshape(len(arr), -1)
 
 

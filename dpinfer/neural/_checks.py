@@ -7,7 +7,7 @@ import numpy as np
 from .. import _validate
 from .._rng import as_seed_sequence, child_sequence
 from ..mechanisms.base import Mechanism
-from ..samplers._common import check_inputs
+from ..samplers._common import check_inputs, check_options
 from ._device import check_device
 from ._embeddings import embedding_builder
 from ._rqmc import is_power_of_two
@@ -56,22 +56,31 @@ def setup(
     progressbar,
     callback,
     device,
-    dequantise=False,
+    dequantise_discrete=False,
     embedding=None,
 ) -> tuple[Setup, int, int]:
     """Validate the arguments common to SPPE and SPLE; return the setup, rounds, simulations.
 
     ``flow``, ``training`` and ``noise_copies`` left as None come from the
-    preset named ``settings``.
+    preset named ``settings``. ``dequantise_discrete``: model an integer
+    release plus a uniform (SPLE's likelihood).
     """
     released = check_inputs(model, mechanism, released)
+    check_options(rng=rng, executor=executor, progressbar=progressbar)
     chosen = resolve(settings, flow=flow, training=training, noise_copies=noise_copies)
     flow, training, noise_copies = chosen["flow"], chosen["training"], chosen["noise_copies"]
-    rounds = _validate.positive_int("rounds", rounds)
-    simulations = _validate.positive_int("simulations", simulations)
+    rounds = _validate.size("rounds", rounds)
+    simulations = _validate.size("simulations", simulations)
     if simulations < 2:
         raise ValueError("simulations must be at least 2 (training and validation), got 1")
-    copies = _validate.positive_int("noise_copies", noise_copies)
+    copies = _validate.size("noise_copies", noise_copies)
+    pairs = rounds * simulations * copies
+    if pairs > _validate.MAX_SIZE:
+        raise ValueError(
+            f"rounds x simulations x noise_copies = {rounds} x {simulations} x {copies} = "
+            f"{pairs:,} training pairs, more than the {_validate.MAX_SIZE:,} that can fit in "
+            "memory (every round trains on all simulations so far); reduce one of them"
+        )
     if noise not in NOISE:
         raise ValueError(f"noise must be one of {NOISE}, got {noise!r}")
     qmc = noise == "rqmc"
@@ -90,8 +99,6 @@ def setup(
         raise TypeError(f"flow must be a callable flow(features, context), got {flow!r}")
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable or None, got {callback!r}")
-    if not isinstance(progressbar, bool | np.bool_):
-        raise TypeError(f"progressbar must be True or False, got {progressbar!r}")
     root = as_seed_sequence(rng)
     # the space needs two prior draws to learn the parameters' shapes
     space = space_for(model, np.random.default_rng(child_sequence(root, SPACE)))
@@ -108,7 +115,7 @@ def setup(
             root=root,
             executor=executor,
             progressbar=bool(progressbar),
-            dequantise=dequantise,
+            dequantise=dequantise_discrete and bool(mechanism.discrete),
             device=check_device(device),
             embedding=embedding_builder(embedding),
         ),

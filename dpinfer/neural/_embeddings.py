@@ -47,7 +47,7 @@ class MLPEmbedding:
 
     def __post_init__(self):
         for name in ("features", "hidden_features", "layers"):
-            _validate.positive_int(name, getattr(self, name))
+            _validate.size(name, getattr(self, name))
 
     def __call__(self, size: int) -> nn.Module:
         """Build the network for a release of ``size`` coordinates."""
@@ -94,7 +94,7 @@ class CNNEmbedding:
 
     def __post_init__(self):
         for name in ("features", "channels", "kernel"):
-            _validate.positive_int(name, getattr(self, name))
+            _validate.size(name, getattr(self, name))
         if self.kernel % 2 == 0:
             raise ValueError(f"kernel must be odd, got {self.kernel!r}")
 

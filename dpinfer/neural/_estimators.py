@@ -63,7 +63,11 @@ class _Estimator:
         return self
 
     def save(self, path) -> None:
-        """Save the estimator to ``path`` (read back with :func:`dpinfer.neural.load`)."""
+        """Save the estimator to ``path`` (read back with :func:`dpinfer.neural.load`).
+
+        The file holds the weights, the standardisations, the flow's settings,
+        the problem's description and a SHA-256 digest of all of them.
+        """
         save(self, path)
 
     def _tensor(self, x) -> torch.Tensor:
@@ -83,8 +87,17 @@ class _Estimator:
     def _params(self, params) -> np.ndarray:
         """Unconstrained ``z`` of a dict of parameter arrays with a leading batch axis."""
         if not isinstance(params, dict) or set(params) != set(self.names):
-            raise ValueError(f"params must be a dict with keys {self.names}, got {params!r}")
-        return self.space.flatten({k: np.asarray(params[k], dtype=float) for k in self.names})
+            raise ValueError(f"params must be a dict with keys {self.names}, got {params!r:.200}")
+        arrays = {k: _validate.finite_array(f"params[{k!r}]", params[k]) for k in self.names}
+        shapes = {k: v.shape for k, v in arrays.items()}
+        batch = {v[:1] for v in shapes.values()}
+        expected = {k: self.space.shapes[k] for k in self.names}
+        if len(batch) != 1 or () in batch or any(shapes[k][1:] != expected[k] for k in self.names):
+            raise ValueError(
+                "params must hold one array per parameter with a common leading batch axis "
+                f"and the parameter's shape after it {expected}, got shapes {shapes}"
+            )
+        return self.space.flatten(arrays)
 
     def __repr__(self) -> str:
         return (
@@ -351,8 +364,10 @@ def _check_mcmc(mcmc) -> MCMC:
     return mcmc
 
 
-def load(path, *, flow=None, embedding=None, device="cpu") -> NeuralPosterior | NeuralLikelihood:
-    """Load an estimator saved with ``estimator.save(path)``.
+def load(
+    path, *, flow=None, embedding=None, device="cpu", verify: bool = True
+) -> NeuralPosterior | NeuralLikelihood:
+    """Load an estimator saved with ``estimator.save(path)``, checking what it reads.
 
     Parameters
     ----------
@@ -366,15 +381,43 @@ def load(path, *, flow=None, embedding=None, device="cpu") -> NeuralPosterior | 
         custom one (a preset's settings are saved with the weights).
     device : str or torch.device, default "cpu"
         Where to load it ("cpu", "cuda", "cuda:<index>"; CUDA untested here).
+    verify : bool, default True
+        Check the file's SHA-256 digest: a file changed after it was saved is
+        refused. ``False`` loads a file saved without one (by dpinfer 0.1's
+        first format) or edited on purpose; every other check still applies.
 
     Returns
     -------
     NeuralPosterior or NeuralLikelihood
 
+    Raises
+    ------
+    ValueError
+        If the file is not a valid saved estimator: it holds objects other
+        than tensors, numbers and strings (torch refuses to unpickle them), its
+        description lacks a key or has one of the wrong type, its sizes do not
+        agree (the flow against the parameters and the release), its digest
+        does not match its contents, or its weights do not fit the flow, are
+        not finite, or have standardisation scales that are not positive.
+
     Notes
     -----
     The file is read with ``torch.load(..., weights_only=True)``: it holds
-    tensors, numbers and strings only, so loading runs no pickled code.
+    tensors, numbers and strings only, so loading runs no pickled code. The
+    digest detects changes made after saving; it is not a signature (whoever
+    can write the file can write a matching digest), so load files you trust.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from dpinfer.neural import load
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "not-an-estimator.pt"
+    >>> _ = path.write_bytes(b"plain bytes")
+    >>> load(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ... is not a valid saved dpinfer.neural estimator: torch.load(... refused it ...
     """
-    kind, parts = read(path, flow, embedding, check_device(device))
+    verify = _validate.flag("verify", verify)
+    kind, parts = read(path, flow, embedding, check_device(device), verify=verify)
     return {"posterior": NeuralPosterior, "likelihood": NeuralLikelihood}[kind](*parts)

@@ -80,13 +80,24 @@ class SplineFlow:
 
     def __post_init__(self):
         for name in ("transforms", "hidden_features", "residual_blocks"):
-            _validate.positive_int(name, getattr(self, name))
-        if _validate.positive_int("bins", self.bins) < 2:
+            _validate.size(name, getattr(self, name))
+        if _validate.size("bins", self.bins) < 2:
             raise ValueError(f"bins must be at least 2, got {self.bins!r}")
         _validate.positive_finite("tail_bound", self.tail_bound)
+        weights = self.transforms * (self.residual_blocks + 1) * self.hidden_features**2
+        if weights > _validate.MAX_SIZE:
+            raise ValueError(
+                f"transforms={self.transforms}, residual_blocks={self.residual_blocks} and "
+                f"hidden_features={self.hidden_features} make about {weights:,} weights, more "
+                f"than the {_validate.MAX_SIZE:,} that can fit in memory"
+            )
 
     def __call__(self, features: int, context: int) -> zuko.flows.Flow:
         """Build the flow of ``features`` variables given ``context`` variables."""
+        features, context = (
+            _validate.size("features", features),
+            _validate.size("context", context),
+        )
         univariate = partial(_Spline, bound=float(self.tail_bound), slope=1e-3)
         shapes = [(self.bins,), (self.bins,), (self.bins - 1,)]
         if features == 1:

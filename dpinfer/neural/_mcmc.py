@@ -52,7 +52,7 @@ class MCMC:
 
     def __post_init__(self):
         for name in ("warmup", "thin", "proposal_chains", "initial_candidates"):
-            _validate.positive_int(name, getattr(self, name))
+            _validate.size(name, getattr(self, name))
 
 
 class Chains(NamedTuple):

@@ -37,8 +37,8 @@ def problem_info(mechanism, dequantise: bool) -> dict:
 
 def total_draws(draws, chains) -> tuple[int, int]:
     """``(chains, total)`` with ``total`` = ``draws`` rounded up to a multiple of ``chains``."""
-    draws = _validate.positive_int("draws", draws)
-    chains = _validate.positive_int("chains", chains)
+    draws = _validate.size("draws", draws)
+    chains = _validate.size("chains", chains)
     return chains, chains * -(-draws // chains)
 
 

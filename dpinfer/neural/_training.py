@@ -80,19 +80,19 @@ class Training:
     step_copies: int | None = None
 
     def __post_init__(self):
-        if _validate.positive_int("batch_size", self.batch_size) < 2:
+        if _validate.size("batch_size", self.batch_size) < 2:
             raise ValueError(f"batch_size must be at least 2, got {self.batch_size!r}")
         _validate.positive_finite("learning_rate", self.learning_rate)
         _validate.non_negative("weight_decay", self.weight_decay)
         _validate.probability_open("validation_fraction", self.validation_fraction)
-        _validate.positive_int("patience", self.patience)
-        _validate.positive_int("max_epochs", self.max_epochs)
+        _validate.size("patience", self.patience)
+        _validate.size("max_epochs", self.max_epochs)
         if self.clip_norm is not None:
             _validate.positive_finite("clip_norm", self.clip_norm)
-        if self.threads is not None:
-            _validate.positive_int("threads", self.threads)
+        if self.threads is not None and _validate.positive_int("threads", self.threads) > 4096:
+            raise ValueError(f"threads must be at most 4096 (torch threads), got {self.threads!r}")
         if self.step_copies is not None:
-            _validate.positive_int("step_copies", self.step_copies)
+            _validate.size("step_copies", self.step_copies)
 
 
 @contextlib.contextmanager

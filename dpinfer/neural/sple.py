@@ -122,7 +122,7 @@ def sple(
     (4, 50)
     """
     run_setup, rounds, simulations = setup(
-        model, mechanism, released, dequantise=mechanism.discrete, **shared(locals())
+        model, mechanism, released, dequantise_discrete=True, **shared(locals())
     )
     require_prior_density(model, "sple (the posterior is pi(theta) q(s_dp | theta))")
     method = _SPLE(run_setup, _check_mcmc(mcmc), *total_draws(draws, chains))

@@ -189,7 +189,7 @@ def sppe(
     )
     if rounds > 1:
         require_prior_density(model, "sppe with rounds > 1 (the APT loss)")
-    atoms = _validate.positive_int("atoms", resolve(settings, atoms=atoms)["atoms"])
+    atoms = _validate.size("atoms", resolve(settings, atoms=atoms)["atoms"])
     if atoms < 2:
         raise ValueError(f"atoms must be at least 2, got {atoms!r}")
     method = _SPPE(run_setup, atoms, *total_draws(draws, chains))

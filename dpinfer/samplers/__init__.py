@@ -2,6 +2,7 @@
 
 from .abcdp import abcdp
 from .abcdp_variants import rejection_abcdp_gaussian, soft_abcdp
+from .acceptance import AcceptanceRate, estimate_acceptance_rate
 from .da_mcmc import da_mcmc
 from .importance import importance_abc
 from .mcem import AscentSchedule, BoundaryEstimateWarning, MCEMResult, StagedSchedule, mcem
@@ -10,6 +11,7 @@ from .smc import smc_abc
 from .smc_tolerance import tolerance_smc_abc
 
 __all__ = [
+    "AcceptanceRate",
     "AscentSchedule",
     "BoundaryEstimateWarning",
     "MCEMResult",
@@ -18,6 +20,7 @@ __all__ = [
     "SimulationBudgetExceeded",
     "abcdp",
     "da_mcmc",
+    "estimate_acceptance_rate",
     "importance_abc",
     "rejection_abc",
     "rejection_abcdp_gaussian",

@@ -63,7 +63,8 @@ def run_chains(
 
     ``bar`` is a progress bar advanced by ``units`` per chain: by the chain
     itself (through the ``advance`` callback) when it runs here, on completion
-    when it runs on the executor.
+    when it runs on the executor, where ``advance`` is instead a safe point at which
+    the chain of an interrupted run stops (:func:`dpinfer.parallel.check_stopped`).
     """
     if executor is None or chains == 1:
         return [run_one(child_sequence(root, c), executor, bar.advance) for c in range(chains)]
@@ -80,11 +81,12 @@ class _ChainTask:
         self.run_one, self.root = run_one, root
 
     def __call__(self, index, _rng):
-        return self.run_one(child_sequence(self.root, index), None, _ignore)
+        return self.run_one(child_sequence(self.root, index), None, _stop_if_stopped)
 
 
-def _ignore(_units) -> None:
-    return None
+def _stop_if_stopped(_units) -> None:
+    """Stop a chain on an executor here if its run was stopped (its progress callback)."""
+    parallel.check_stopped()
 
 
 RULES = {

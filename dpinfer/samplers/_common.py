@@ -43,23 +43,38 @@ def check_options(*, rng, executor, progressbar) -> None:
 
 
 def privacy_attrs(mechanism: Mechanism) -> dict:
-    """``epsilon`` and ``delta`` of the mechanism, NaN where no sensitivity was declared."""
+    """``epsilon``, ``delta`` and ``rho`` of the mechanism's guarantee, NaN where it has none.
+
+    NaN throughout when no sensitivity was declared; a guarantee stated in zCDP
+    only has NaN ``epsilon`` and ``delta`` (``Privacy.to_approx`` gives a pair).
+    """
     try:
         privacy = mechanism.privacy
     except ValueError:
-        return {"epsilon": math.nan, "delta": math.nan}
-    return {"epsilon": privacy.epsilon, "delta": privacy.delta}
+        return {"epsilon": math.nan, "delta": math.nan, "rho": math.nan}
+    zcdp_only = privacy.epsilon is None
+    return {
+        "epsilon": math.nan if zcdp_only else privacy.epsilon,
+        "delta": math.nan if zcdp_only else privacy.delta,
+        "rho": math.nan if privacy.rho is None else privacy.rho,
+    }
 
 
-def mechanism_constants(mechanism: Mechanism) -> dict:
-    """Numeric parameters of the mechanism, for the ``constant_data`` group."""
+def mechanism_constants(mechanism: Mechanism, prefix: str = "mechanism") -> dict:
+    """Numeric parameters of the mechanism, for the ``constant_data`` group.
+
+    A wrapped mechanism (``Thresholded``) adds its inner one's under ``{prefix}_inner``.
+    """
     out = {}
     for key, value in vars(mechanism).items():
         if key.startswith("_") or value is None:
             continue
+        if isinstance(value, Mechanism):
+            out |= mechanism_constants(value, f"{prefix}_inner")
+            continue
         arr = np.asarray(value)
         if arr.dtype.kind in "biuf":
-            out[f"mechanism_{key}"] = arr
+            out[f"{prefix}_{key}"] = arr
     return out
 
 
@@ -78,6 +93,7 @@ def abc_result(
     root,
     sample_stats=None,
     chains: int = 1,
+    diagnostic_vars=None,
     **attrs,
 ):
     """Build the InferenceData every sampler of a DP release returns.
@@ -90,11 +106,13 @@ def abc_result(
     arrays, ...); the method, reference, mechanism, its privacy and the seed are
     filled here. The ``ess`` given is the sampler's own figure: it is kept as
     ``ess_sampler`` and ``ess`` becomes the conservative one (see
-    :mod:`dpinfer.results`).
+    :mod:`dpinfer.results`). ``diagnostic_vars`` names the posterior variables
+    those diagnostics cover (default: all).
     """
     return to_inference_data(
         posterior,
         chains=chains,
+        diagnostic_vars=diagnostic_vars,
         sample_stats=sample_stats,
         observed=released,
         constant_data=mechanism_constants(mechanism),

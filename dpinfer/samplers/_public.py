@@ -10,8 +10,9 @@ import numpy as np
 from .. import _validate, parallel
 from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence, seed_entropy
+from .._user_code import no_writes, read_only
 from ..distances.base import Distance
-from ..model import Model
+from ..model import Model, _callable_name
 from ._common import check_options, stack_draws
 
 
@@ -72,8 +73,11 @@ def public_distances(
 
 
 def check_observed(observed) -> np.ndarray:
-    """Return the confidential observations as a non-empty float array of finite numbers."""
-    return _validate.non_empty("observed", _validate.finite_array("observed", observed))
+    """Return the confidential observations as a non-empty float array of finite numbers.
+
+    Messages name the shape, count and positions of bad entries, never their values.
+    """
+    return _validate.confidential_data("observed", observed)
 
 
 def _simulated(observed, distance, model, n_proposals, rng, batch_size, executor, progressbar):
@@ -83,12 +87,13 @@ def _simulated(observed, distance, model, n_proposals, rng, batch_size, executor
     batch_size = _validate.size("batch_size", batch_size)
     sizes = [min(batch_size, total - start) for start in range(0, total, batch_size)]
     root = as_seed_sequence(rng)
+    name = f"the simulator of pseudo-datasets {_callable_name(model.simulate)}"
 
     def task(index, chunk_rng):
         params = model.prior.sample(sizes[index], chunk_rng)
-        pseudo = _validate.numeric_output(
-            model.simulate(params, chunk_rng), source="the simulator of pseudo-datasets"
-        )
+        with no_writes(name, "params"):
+            pseudo = model.simulate(read_only(params), chunk_rng)
+        pseudo = _validate.numeric_output(pseudo, source="the simulator of pseudo-datasets")
         return {**params, "_distance": distance(observed, pseudo)}
 
     with progress_bar("distances", total=total, enabled=progressbar) as bar:

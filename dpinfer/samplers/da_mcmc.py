@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from concurrent.futures import Executor
 from typing import NamedTuple
 
@@ -13,7 +12,6 @@ from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence
 from ..mechanisms.base import Mechanism
 from ..record_model import RecordModel
-from ..results import effective_sample_size
 from ._common import abc_result, check_count, check_options
 from ._da_init import initial_records
 from ._da_records import RecordUpdater
@@ -116,7 +114,9 @@ def da_mcmc(
         (fraction of the ``n`` record proposals accepted),
         ``theta_acceptance_rate`` (1 for an exact update) and
         ``log_mechanism_density``; ``attrs``: ``ess`` (smallest bulk ESS over
-        the parameters), ``rhat_max``, ``acceptance_rate`` (mean record
+        the parameters' scalar components), ``rhat_max`` (largest R-hat over
+        them; both as ArviZ computes them on the parameters alone, not on
+        ``s_confidential``), ``acceptance_rate`` (mean record
         acceptance), ``n_simulations`` (records simulated), ``record_kernel``
         (``'compiled'`` or ``'speculative blocks'``) and ``theta_update``.
 
@@ -309,7 +309,6 @@ def _result(results, record_model, mechanism, released, settings, root, chains):
         raise ValueError(f"a parameter may not be called {_IMPUTED!r} (the imputed statistic)")
     posterior[_IMPUTED] = np.concatenate([r["s"] for r in results])
     stats = {f: np.concatenate([r["info"][f] for r in results]) for f in DAInfo._fields}
-    ess = _parameter_ess(results, chains, settings["draws"])
     return abc_result(
         posterior,
         sample_stats=stats,
@@ -319,9 +318,9 @@ def _result(results, record_model, mechanism, released, settings, root, chains):
         reference=REFERENCE,
         root=root,
         chains=chains,
+        diagnostic_vars=list(results[0]["params"]),
         n_simulations=sum(r["n_simulations"] for r in results),
         acceptance_rate=float(np.mean(stats["record_acceptance_rate"])),
-        ess=ess,
         n_records=settings["n"],
         draws=settings["draws"],
         tune=settings["tune"],
@@ -330,19 +329,3 @@ def _result(results, record_model, mechanism, released, settings, root, chains):
         if record_model.update is not None
         else f"random-walk Metropolis, {settings['theta_steps']} steps per iteration",
     )
-
-
-def _parameter_ess(results, chains, draws) -> float:
-    """Smallest bulk ESS over the scalar parameter components (not the imputed statistic).
-
-    R-hat and the other draw diagnostics are computed by :mod:`dpinfer.results`.
-    """
-    ess = []
-    for name in results[0]["params"]:
-        arr = np.stack([r["params"][name] for r in results]).reshape(chains, draws, -1)
-        for j in range(arr.shape[-1]):
-            comp = arr[..., j]
-            if np.ptp(comp) == 0 or draws < 4:
-                continue
-            ess.append(effective_sample_size(comp))
-    return min(ess) if ess else math.nan

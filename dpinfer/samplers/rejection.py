@@ -10,8 +10,17 @@ import numpy as np
 from .. import parallel
 from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence
+from .._validate import MAX_SIZE
 from ._chains import per_chain
 from ._common import abc_result, check_count, check_inputs, check_options, stack_draws
+from .acceptance import (
+    Z_PREDICT,
+    AcceptanceRate,
+    describe,
+    from_log_sums,
+    log_acceptance,
+    log_sums,
+)
 
 __all__ = ["SimulationBudgetExceeded", "rejection_abc"]
 
@@ -22,7 +31,13 @@ REFERENCE = (
 
 
 class SimulationBudgetExceeded(RuntimeError):
-    """Raised when a sampler reaches ``max_simulations`` before its target."""
+    """Raised when a sampler reaches ``max_simulations`` before its target, or predicts it would.
+
+    :func:`rejection_abc` raises it as soon as its own proposals predict (even
+    optimistically) that the draws cannot be had within the budget; the message
+    names the predicted cost. :func:`dpinfer.estimate_acceptance_rate` makes the
+    same prediction before a run.
+    """
 
 
 def rejection_abc(
@@ -65,7 +80,15 @@ def rejection_abc(
     batch_size : int, default 100_000
         Proposals per chunk; memory is bounded by one chunk per worker.
     max_simulations : int, default 10**9
-        Stop with :class:`SimulationBudgetExceeded` past this many proposals.
+        The budget of proposals. The run stops with
+        :class:`SimulationBudgetExceeded` past it, and **before** it as soon as
+        its own proposals predict that the draws cannot be had within it: after
+        every chunk, the acceptance rate is estimated from the acceptance
+        probabilities so far (:func:`dpinfer.estimate_acceptance_rate` does the
+        same before a run), and even the optimistic cost, at the rate plus four
+        standard errors, exceeds the budget. The message names the prediction;
+        :func:`dpinfer.smc_abc` and :func:`dpinfer.importance_abc` are the
+        samplers for such low-evidence releases.
     executor : concurrent.futures.Executor, optional
         Runs chunks (serially when None).
     progressbar : bool, default True
@@ -116,18 +139,22 @@ def rejection_abc(
         return _rejection_chunk(model, mechanism, released, log_bound, batch_size, chunk_rng)
 
     accepted, n_sim, n_acc = [], 0, 0
+    log_s1 = log_s2 = -math.inf
     with progress_bar("rejection ABC", total=draws, enabled=progressbar) as bar:
         for chunk in parallel.iter_chunks(task, root, executor=executor):
             accepted.append(chunk)
             n_sim += batch_size
             n_acc += chunk["_n"]
+            log_s1, log_s2 = np.logaddexp((log_s1, log_s2), chunk["_log_sums"])
             bar.advance(min(chunk["_n"], draws - (n_acc - chunk["_n"])))
             if n_acc >= draws:
                 break
-            if n_sim >= max_simulations:
-                raise _budget_error(n_acc, n_sim, draws)
+            rate = from_log_sums(float(log_s1), float(log_s2), n_sim, log_bound)
+            too_many = _log_cheapest(rate, draws - n_acc) > math.log(max_simulations)
+            if n_sim >= max_simulations or too_many:
+                raise _budget_error(rate, n_acc, draws, max_simulations)
 
-    names = [k for k in accepted[0] if k != "_n"]
+    names = [k for k in accepted[0] if not k.startswith("_")]
     posterior = {k: v[:draws] for k, v in stack_draws(accepted, names).items()}
     rate = n_acc / n_sim
     return abc_result(
@@ -148,24 +175,47 @@ def rejection_abc(
 
 def _rejection_chunk(model, mechanism, released, log_bound, size, rng) -> dict:
     params = model.prior.sample(size, rng)
-    s = model.simulate_checked(params, rng, event_shape=mechanism.event_shape)
-    log_accept = mechanism.logpdf(released, s) - log_bound
-    if np.any(log_accept > 1e-9):
-        raise RuntimeError(
-            "the mechanism density exceeded its stated supremum by "
-            f"{float(np.max(log_accept)):.3g} nats; log_max_density_at is wrong for this release"
-        )
+    log_accept = log_acceptance(model, mechanism, released, log_bound, params, rng)
     keep = rng.random(size) < np.exp(log_accept)
     out = {name: value[keep] for name, value in params.items()}
     out["_n"] = int(np.count_nonzero(keep))
+    out["_log_sums"] = log_sums(log_accept)
     return out
 
 
-def _budget_error(n_acc: int, n_sim: int, draws: int) -> SimulationBudgetExceeded:
-    rate = n_acc / n_sim
-    expected = f"about {draws / rate:.3g} simulations in all" if n_acc else "unknown (none yet)"
-    return SimulationBudgetExceeded(
-        f"rejection_abc reached max_simulations={n_sim} with {n_acc} of {draws} draws accepted "
-        f"(acceptance rate {rate:.3g}); the expected cost of {draws} draws is {expected}. "
-        "Raise max_simulations, or use importance_abc or smc_abc for low-evidence releases."
+def _budget_error(
+    rate: AcceptanceRate, n_acc: int, draws: int, max_simulations: int
+) -> SimulationBudgetExceeded:
+    n_sim = rate.simulations
+    log_cheapest = _log_cheapest(rate, draws - n_acc)
+    if n_sim >= max_simulations:
+        reached = f"reached max_simulations={max_simulations}"
+    else:
+        reached = (
+            f"stopped after {n_sim:,} simulations: it would exceed max_simulations="
+            f"{max_simulations} (even at the rate plus {Z_PREDICT:g} standard errors, the "
+            f"draws need at least {describe(log_cheapest)} simulations)"
+        )
+    tail = (
+        " The release is far in the tail of the model's prior predictive."
+        if rate.log_rate < math.log(1e-3)
+        else ""
     )
+    raise_to = (
+        f", or raise max_simulations to at least {describe(log_cheapest)}"
+        if log_cheapest <= math.log(MAX_SIZE)
+        else ""
+    )
+    return SimulationBudgetExceeded(
+        f"rejection_abc {reached}, with {n_acc} of {draws} draws accepted; the {rate}, so "
+        f"the expected cost of {draws} draws is about "
+        f"{describe(rate.log_expected_simulations(draws))} simulations in all (log evidence "
+        f"{rate.log_evidence:.4g}).{tail} Use smc_abc or importance_abc, whose cost does not "
+        f"grow with 1 / acceptance rate{raise_to}."
+    )
+
+
+def _log_cheapest(rate: AcceptanceRate, missing: int) -> float:
+    """Return the log of the simulations in all for ``missing`` more draws, optimistically."""
+    more = rate.log_expected_simulations(missing, z=Z_PREDICT)
+    return float(np.logaddexp(math.log(rate.simulations), more))

@@ -66,7 +66,7 @@ def test_precomputed_distances_replay_the_base_distance_exactly():
     dist = mu.PrecomputedDistances(base, observed, values)
     assert dist.sensitivity(100) == base.sensitivity(100) == 2 / 100
     np.testing.assert_array_equal(dist(observed, np.arange(120)), values)
-    with pytest.raises(ValueError, match="other observations"):
+    with pytest.raises(ValueError, match="not the data these distances were computed from"):
         dist(observed + 1e-3, np.arange(3))
     # the same draws through dpinfer.abcdp with a model (same chunking and seeds)
     out = dp.abcdp(

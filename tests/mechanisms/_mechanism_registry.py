@@ -54,6 +54,7 @@ class AuditSetup:
     n_test: int
     code: Callable[[np.ndarray], np.ndarray] = lambda x: x
     planted_factor: float = 0.5
+    delta: float | None = None  # where a guarantee stated in zCDP is audited
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ class Case:
     translation: bool = True
     release_candidates: Callable[[dp.Mechanism], list] | None = None
     ppf: Callable[[dp.Mechanism, np.ndarray, np.ndarray], np.ndarray] | None = None
+    per_cell: bool = False  # a vector row whose cells have laws of their own
 
     def __str__(self) -> str:
         return self.name
@@ -101,7 +103,10 @@ def discrete_gaussian_logpmf_bruteforce(k, sigma: float) -> np.ndarray:
 
 
 def _dgaussian_oracle(mech, released, value):
-    return discrete_gaussian_logpmf_bruteforce(np.asarray(released) - value, mech.sigma)
+    # one brute-force normaliser per cell (the sigmas may differ from cell to cell)
+    sigma = np.broadcast_to(mech.sigma, mech.event_shape)
+    log_z = np.vectorize(lambda s: -discrete_gaussian_logpmf_bruteforce(0, s))(sigma)
+    return -((np.asarray(released) - value) ** 2) / (2 * sigma**2) - log_z
 
 
 def _binomial_oracle(mech, released, value):
@@ -172,11 +177,15 @@ def oracle_quantile(case: Case, mech: dp.Mechanism, value, u) -> np.ndarray:
     if not mech.discrete:
         return case.ppf(mech, value, u)
     lo, hi = case.normalisation_range
+    es = mech.event_shape
     out = np.empty(u.shape, dtype=np.int64)
     for idx in np.ndindex(u.shape):
         v = int(value[idx])
         support = np.arange(lo, hi) + (v if case.translation else 0)
-        pmf = np.exp(case.oracle(mech, support, np.full(support.shape, v)))
+        # the support in every cell at once; the pmf of this entry's own cell is kept
+        grid = np.broadcast_to(support.reshape(-1, *[1] * len(es)), (support.size, *es))
+        log_pmf = case.oracle(mech, grid, np.full(grid.shape, v))
+        pmf = np.exp(log_pmf[(slice(None), *idx[u.ndim - len(es) :])])
         out[idx] = support[np.searchsorted(np.cumsum(pmf), u[idx], side="left")]
     return out
 
@@ -196,6 +205,19 @@ def with_planted_sampler(case: Case, mech: dp.Mechanism, factor: float) -> dp.Me
     planted = copy.copy(mech)
     planted.__class__ = Planted
     return planted
+
+
+class MaxSigmaDiscreteGaussian(dp.DiscreteGaussian):
+    """Planted: a per-cell discrete Gaussian whose rho uses the largest sigma, not the smallest.
+
+    Its releases are right; its claim understates the loss of a change that falls
+    on the least noisy cell. The closed-form check and the audit must both flag it.
+    """
+
+    @property
+    def privacy(self):
+        sens = float(self.sensitivity)
+        return dp.Privacy(rho=sens**2 / (2 * float(np.max(self.sigma)) ** 2))
 
 
 # --- valid confidential values ---------------------------------------------------------
@@ -252,6 +274,15 @@ def _privacy_loss_code(x):
     """
     stat = (np.abs(x) - np.abs(x - [0.25, 0.25, 0.5])) @ (1 / np.array([0.5, 1.0, 2.0]))
     return np.round(stat, 9)
+
+
+def _discrete_loss_code(x):
+    """``sum_j (|x_j| - |x_j - D_j|) / t_j`` for the per-cell discrete Laplace row.
+
+    The privacy-loss statistic of the neighbours 0 and D (exact in floating point:
+    the scales are powers of two, so it takes few distinct values).
+    """
+    return (np.abs(x) - np.abs(x - [1, 1, 2])) @ (1 / np.array([1.0, 2.0, 4.0]))
 
 
 # Binomial audit: the worst-case ratio (1 + 1/m)^n is attained at I = 0 vs 1 with every
@@ -357,6 +388,54 @@ CASES: list[Case] = [
         gof_size=20_000,
         gof_value=-3,
         normalisation_range=(-300, 301),
+    ),
+    Case(
+        # rho per cell (0.5, 0.02, 0.02): sigma 1, 5, 5, two groups for the exact sampler;
+        # the scalar l2 bound puts the whole change on the least noisy cell: rho = 0.5
+        name="DiscreteGaussian-per-cell",
+        make=lambda es: dp.DiscreteGaussian.from_zcdp(rho=[0.5, 0.02, 0.02], sensitivity=1),
+        oracle=_dgaussian_oracle,
+        perturb=_perturb_dgaussian,
+        draw_values=_integer_values,
+        value_grid=_INTEGER_GRID,
+        event_shapes=((3,),),
+        per_cell=True,
+        audit=AuditSetup(
+            # the change on the least noisy cell, the only coordinate it moves
+            make=lambda: dp.DiscreteGaussian.from_zcdp(rho=[0.05, 0.005, 0.002], sensitivity=1),
+            a=np.zeros(3, dtype=np.int64),
+            b=np.array([1, 0, 0]),
+            n_select=15_000,
+            n_test=25_000,
+            code=lambda x: x[:, 0],
+            planted_factor=0.25,
+            delta=1e-5,
+        ),
+        gof_size=20_000,
+        gof_value=-3,
+        normalisation_range=(-300, 301),
+    ),
+    Case(
+        # per-cell scales and per-cell bounds: epsilon = 1/1 + 1/2 + 2/4 = 2
+        name="DiscreteLaplace-per-cell",
+        make=lambda es: dp.DiscreteLaplace([1.0, 2.0, 4.0], sensitivity=[1, 1, 2]),
+        oracle=_dlaplace_oracle,
+        perturb=_perturb_dlaplace,
+        draw_values=_integer_values,
+        value_grid=_INTEGER_GRID,
+        event_shapes=((3,),),
+        per_cell=True,
+        audit=AuditSetup(
+            # the full change in every cell; the outcome is the privacy-loss statistic
+            make=lambda: dp.DiscreteLaplace([1.0, 2.0, 4.0], sensitivity=[1, 1, 2]),
+            a=np.zeros(3, dtype=np.int64),
+            b=np.array([1, 1, 2]),
+            n_select=20_000,
+            n_test=30_000,
+            code=_discrete_loss_code,
+        ),
+        gof_size=20_000,
+        gof_value=7,
     ),
     Case(
         name="BinomialRelease",

@@ -97,25 +97,25 @@ def test_draws_replayed_on_a_longer_stream_are_unchanged(kind):
     n, d = param.numerator, param.denominator
     t = math.isqrt(n // d) + 1
     source = _bits.GeneratorWords(np.random.default_rng(7))
+    # one group of parameters, every cell in it (the per-cell kernels' scalar case)
+    groups = (np.array([True]), np.zeros(1, np.int64))
     if kind == LAPLACE:
-        args = (np.uint64(n), np.uint64(d), (n - 1).bit_length())
+        args = (
+            np.array([n], np.uint64),
+            np.array([d], np.uint64),
+            np.array([(n - 1).bit_length()], np.int64),
+        )
         run, ref = _exact.kernels.run_discrete_laplace, _exact.discrete_laplace
     else:
         den = 2 * n * d * t * t
-        args = (
-            n,
-            t,
-            t * d,
-            den >> 64,
-            den & (2**64 - 1),
-            (den - 1).bit_length(),
-            (t - 1).bit_length(),
-        )
-        args = tuple(np.uint64(a) for a in args[:5]) + args[5:]
+        ints = (n, t, t * d, den >> 64, den & (2**64 - 1))
+        bits = ((den - 1).bit_length(), (t - 1).bit_length())
+        args = tuple(np.array([a], np.uint64) for a in ints)
+        args += tuple(np.array([b], np.int64) for b in bits)
         run, ref = _exact.kernels.run_discrete_gaussian, _exact.discrete_gaussian
     out = _exact._drive(
-        lambda words, pos, o, start: run(words, pos, *args, o, start),
-        lambda r: ref(n, d, r),
+        lambda words, pos, o, start: run(words, pos, *args, *groups, o, start),
+        lambda i, r: ref(n, d, r),
         500,
         source,
         bits_per_draw=1,
@@ -131,6 +131,44 @@ def test_parameters_beyond_the_kernels_run_in_the_reference():
     huge = dp.DiscreteLaplace(1e25)
     with pytest.raises(OverflowError, match="does not fit in a 64-bit integer"):
         huge.release(np.zeros(5, dtype=np.int64), rng=1)
+
+
+# --- per-cell parameters: one group per distinct value, one stream --------------------------
+
+PER_CELL = [
+    (LAPLACE, [Fraction(1 / 0.3), Fraction(2.0**40), Fraction(0.37)], [0, 1, 2, 0, 1]),
+    (GAUSSIAN, [Fraction(3.7306**2), Fraction(0.3**2), Fraction(1e4**2)], [2, 0, 0, 1]),
+    # a group beyond the kernels (sigma^2 = 0.01^2: n / 2**66) beside two within them
+    (GAUSSIAN, [Fraction(0.01**2), Fraction(2.5**2), Fraction(1.0)], [1, 0, 2, 1]),
+]
+
+
+def _reference_cells(kind, params, cells, size, seed):
+    """The reference, draw ``i`` with the parameter of cell ``i % k``, on one stream."""
+    reader = _bits.BitReader(
+        np.empty(0, np.uint64), 0, _bits.GeneratorWords(np.random.default_rng(seed))
+    )
+    draw = _exact.discrete_laplace if kind == LAPLACE else _exact.discrete_gaussian
+    groups = [params[cells[i % len(cells)]] for i in range(size)]
+    return np.array([draw(p.numerator, p.denominator, reader) for p in groups], dtype=np.int64)
+
+
+@pytest.mark.parametrize(("kind", "params", "cells"), PER_CELL, ids=["laplace", "gauss", "bail"])
+def test_per_cell_kernels_reproduce_the_reference_on_the_same_stream(kind, params, cells):
+    sample = _exact.sample_discrete_laplace if kind == LAPLACE else _exact.sample_discrete_gaussian
+    source = _bits.GeneratorWords(np.random.default_rng(8))
+    got = sample(params, 2_000, source, np.array(cells))
+    np.testing.assert_array_equal(got, _reference_cells(kind, params, cells, 2_000, 8))
+
+
+def test_per_cell_releases_group_cells_by_value():
+    # the release of a table draws each cell with its own scale: the same stream as the
+    # reference over the cells in order
+    mech = dp.DiscreteGaussian([2.5, 0.3, 2.5, 9.0])
+    got = mech.release(np.zeros((300, 4), dtype=np.int64), rng=9)
+    params = [Fraction(s**2) for s in (0.3, 2.5, 9.0)]  # the distinct values, sorted
+    want = _reference_cells(GAUSSIAN, params, [1, 0, 1, 2], 1_200, 9).reshape(300, 4)
+    np.testing.assert_array_equal(got, want)
 
 
 # --- the releases follow the pmf ---------------------------------------------------------
@@ -204,6 +242,39 @@ def test_releases_follow_the_pmf(gof_pvalues, name, param):
 )
 def test_chisquare_companion_rejects_a_parameter_two_percent_off(gof_pvalues, name, param):
     assert gof_pvalues[name, param][1] < GOF_LEVEL
+
+
+PER_CELL_GOF = [
+    ("DiscreteLaplace", [1 / 0.3, 2.0, 2.0], dp.DiscreteLaplace, _laplace_pmf),
+    ("DiscreteGaussian", [0.3, 3.7306, 100.0], dp.DiscreteGaussian, _gaussian_pmf),
+]
+
+
+@pytest.fixture(scope="module")
+def per_cell_pvalues():
+    """Per-cell chi-square p-values of a table release: right parameters and 2% off."""
+    out = {}
+    for name, params, family, pmf in PER_CELL_GOF:
+        zeros = np.zeros((200_000, len(params)), dtype=np.int64)
+        correct = family(params).release(zeros, rng=20240612)
+        planted = family([p * 1.02 for p in params]).release(zeros, rng=20240612)
+        out[name] = [
+            (_chisquare_pvalue(correct[:, j], pmf(p)), _chisquare_pvalue(planted[:, j], pmf(p)))
+            for j, p in enumerate(params)
+        ]
+    return out
+
+
+@pytest.mark.parametrize("name", [g[0] for g in PER_CELL_GOF])
+def test_per_cell_releases_follow_each_cells_pmf(per_cell_pvalues, name):
+    # Each cell's column against its own pmf; false-failure rate 3 x GOF_LEVEL per row.
+    assert all(correct > GOF_LEVEL for correct, _ in per_cell_pvalues[name])
+
+
+@pytest.mark.parametrize("name", [g[0] for g in PER_CELL_GOF])
+def test_per_cell_chisquare_companion_rejects_parameters_two_percent_off(per_cell_pvalues, name):
+    # the cells whose scale is large enough for 2% to show at this sample size
+    assert all(planted < GOF_LEVEL for _, planted in per_cell_pvalues[name][1:])
 
 
 # --- where the bits come from -------------------------------------------------------------

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 import pytest
-from _mechanism_registry import CASES, IDS, with_planted_sampler
+from _mechanism_registry import CASES, IDS, MaxSigmaDiscreteGaussian, with_planted_sampler
 
 import dpinfer as dp
 from dpinfer.audit import audit_epsilon, hockey_stick_delta
@@ -36,8 +36,14 @@ def _sampler(mech, value, code):
     return sample
 
 
-def _audit(mech, setup):
+def _claim(mech, setup):
+    """The (epsilon, delta) claim audited: a guarantee stated in zCDP at ``setup.delta``."""
     priv = mech.privacy
+    return priv.to_approx(setup.delta) if priv.epsilon is None else priv
+
+
+def _audit(mech, setup):
+    priv = _claim(mech, setup)
     t0 = time.perf_counter()
     result = audit_epsilon(
         _sampler(mech, setup.a, setup.code),
@@ -55,7 +61,7 @@ def _audit(mech, setup):
 def test_audit_is_consistent_with_the_claim(case, audit_table):
     mech = case.audit.make()
     result, seconds = _audit(mech, case.audit)
-    claimed = mech.privacy.epsilon
+    claimed = _claim(mech, case.audit).epsilon
     audit_table(case.name, "correct", result, claimed, seconds=seconds)
     assert result.epsilon_lower <= claimed, str(result)
     # the audit is informative: the neighbours expose the worst case (far from a vacuous 0)
@@ -67,10 +73,24 @@ def test_audit_flags_a_sampler_with_too_little_noise(case, audit_table):
     mech = case.audit.make()
     planted = with_planted_sampler(case, mech, case.audit.planted_factor)
     result, seconds = _audit(planted, case.audit)
-    claimed = planted.privacy.epsilon
-    assert claimed == mech.privacy.epsilon  # the bug keeps the (now false) claim
+    claimed = _claim(planted, case.audit).epsilon
+    assert claimed == _claim(mech, case.audit).epsilon  # the bug keeps the (now false) claim
     label = f"planted: noise x {case.audit.planted_factor:g}"
     audit_table(case.name, label, result, claimed, seconds=seconds)
+    assert result.refutes(claimed), str(result)
+
+
+def test_audit_flags_per_cell_privacy_from_the_largest_sigma(audit_table):
+    # The sampler is right; the claim is computed from the largest sigma (rho 0.002, not
+    # 0.05): the change on the least noisy cell shows a loss the claim does not cover.
+    setup = next(c for c in CASES if c.name == "DiscreteGaussian-per-cell").audit
+    mech = setup.make()
+    planted = MaxSigmaDiscreteGaussian(mech.sigma, sensitivity=1)
+    result, seconds = _audit(planted, setup)
+    claimed = _claim(planted, setup).epsilon
+    assert claimed < _claim(mech, setup).epsilon
+    label = "planted: rho from the largest sigma"
+    audit_table("DiscreteGaussian-per-cell", label, result, claimed, seconds=seconds)
     assert result.refutes(claimed), str(result)
 
 

@@ -180,10 +180,12 @@ def test_discrete_gaussian_raw_sigma_and_vector_releases():
     vec = dp.DiscreteGaussian.from_privacy(
         epsilon=1.0, delta=1e-6, sensitivity=1, event_shape=(3,)
     )
-    rho = 1 / (2 * vec.sigma**2)
+    sigma = float(vec.sigma[0])
+    np.testing.assert_array_equal(vec.sigma, np.full(3, sigma))
+    rho = 1 / (2 * sigma**2)
     assert vec.privacy.rho == rho
     assert rho + 2 * math.sqrt(rho * math.log(1e6)) == pytest.approx(1.0, rel=1e-12)
-    raw = dp.DiscreteGaussian(vec.sigma, sensitivity=1, delta=1e-6, event_shape=(3,))
+    raw = dp.DiscreteGaussian(sigma, sensitivity=1, delta=1e-6, event_shape=(3,))
     assert raw.privacy.epsilon == accounting.zcdp_to_approx(rho, 1e-6)
 
 

@@ -75,7 +75,7 @@ def test_same_seed_same_run_and_queries_are_validated():
     np.testing.assert_array_equal(a.indicators, b.indicators)
     with pytest.raises(ValueError, match=r"queries must be one-dimensional, got shape \(2, 2\)"):
         svt.run(np.zeros((2, 2)), rng=0)
-    with pytest.raises(ValueError, match="queries must be finite.*1 non-finite"):
+    with pytest.raises(ValueError, match=r"queries must be finite: 1 of 2 entries .*\[1\]"):
         svt.run([0.0, np.nan], rng=0)
 
 

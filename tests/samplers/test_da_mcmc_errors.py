@@ -76,7 +76,7 @@ def test_statistic_whose_sum_does_not_fit_the_release():
 def test_statistic_must_be_numeric_and_finite():
     with pytest.raises(TypeError, match="statistic must return numbers"):
         _run(_model(statistic=lambda x: x.astype(str)))
-    with pytest.raises(ValueError, match="non-finite"):
+    with pytest.raises(ValueError, match=r"statistic\(records\) must be finite for every record"):
         _run(_model(statistic=lambda x: np.where(x == 1, np.nan, 0.0)))
 
 

@@ -7,6 +7,7 @@ fixed batch size. No wall-clock time is measured.
 
 from __future__ import annotations
 
+import math
 import tracemalloc
 
 import pytest
@@ -51,26 +52,34 @@ def _warm():
     dp.rejection_abc(_model(), MECH, HIGH, draws=16, rng=0, batch_size=BATCH, progressbar=False)
 
 
-def _budget_run(model, n_proposals):
+# The acceptance rate at LOW; a run for ``draws`` takes about ``draws / P_LOW`` proposals.
+P_LOW = math.exp(-(LOW**2) / 6) / math.sqrt(3)
+
+
+def _run_for(model, n_proposals, used):
+    # A run that completes after about n_proposals proposals. (A run stopped by
+    # max_simulations would not do: rejection_abc now stops as soon as its first chunk
+    # predicts that the budget cannot suffice, whatever the budget.)
     def run():
-        with pytest.raises(dp.SimulationBudgetExceeded):
-            dp.rejection_abc(
-                model,
-                MECH,
-                LOW,
-                draws=10**9,
-                rng=1,
-                batch_size=BATCH,
-                max_simulations=n_proposals,
-                progressbar=False,
-            )
+        idata = dp.rejection_abc(
+            model,
+            MECH,
+            LOW,
+            draws=round(n_proposals * P_LOW),
+            rng=1,
+            batch_size=BATCH,
+            progressbar=False,
+        )
+        used.append(idata.posterior.attrs["n_simulations"])
 
     return run
 
 
 def check_flat_in_proposals(make_model):
-    small = _peak(_budget_run(make_model(), 20_000))
-    large = _peak(_budget_run(make_model(), 200_000))
+    used = []
+    small = _peak(_run_for(make_model(), 20_000, used))
+    large = _peak(_run_for(make_model(), 200_000, used))
+    assert used[1] >= 5 * used[0], f"proposals {used}: the runs do not differ enough"
     # One chunk of 10^4 proposals is a few hundred kB; ten times the proposals may add the
     # (few hundred) accepted draws and list overhead, nothing proportional to the proposals.
     assert large < 1.5 * small, f"peak {large} B for 2e5 proposals vs {small} B for 2e4"

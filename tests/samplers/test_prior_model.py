@@ -152,7 +152,67 @@ def test_as_prior():
         as_prior(object(), name="proposal")
 
 
-def test_reprs():
-    model = dp.Model(prior={"theta": st.gamma(25)}, simulate=np.zeros_like)
-    assert repr(model.prior) == "Prior({'theta': gamma(25)})"
-    assert "simulate=zeros_like" in repr(model)
+def poisson_sim(p, rng):
+    return rng.poisson(p["theta"])
+
+
+def test_reprs_say_the_parameters_the_simulator_and_the_likelihood():
+    model = dp.Model(
+        prior={"theta": st.gamma(25, scale=np.float64(2.0)), "mu": st.norm(np.zeros(2), 1)},
+        simulate=poisson_sim,
+    )
+    assert repr(model.prior) == "Prior(theta ~ gamma(25, scale=2), mu ~ norm([0, 0], 1))"
+    assert repr(model) == (
+        "Model(prior: theta ~ gamma(25, scale=2), mu ~ norm([0, 0], 1); simulate: poisson_sim)"
+    )
+    likelihood = dp.Model(simulate=poisson_sim, loglik=st.poisson.logpmf)
+    assert repr(likelihood) == (
+        "Model(prior: none; simulate: poisson_sim; loglik: rv_discrete.logpmf)"
+    )
+
+
+def test_reprs_of_multivariate_and_callable_priors():
+    prior = dp.Prior(
+        {"w": st.dirichlet([1, 1, 1]), "m": st.multivariate_normal([0, 0], np.eye(2))}
+    )
+    assert repr(prior) == (
+        "Prior(w ~ dirichlet(alpha=[1, 1, 1]), m ~ multivariate_normal(mean=[0, 0], "
+        "cov=<array of shape (2, 2)>))"
+    )
+    assert repr(dp.Prior(np.zeros_like)) == "Prior(sample=zeros_like, logpdf=none)"
+
+
+def test_reprs_of_models_from_pymc():
+    import pymc as pm
+
+    with pm.Model() as pm_model:
+        theta = pm.Gamma("theta", alpha=25, beta=1)
+        pm.Poisson("s", mu=theta)
+    model = dp.Model.from_pymc(pm_model, statistic="s")
+    assert repr(model) == (
+        "Model(prior: theta ~ Gamma(25, f()); simulate: PyMC model of s; "
+        "likelihood: Likelihood(pymc, ParameterSpace(theta: (0, inf))))"
+    )
+    with pm.Model() as one_record:
+        rate = pm.Gamma("rate", alpha=2.0, beta=1.0)
+        pm.Poisson("x", mu=rate)
+    records = dp.RecordModel.from_pymc(one_record, record="x", statistic=np.asarray)
+    assert repr(records) == (
+        "RecordModel(prior: rate ~ Gamma(2, f()); records: PyMC model of one record; "
+        "statistic: asarray; theta | records: Metropolis on loglik)"
+    )
+
+
+def test_record_model_repr():
+    def bernoulli_records(p, n, rng):
+        return rng.random((len(p["p"]), n)) < p["p"][:, None]
+
+    def beta_update(x, rng):
+        return {"p": rng.beta(2 + x.sum(1), 2 + (~x).sum(1))}
+
+    model = dp.RecordModel({"p": st.beta(2, 2)}, bernoulli_records, np.asarray, update=beta_update)
+    assert repr(model) == (
+        "RecordModel(prior: p ~ beta(2, 2); records: "
+        "test_record_model_repr.<locals>.bernoulli_records; statistic: asarray; "
+        "theta | records: update=test_record_model_repr.<locals>.beta_update)"
+    )

@@ -14,9 +14,11 @@ from ._api_analyst import (
     sampler_entries,
 )
 from ._api_curator import accounting_entries, audit_entries, mechanism_entries, theory_entries
+from ._api_outputs import outputs_entries
 
 
-def all_entries():
+def all_entries(root=None):
+    """Every entry; files (output folders) are written under ``root`` (default: a temp folder)."""
     return [
         *mechanism_entries(),
         *accounting_entries(),
@@ -27,4 +29,5 @@ def all_entries():
         *model_entries(),
         *sampler_entries(),
         *pymc_entries(),
+        *outputs_entries(root),
     ]

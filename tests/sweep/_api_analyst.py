@@ -77,6 +77,22 @@ def _abcdp_args(**extra):
     }
 
 
+def _abcdp_model_args():
+    return {
+        "observed": OBS,
+        "distance": _rfmmd(),
+        "model": _pseudo_model(),
+        "n_proposals": 20,
+        "epsilon_total": 1.0,
+        "epsilon_abc": 0.2,
+        "c": 2,
+        "rng": 0,
+        "privacy_rng": 1,
+        "batch_size": 10,
+        "progressbar": False,
+    }
+
+
 def compare_entries():
     rng = np.random.default_rng(0)
     a = {"x": rng.normal(size=(2, 20))}
@@ -274,6 +290,33 @@ def sampler_entries():
             (*SAMPLER_COMMON, P("draws", "size"), *sizes),
         ),
         Entry(
+            "estimate_acceptance_rate",
+            dp.estimate_acceptance_rate,
+            lambda: {
+                "model": model(),
+                "mechanism": MECH,
+                "released": 0.5,
+                "simulations": 50,
+                "rng": 0,
+                "batch_size": 20,
+            },
+            (
+                P("model", "model"),
+                P("mechanism", "mechanism"),
+                P("released", "finite_array", [0.5, 0.5], [[0.5]], named="released"),
+                P("simulations", "size", 1),
+                P("rng", "rng"),
+                P("batch_size", "size"),
+                P("executor", "executor"),
+            ),
+        ),
+        Entry(
+            "AcceptanceRate.expected_simulations",
+            lambda **kw: dp.AcceptanceRate(-2.0, -4.0, 100, 0.0).expected_simulations(**kw),
+            lambda: {"draws": 10, "z": 1.0},
+            (P("draws", "size"), P("z", "non_negative")),
+        ),
+        Entry(
             "importance_abc",
             dp.importance_abc,
             _sampler_args(draws=4),
@@ -422,19 +465,7 @@ def sampler_entries():
         Entry(
             "abcdp(model=)",
             dp.abcdp,
-            lambda: {
-                "observed": OBS,
-                "distance": _rfmmd(),
-                "model": _pseudo_model(),
-                "n_proposals": 20,
-                "epsilon_total": 1.0,
-                "epsilon_abc": 0.2,
-                "c": 2,
-                "rng": 0,
-                "privacy_rng": 1,
-                "batch_size": 10,
-                "progressbar": False,
-            },
+            _abcdp_model_args,
             (P("model", "model"), P("n_proposals", "size"), *PUBLIC_DRAWS),
         ),
         Entry(

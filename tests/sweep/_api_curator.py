@@ -61,9 +61,58 @@ def _curator_entries():
     return entries
 
 
+def _thresholded():
+    return dp.Thresholded(dp.DiscreteGaussian(2.0), threshold=1)
+
+
+def _per_cell_entries():
+    entries = [
+        Entry(
+            f"{cls.__name__}.from_zcdp",
+            cls.from_zcdp,
+            lambda: {"rho": 0.5, "sensitivity": 1},
+            (
+                P("rho", "positive", [[0.5, -1.0]], [[0.5, np.nan]]),
+                P("sensitivity", "positive", [[1.0, 0.0]]),
+                P("event_shape", "event_shape"),
+            ),
+        )
+        for cls in (dp.Gaussian, dp.DiscreteGaussian)
+    ]
+    return [
+        *entries,
+        Entry(
+            "Thresholded",
+            dp.Thresholded,
+            lambda: {"mechanism": dp.DiscreteGaussian(2.0), "threshold": 5},
+            (
+                P("mechanism", "mechanism", dp.BinomialRelease(**_binomial())),
+                P("threshold", "finite", [[1.0, 2.0]], []),
+                P("publish", "", "over", 3, None, OTHER),
+            ),
+        ),
+        Entry(
+            "Thresholded.release",
+            _mech_method(_thresholded, "release"),
+            lambda: {"value": 3, "rng": 0},
+            (P("value", "finite_array", elementwise=True), P("rng", "rng")),
+        ),
+        Entry(
+            "Thresholded.logpdf",
+            _mech_method(_thresholded, "logpdf"),
+            lambda: {"released": np.nan, "value": 3},
+            (
+                P("released", "finite_array", 2.5, elementwise=True),
+                P("value", "finite_array", elementwise=True),
+            ),
+        ),
+    ]
+
+
 def mechanism_entries():
     return [
         *_curator_entries(),
+        *_per_cell_entries(),
         Entry(
             "Mechanism.to_pymc",
             _to_pymc,

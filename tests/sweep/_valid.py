@@ -18,8 +18,10 @@ from dpinfer import theory
 from ._harness import Param
 
 
-def P(name, kind="", *extra, named="", optional=False, elementwise=False):  # noqa: N802
-    return Param(name, kind, tuple(extra), named, optional, elementwise)
+def P(  # noqa: N802
+    name, kind="", *extra, named="", optional=False, elementwise=False, confidential=False
+):
+    return Param(name, kind, tuple(extra), named, optional, elementwise, confidential)
 
 
 def _simulate(p, rng):

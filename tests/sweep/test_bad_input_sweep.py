@@ -5,6 +5,8 @@ each listed parameter (strings, bools, complex numbers, NaN, inf, values out of
 range, wrong shapes, empty arrays, sizes like ``2**70``, wrong object types,
 None), the other arguments tiny and valid, and classifies each call (see
 ``_harness``). It prints the tally and asserts 0 obscure and 0 silent calls.
+The entries cover the package, ``dpinfer.outputs`` (output folders, written under a
+temporary folder) and, when torch is installed, ``dpinfer.neural`` (``_api_neural``).
 The companions check the classifier itself on planted functions, and that the
 sweep lists every public callable.
 """
@@ -24,6 +26,7 @@ import dpinfer as dp
 from dpinfer import _validate
 
 from . import _api, _cli, _harness
+from ._api_outputs import OUTPUTS_NOT_ENTRY_POINTS
 from ._harness import Entry, Param, classify, sweep, tally
 
 MODULES = [
@@ -35,11 +38,13 @@ MODULES = [
     "dpinfer.compare",
     "dpinfer.distances",
     "dpinfer.samplers",
+    "dpinfer.outputs",
 ]
 
 # Public callables that take no user input to refuse: result containers built by the
 # library, abstract bases, an exception class.
 NOT_ENTRY_POINTS = {
+    "AcceptanceRate",
     "AuditResult",
     "BoundaryEstimateWarning",
     "Comparison",
@@ -50,30 +55,32 @@ NOT_ENTRY_POINTS = {
     "SVTPrivacyLoss",
     "SVTResult",
     "SimulationBudgetExceeded",
+    *OUTPUTS_NOT_ENTRY_POINTS,
 }
 
 
 @pytest.fixture(scope="module")
-def outcomes():
-    return sweep(_api.all_entries())
+def outcomes(tmp_path_factory):
+    return sweep(_api.all_entries(tmp_path_factory.mktemp("sweep")))
 
 
-def test_every_bad_value_is_refused_by_name(outcomes):
+def _assert_all_clear(outcomes, *, at_least: int) -> None:
+    """Print the tally; require ``at_least`` calls, none obscure and none silent."""
     text = _harness.report(outcomes)
     print(text)
     counts = tally(outcomes)
-    assert counts["calls"] > 2500
+    assert counts["calls"] > at_least
     assert counts["silent"] == 0 and counts["obscure"] == 0, text
+
+
+def test_every_bad_value_is_refused_by_name(outcomes):
+    _assert_all_clear(outcomes, at_least=2500)
 
 
 def test_every_bad_command_line_value_is_refused_by_name(tmp_path):
     # each valid call reaches the (replaced) run, so a refusal is the option's own check
     outcomes = sweep(_cli.cli_entries(str(tmp_path / "out")))
-    text = _harness.report(outcomes)
-    print(text)
-    counts = tally(outcomes)
-    assert counts["calls"] > 400
-    assert counts["silent"] == 0 and counts["obscure"] == 0, text
+    _assert_all_clear(outcomes, at_least=400)
 
 
 def test_the_command_line_sweep_sees_an_accepted_value_as_silent(tmp_path):
@@ -81,18 +88,45 @@ def test_the_command_line_sweep_sees_an_accepted_value_as_silent(tmp_path):
     assert classify(lambda: entry.call(**{"--value": "40"}), "--value")[0] == "silent"
 
 
-def test_the_sweep_covers_the_public_api():
-    swept = {entry.name.split("(")[0].split(".")[-1] for entry in _api.all_entries()}
-    swept |= {entry.name.split(".")[0] for entry in _api.all_entries()}
+def _not_swept(modules, entries, not_entry_points) -> list[str]:
+    swept = {entry.name.split("(")[0].split(".")[-1] for entry in entries}
+    swept |= {entry.name.split(".")[0] for entry in entries}
     missing = []
-    for module_name in MODULES:
+    for module_name in modules:
         module = importlib.import_module(module_name)
         for name in getattr(module, "__all__", []):
             obj = getattr(module, name)
-            if inspect.ismodule(obj) or not callable(obj) or name in NOT_ENTRY_POINTS:
+            if inspect.ismodule(obj) or not callable(obj) or name in not_entry_points:
                 continue
             if name not in swept:
                 missing.append(f"{module_name}.{name}")
+    return missing
+
+
+def test_the_sweep_covers_the_public_api(tmp_path):
+    missing = _not_swept(MODULES, _api.all_entries(tmp_path), NOT_ENTRY_POINTS)
+    assert not missing, f"public callables missing from the sweep: {missing}"
+
+
+# --- the optional extra dpinfer.neural (torch) ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def neural_entries(tmp_path_factory):
+    pytest.importorskip("torch")
+    from ._api_neural import neural_entries
+
+    return neural_entries(tmp_path_factory.mktemp("neural"))
+
+
+def test_every_bad_neural_value_is_refused_by_name(neural_entries):
+    _assert_all_clear(sweep(neural_entries), at_least=600)
+
+
+def test_the_sweep_covers_the_neural_api(neural_entries):
+    from ._api_neural import NEURAL_NOT_ENTRY_POINTS
+
+    missing = _not_swept(["dpinfer.neural"], neural_entries, NEURAL_NOT_ENTRY_POINTS)
     assert not missing, f"public callables missing from the sweep: {missing}"
 
 
@@ -141,10 +175,10 @@ def test_a_call_that_runs_too_long_counts_as_silent():
     assert classify(slow, "n", seconds=0.05)[0] == "silent"
 
 
-def test_the_valid_arguments_of_each_entry_are_accepted():
+def test_the_valid_arguments_of_each_entry_are_accepted(tmp_path):
     # guards the sweep itself: a refusal only counts when the valid call goes through;
     # ``sweep`` makes this call for every entry, here it is checked for one cheap entry
-    entry = next(e for e in _api.all_entries() if e.name == "Laplace")
+    entry = next(e for e in _api.all_entries(tmp_path) if e.name == "Laplace")
     _harness.check_valid(entry)
 
 

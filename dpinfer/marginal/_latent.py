@@ -1,0 +1,149 @@
+"""The latent confidential value: which family a PyMC distribution is, and its parameters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _kernels as k
+
+# PyTensor's and PyMC's random variable ops by class name -> kernel family
+_KERNEL_FAMILIES = {
+    "PoissonRV": k.POISSON,
+    "BinomialRV": k.BINOMIAL_LATENT,
+    "NegBinomialRV": k.NEGATIVE_BINOMIAL,
+    "GeometricRV": k.GEOMETRIC,
+    "DiscreteUniformRV": k.DISCRETE_UNIFORM,
+}
+_SUPPORTED = (
+    "Poisson, Binomial, NegativeBinomial, Geometric, DiscreteUniform, DiracDelta, Normal, "
+    "and mixtures of them (Mixture with a list of components, ZeroInflatedPoisson, "
+    "ZeroInflatedBinomial, ZeroInflatedNegativeBinomial)"
+)
+
+
+@dataclass(frozen=True)
+class Latent:
+    """A univariate latent distribution, read off an unregistered PyMC distribution.
+
+    Attributes
+    ----------
+    kind : str
+        ``"kernel"`` (a discrete family summed by the compiled kernel),
+        ``"normal"`` (closed forms) or ``"mixture"`` (a weighted sum of
+        component latents: the marginal of a mixture is the mixture of the
+        components' marginals).
+    family : int
+        The kernel's family code (kernel kind only).
+    params : tuple
+        The distribution's own parameter tensors (for a mixture, its weights).
+    discrete : bool
+        Whether the latent takes integer values.
+    components : tuple of Latent
+        The components of a mixture.
+    """
+
+    kind: str
+    family: int
+    params: tuple
+    discrete: bool
+    components: tuple = ()
+
+    def tensors(self) -> list:
+        """Every parameter tensor, the components' after the mixture's weights."""
+        return [*self.params, *(t for c in self.components for t in c.tensors())]
+
+    def core_signatures(self) -> list[str]:
+        """Return the core dimensions of :meth:`tensors` (mixture weights have one)."""
+        own = ["(w)"] if self.kind == "mixture" else ["()"] * len(self.params)
+        return [*own, *(s for c in self.components for s in c.core_signatures())]
+
+    def split(self, values):
+        """Split values of :meth:`tensors` into (own, one list per component)."""
+        own, rest = list(values[: len(self.params)]), list(values[len(self.params) :])
+        parts = []
+        for component in self.components:
+            size = len(component.tensors())
+            parts.append(rest[:size])
+            rest = rest[size:]
+        return own, parts
+
+    def sample(self, values, rng: np.random.Generator, size) -> np.ndarray:
+        """Draw latent values with NumPy, for posterior predictive releases."""
+        own, parts = self.split(values)
+        if self.kind == "mixture":
+            draws = np.stack(
+                [c.sample(p, rng, size) for c, p in zip(self.components, parts, strict=True)],
+                axis=-1,
+            )
+            weights = np.broadcast_to(own[0], draws.shape)
+            cumulative = np.cumsum(weights, axis=-1)
+            u = rng.random(size=(*draws.shape[:-1], 1)) * cumulative[..., -1:]
+            pick = np.minimum((u > cumulative).sum(axis=-1, keepdims=True), draws.shape[-1] - 1)
+            return np.take_along_axis(draws, pick, axis=-1)[..., 0]
+        if self.kind == "normal":
+            return rng.normal(own[0], own[1], size=size)
+        a = own[0]
+        if self.family == k.POISSON:
+            return rng.poisson(a, size=size)
+        if self.family == k.BINOMIAL_LATENT:
+            return rng.binomial(np.asarray(a, dtype=np.int64), own[1], size=size)
+        if self.family == k.NEGATIVE_BINOMIAL:
+            return rng.negative_binomial(a, own[1], size=size)
+        if self.family == k.GEOMETRIC:
+            return rng.geometric(a, size=size)
+        return rng.integers(np.asarray(a, np.int64), np.asarray(own[1], np.int64) + 1, size=size)
+
+
+def is_unregistered_distribution(value) -> bool:
+    """Whether ``value`` is a PyMC distribution made with ``.dist(...)`` (not a model variable)."""
+    from pytensor.tensor.random.op import RandomVariable
+    from pytensor.tensor.variable import TensorVariable
+
+    if not isinstance(value, TensorVariable) or value.owner is None:
+        return False
+    from pymc.distributions.distribution import SymbolicRandomVariable
+
+    if not isinstance(value.owner.op, RandomVariable | SymbolicRandomVariable):
+        return False
+    import pymc as pm
+
+    model = pm.modelcontext(None)
+    return value not in model.rvs_to_values
+
+
+def read_latent(dist) -> Latent:
+    """Return the :class:`Latent` of an unregistered univariate PyMC distribution, or refuse."""
+    op = dist.owner.op
+    name = type(op).__name__
+    if getattr(op, "ndim_supp", 0) != 0:
+        raise ValueError(
+            f"the confidential value must be a univariate distribution (one number per cell), "
+            f"got {name} with support dimension {op.ndim_supp}"
+        )
+    if name in _KERNEL_FAMILIES:
+        params = tuple(op.dist_params(dist.owner))
+        if len(params) == 1:
+            params = (params[0], params[0].zeros_like())
+        return Latent("kernel", _KERNEL_FAMILIES[name], params, True)
+    if name == "DiracDeltaRV":
+        (c,) = op.dist_params(dist.owner)
+        if dist.dtype.startswith("float"):
+            raise ValueError("a DiracDelta confidential value must be an integer")
+        return Latent("kernel", k.DISCRETE_UNIFORM, (c, c), True)
+    if name == "NormalRV":
+        return Latent("normal", -1, tuple(op.dist_params(dist.owner)), False)
+    if name == "MixtureRV":
+        weights, *components = op.dist_params(dist.owner)
+        parts = tuple(read_latent(c) for c in components)
+        if len(parts) < 2 or len({p.discrete for p in parts}) != 1:
+            raise ValueError(
+                "a mixture confidential value needs a list of at least two components, all "
+                "discrete or all continuous"
+            )
+        return Latent("mixture", -1, (weights,), parts[0].discrete, parts)
+    raise ValueError(
+        f"cannot marginalise a confidential value distributed as {name.removesuffix('RV')}: "
+        f"no bound on its tail is available here; supported: {_SUPPORTED}"
+    )

@@ -1,0 +1,145 @@
+"""The observed PyMC variable of marginalised releases: one CustomDist per table of cells."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..mechanisms._coordinate import GAUSSIAN, LAPLACE
+from ..mechanisms.thresholded import Thresholded
+from ._cells import Cells, release_cells
+from ._latent import Latent
+
+
+def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float):
+    """Add the observed variable ``name`` of ``pairs`` (mechanism, release) given ``latent``."""
+    import pymc as pm
+
+    cells = _cells_shape(pairs)
+    for mechanism, _ in pairs:
+        _check_shape(mechanism, cells)
+    forms = [release_cells(m, r, latent.discrete) for m, r in pairs]
+    released = [_observed(m, np.asarray(r, dtype=float)) for m, r in pairs]
+    discrete = all(mechanism.discrete for mechanism, _ in pairs)
+    value = released[0] if len(pairs) == 1 else np.stack(released, axis=-1)
+    core = "" if len(pairs) == 1 else str(len(pairs))
+
+    def logp(value, *params):
+        return _latent_logp(latent, params, forms, cells, tol)
+
+    variable = pm.CustomDist(
+        name,
+        *latent.tensors(),
+        logp=logp,
+        random=_random(latent, [m for m, _ in pairs], cells),
+        observed=value.astype(np.int64) if discrete else value,
+        dtype="int64" if discrete else "floatX",
+        signature=",".join(latent.core_signatures()) + f"->({core})",
+    )
+    variable.tag.dpinfer_marginal = True
+    return variable
+
+
+def _latent_logp(latent: Latent, params, forms, cells, tol):
+    """Return the per-cell marginal log-likelihood graph of ``latent`` at ``params``."""
+    import pytensor.tensor as pt
+
+    own, parts = latent.split(params)
+    if latent.kind == "kernel":
+        return _kernel_logp(latent.family, own, forms, cells, tol)
+    if latent.kind == "normal":
+        return _normal_logp(own, forms, cells)
+    components = pt.stack(
+        [
+            _latent_logp(c, p, forms, cells, tol)
+            for c, p in zip(latent.components, parts, strict=True)
+        ],
+        axis=-1,
+    )
+    log_weights = pt.log(pt.broadcast_to(own[0], (*cells, len(latent.components))))
+    return pt.logsumexp(log_weights + components, axis=-1)
+
+
+def _cells_shape(pairs) -> tuple[int, ...]:
+    shapes = {tuple(np.shape(released)) for _, released in pairs}
+    if len(shapes) != 1:
+        raise ValueError(
+            "every release of the cells must have the cells' shape; got shapes "
+            f"{sorted(shapes)} for the {len(pairs)} (mechanism, released) pairs"
+        )
+    return shapes.pop()
+
+
+def _check_shape(mechanism, cells) -> None:
+    k = len(mechanism.event_shape)
+    if len(cells) < k or cells[len(cells) - k :] != mechanism.event_shape:
+        raise ValueError(
+            f"released of shape {cells} must end in the mechanism's event_shape "
+            f"{mechanism.event_shape}"
+        )
+
+
+def _observed(mechanism, released: np.ndarray) -> np.ndarray:
+    """Return what PyMC holds: a suppressed cell (NaN) at its cut, or PyMC would impute it."""
+    if isinstance(mechanism, Thresholded):
+        cut = np.broadcast_to(mechanism._cut, mechanism.event_shape)
+        return np.where(np.isnan(released), cut, released)
+    return released
+
+
+def _kernel_logp(family, params, forms, cells, tol):
+    import pytensor.tensor as pt
+
+    from ._op import MarginalLogp
+
+    constants = [pt.constant(x) for x in Cells.stack(forms)]
+    a, b = (pt.broadcast_to(pt.cast(p, "float64"), cells).ravel() for p in params)
+    return MarginalLogp(family, tol)(a, b, *constants)[0].reshape(cells)
+
+
+def _normal_logp(params, forms, cells):
+    if len(forms) != 1:
+        raise ValueError(
+            "a Normal confidential value can be marginalised against one release per cell; "
+            "for several, use a discrete latent or combine the Gaussian releases first"
+        )
+    kinds, released, coef = forms[0].kinds, forms[0].released, forms[0].coef
+    mu, sigma = params
+    if np.all(kinds == GAUSSIAN):
+        return _normal_gaussian(mu, sigma, released.reshape(cells), coef[:, 0].reshape(cells) / 2)
+    if np.all(kinds == LAPLACE):
+        return _normal_laplace(mu, sigma, released.reshape(cells), coef[:, 0].reshape(cells))
+    raise ValueError(
+        "a Normal confidential value needs Gaussian or Laplace noise with every cell published"
+    )
+
+
+def _normal_gaussian(mu, sigma, y, noise_var):
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    return pm.logp(pm.Normal.dist(mu, pt.sqrt(pt.square(sigma) + noise_var)), y)
+
+
+def _normal_laplace(mu, sigma, y, b):
+    import pytensor.tensor as pt
+    from pymc.distributions.dist_math import normal_lcdf
+
+    z = y - mu
+    return (
+        -np.log(2 * b)
+        + pt.square(sigma) / (2 * b**2)
+        + pt.logaddexp(
+            -z / b + normal_lcdf(0.0, 1.0, z / sigma - sigma / b),
+            z / b + normal_lcdf(0.0, 1.0, -z / sigma - sigma / b),
+        )
+    )
+
+
+def _random(latent: Latent, mechanisms, cells):
+    def random(*params, rng=None, size=None):
+        shape = tuple(size) if size is not None else cells
+        s = latent.sample(params, rng, shape)
+        draws = [_observed(m, m.release(s, rng=rng)) for m in mechanisms]
+        return draws[0] if len(draws) == 1 else np.stack(draws, axis=-1)
+
+    return random
