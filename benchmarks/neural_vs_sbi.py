@@ -31,7 +31,9 @@ environment beside dpinfer, the pinned CPU torch first so that pip keeps it:
     /tmp/sbi-venv/bin/pip install sbi==0.27.0 -e '.[neural]'
     /tmp/sbi-venv/bin/python benchmarks/neural_vs_sbi.py
 
-Without sbi the script says so and prints dpinfer's rows only.
+(In an environment that has sbi already, ``pip install --no-deps -e .`` adds dpinfer, which
+then needs zuko, ArviZ and rich beside it.) Without sbi the script says so and prints
+dpinfer's rows only.
 
 Usage: ``python benchmarks/neural_vs_sbi.py [--quick] [--rounds 4] [--simulations 1000]
 [--seeds 3] [--jobs 2] [--paper-sple] [--methods NAME ...]``.

@@ -214,7 +214,6 @@ class _Run:
             setup.training,
             generator(setup.seq(TRAIN, r)),
             report,
-            val_loss=method.loss(r, None),
         )
         self.curves["train"] += trained.epoch_train_loss
         self.curves["val"] += trained.epoch_val_loss

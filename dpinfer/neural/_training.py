@@ -60,7 +60,8 @@ class Training:
         expectation over the draw is the average over all copies), so is its
         minimiser, while the step evaluates the flow ``noise_copies /
         step_copies`` times less often; over the epochs every copy is used.
-        The validation loss that stops training always averages all copies.
+        The validation loss draws its copies (and atoms) from the same seed
+        at every epoch, so epochs are compared on the same subset.
 
     Examples
     --------
@@ -130,13 +131,12 @@ def fit(
     options: Training,
     gen: torch.Generator,
     report: Callable[[int, float, float], None],
-    val_loss: Loss | None = None,
 ) -> Fit:
     """Train ``density`` on rows ``train`` of ``data``; early-stop on rows ``val``.
 
     ``loss(density, batch, gen)`` is the mean loss of a batch (a dict of the
-    rows of ``data``); ``val_loss`` (default ``loss``) the one early stopping
-    watches; ``report(epoch, train_loss, val_loss)`` is called after every epoch.
+    rows of ``data``); ``report(epoch, train_loss, val_loss)`` is called after
+    every epoch.
     """
     start = time.perf_counter()
     params = [p for p in density.parameters() if p.requires_grad]
@@ -165,7 +165,7 @@ def fit(
             optimiser.step()
             total += float(value.detach()) * len(rows)
         train_loss = total / len(train)
-        value = evaluate(density, val_loss or loss, data, val, options.batch_size, val_seed)
+        value = evaluate(density, loss, data, val, options.batch_size, val_seed)
         train_curve.append(train_loss)
         val_curve.append(value)
         report(epoch, train_loss, value)
