@@ -113,8 +113,9 @@ def run_sbi(name: str, seed: int, rounds: int, simulations: int) -> dict:
     npe = name == "sbi NPE"
     inference = (NPE if npe else NLE)(prior=prior, show_progress_bars=False)
     proposal, epochs = prior, []
-    for _ in range(rounds):
-        theta = proposal.sample((simulations,))
+    for r in range(rounds):
+        quiet = {"show_progress_bars": False} if r else {}  # the prior takes no such option
+        theta = proposal.sample((simulations,), **quiet)
         x = simulator(theta)
         if npe:
             estimator = inference.append_simulations(theta, x, proposal=proposal).train()
@@ -161,6 +162,7 @@ def main(argv=None) -> int:
     parser.add_argument("--paper-sple", action="store_true", help="add SPLE (paper)")
     parser.add_argument("--methods", nargs="+", help="only these rows (names as printed)")
     args = parser.parse_args(argv)
+    torch.set_num_threads(1)  # the scores (C2ST) in this process, as the methods in theirs
     if args.quick:
         args.rounds, args.simulations, args.seeds = 2, 300, 1
 
