@@ -14,9 +14,10 @@ batches of 200, stops after 10 epochs without improvement, and averages each
 training step over one random noise copy of each simulation
 (``Training(step_copies=1)``, an unbiased estimate of the same loss). The atomic
 loss over 10 atoms x 8 copies was most of the paper configuration's cost; on
-``benchmarks/neural_vs_sbi.py``'s problem (4 rounds of 1,000 simulations) one
-run with these settings took 69 CPU s against 438-495 with the paper's, with
-errors of the posterior means and sds within about 0.1 exact sd.
+``benchmarks/neural_vs_sbi.py``'s problem (4 rounds of 1,000 simulations, one
+torch thread) one run with these settings took 69 CPU s on a heavily loaded
+machine, where runs with the paper's had taken 438-495 CPU s, with errors of the
+posterior means and sds within about 0.1 exact sd.
 """
 
 from __future__ import annotations

@@ -167,9 +167,9 @@ def sppe(
     of 200 with patience 10, each step on one random noise copy per simulation
     (``Training(step_copies=1)``, an unbiased estimate of the same loss): on the
     two-parameter Laplace problem of ``benchmarks/neural_vs_sbi.py`` it cost
-    about a seventh of the paper's CPU time, about what sbi's NPE costs at its
-    defaults, with errors of the posterior means and sds within about 0.1
-    exact sd. :data:`dpinfer.neural.SETTINGS` holds both.
+    about a sixth of the paper's CPU time, with errors of the posterior means
+    and sds within about 0.1 exact sd (that script measures it beside sbi's
+    NPE and NLE). :data:`dpinfer.neural.SETTINGS` holds both.
 
     References
     ----------
