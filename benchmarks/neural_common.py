@@ -2,11 +2,12 @@
 
 Not a benchmark itself: ``neural_sir.py`` and ``neural_linear_regression.py`` import it.
 
-* :func:`neural_options` are the SPPE/SPLE settings of a run: the paper's (the library's
-  defaults) or, with ``--light``, the lighter flows of ``tutorials/08_neural.ipynb``
+* :func:`neural_options` are the SPPE/SPLE settings of a run: the paper's
+  (``settings="paper"``) or, with ``--light``, the paper's training with lighter flows
   (4 transforms of 32 units, 8 bins, 4 noise copies) for a machine where the paper's
   flows take too long (on two shared cores, one SPPE round after the first took over
-  ten minutes with the paper's flow).
+  ten minutes with the paper's flow). ``neural_vs_sbi.py`` measures the library's
+  cheaper defaults.
 
 * :func:`cached` stores a reference run (arrays and numbers) under ``benchmarks/.cache/``
   (a folder that ignores itself in git), keyed by its settings, so a rerun does not pay
@@ -45,8 +46,8 @@ POINTS = 2000
 
 
 def neural_options(*, light: bool, threads: int) -> dict:
-    """Keyword arguments of ``sppe``/``sple``: the paper's flows, or lighter ones."""
-    options = {"training": Training(threads=threads)}
+    """Keyword arguments of ``sppe``/``sple``: the paper's settings, or lighter flows."""
+    options = {"settings": "paper", "training": Training(threads=threads)}
     if light:
         options |= {
             "flow": SplineFlow(transforms=4, hidden_features=32, bins=8),

@@ -17,19 +17,24 @@ except ImportError as err:  # pragma: no cover - exercised in a subprocess by th
     ) from err
 
 from ._c2st import c2st
+from ._embeddings import CNNEmbedding, MLPEmbedding
 from ._estimators import NeuralLikelihood, NeuralPosterior, load
 from ._flows import SplineFlow
 from ._mcmc import MCMC
 from ._sequential import RoundInfo
+from ._settings import SETTINGS
 from ._training import Training
 from .sple import sple
 from .sppe import sppe
 
 __all__ = [
+    "CNNEmbedding",
     "MCMC",
+    "MLPEmbedding",
     "NeuralLikelihood",
     "NeuralPosterior",
     "RoundInfo",
+    "SETTINGS",
     "SplineFlow",
     "Training",
     "c2st",

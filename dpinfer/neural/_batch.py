@@ -40,7 +40,7 @@ def posterior_draws(estimator, releases: np.ndarray, n: int, seq, prior=None):
     d = estimator.density.features
     z_out, log_q_out = np.empty((n, m, d)), np.empty((n, m))
     filled, tried = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
-    context = torch.as_tensor(releases, dtype=torch.float32)
+    context = estimator._tensor(releases)
     with forked(seq), torch.no_grad():
         while (short := np.flatnonzero(filled < n)).size:
             _check_support_rate(filled[short], tried[short], short)
@@ -66,8 +66,8 @@ def _next_pass(want: np.ndarray, filled, tried, short) -> int:
 def _draw(estimator, context: torch.Tensor, per: int, prior):
     """``per`` draws for each context row: ``z (per, rows, d)``, ``log q``, in-support mask."""
     z = estimator.density.sample(context, per)
-    log_q = estimator.density.log_prob(z, context).double().numpy()
-    z = z.double().numpy()
+    log_q = estimator.density.log_prob(z, context).double().cpu().numpy()
+    z = z.double().cpu().numpy()
     ok = np.all(np.isfinite(z), axis=2) & np.isfinite(log_q)
     if prior is not None and ok.any():
         params, _ = estimator.space.unflatten(z[ok])

@@ -8,9 +8,11 @@ from .. import _validate
 from .._rng import as_seed_sequence, child_sequence
 from ..mechanisms.base import Mechanism
 from ..samplers._common import check_inputs, check_options
-from ._flows import SplineFlow
+from ._device import check_device
+from ._embeddings import embedding_builder
 from ._rqmc import is_power_of_two
 from ._sequential import SPACE, Setup
+from ._settings import resolve
 from ._simulations import space_for
 from ._training import Training
 
@@ -19,6 +21,7 @@ NOISE = ("rqmc", "mc")
 SHARED = (
     "rounds",
     "simulations",
+    "settings",
     "noise_copies",
     "noise",
     "flow",
@@ -27,6 +30,7 @@ SHARED = (
     "executor",
     "progressbar",
     "callback",
+    "device",
 )
 
 
@@ -42,6 +46,7 @@ def setup(
     *,
     rounds,
     simulations,
+    settings,
     noise_copies,
     noise,
     flow,
@@ -50,14 +55,20 @@ def setup(
     executor,
     progressbar,
     callback,
+    device,
     dequantise_discrete=False,
+    embedding=None,
 ) -> tuple[Setup, int, int]:
     """Validate the arguments common to SPPE and SPLE; return the setup, rounds, simulations.
 
-    ``dequantise_discrete``: model an integer release plus a uniform (SPLE's likelihood).
+    ``flow``, ``training`` and ``noise_copies`` left as None come from the
+    preset named ``settings``. ``dequantise_discrete``: model an integer
+    release plus a uniform (SPLE's likelihood).
     """
     released = check_inputs(model, mechanism, released)
     check_options(rng=rng, executor=executor, progressbar=progressbar)
+    chosen = resolve(settings, flow=flow, training=training, noise_copies=noise_copies)
+    flow, training, noise_copies = chosen["flow"], chosen["training"], chosen["noise_copies"]
     rounds = _validate.size("rounds", rounds)
     simulations = _validate.size("simulations", simulations)
     if simulations < 2:
@@ -82,13 +93,9 @@ def setup(
             f"{type(mechanism).__name__} has no release_from_uniform (inverse CDF), which "
             "noise='rqmc' needs; pass noise='mc' to privatise with independent releases"
         )
-    if training is None:
-        training = Training()
-    elif not isinstance(training, Training):
+    if not isinstance(training, Training):
         raise TypeError(f"training must be a dpinfer.neural.Training, got {training!r}")
-    if flow is None:
-        flow = SplineFlow()
-    elif not callable(flow):
+    if not callable(flow):
         raise TypeError(f"flow must be a callable flow(features, context), got {flow!r}")
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable or None, got {callback!r}")
@@ -109,6 +116,8 @@ def setup(
             executor=executor,
             progressbar=bool(progressbar),
             dequantise=dequantise_discrete and bool(mechanism.discrete),
+            device=check_device(device),
+            embedding=embedding_builder(embedding),
         ),
         rounds,
         simulations,

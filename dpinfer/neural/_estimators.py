@@ -17,6 +17,7 @@ from .._rng import RNGLike, as_generator, as_seed_sequence, child_sequence
 from ..model import as_prior
 from . import _batch
 from ._batch import _MIN_SUPPORT_RATE, _SAMPLE_BATCH
+from ._device import check_device
 from ._io import read, save
 from ._mcmc import MCMC, Chains, random_walk_metropolis
 from ._result import neural_result, total_draws
@@ -30,11 +31,12 @@ class _Estimator:
 
     kind = ""
 
-    def __init__(self, density, space, info: dict, flow_spec: dict | None):
+    def __init__(self, density, space, info: dict, flow_spec: dict | None, embedding_spec=None):
         self.density = density
         self.space = space
         self.info = info
         self.flow_spec = flow_spec
+        self.embedding_spec = embedding_spec
 
     @property
     def names(self) -> list[str]:
@@ -46,6 +48,19 @@ class _Estimator:
         """Shape of one release."""
         return tuple(self.info["event_shape"])
 
+    @property
+    def device(self) -> torch.device:
+        """The torch device the estimator evaluates and samples on."""
+        return self.density.device
+
+    def to(self, device):
+        """Move the estimator to ``device`` ("cpu", "cuda", "cuda:<index>"); return it.
+
+        Sampling and density evaluations then run there (CUDA: untested here).
+        """
+        self.density.to(check_device(device))
+        return self
+
     def save(self, path) -> None:
         """Save the estimator to ``path`` (read back with :func:`dpinfer.neural.load`).
 
@@ -53,6 +68,9 @@ class _Estimator:
         the problem's description and a SHA-256 digest of all of them.
         """
         save(self, path)
+
+    def _tensor(self, x) -> torch.Tensor:
+        return torch.as_tensor(np.asarray(x), dtype=torch.float32, device=self.device)
 
     def _released(self, released) -> np.ndarray:
         arr = _validate.finite_array("released", released)
@@ -107,10 +125,6 @@ class _Estimator:
         )
 
 
-def _tensor(x) -> torch.Tensor:
-    return torch.as_tensor(np.asarray(x), dtype=torch.float32)
-
-
 class NeuralPosterior(_Estimator):
     """A neural posterior estimate ``q(theta | s_dp)``, as trained by :func:`sppe`.
 
@@ -148,9 +162,9 @@ class NeuralPosterior(_Estimator):
         """
         z = self._params(params)
         _, log_jac = self.space.unflatten(z)
-        context = _tensor(self._released(released))
+        context = self._tensor(self._released(released))
         with torch.no_grad():
-            log_q = self.density.log_prob(_tensor(z), context).double().numpy()
+            log_q = self.density.log_prob(self._tensor(z), context).double().cpu().numpy()
         return log_q - log_jac
 
     def sample(
@@ -229,14 +243,14 @@ class NeuralPosterior(_Estimator):
 
     def draw(self, released: np.ndarray, n: int, seq, prior=None):
         """Draw ``n`` times in the prior support; return ``z``, params, ``log q``, acceptance."""
-        context = _tensor(released)
+        context = self._tensor(released)
         kept, log_q, tried = [], [], 0
-        with forked(seq), torch.no_grad():
+        with forked(seq, self.device), torch.no_grad():
             while sum(len(k) for k in kept) < n:
                 want = n - sum(len(k) for k in kept)
                 z = self.density.sample(context, min(_SAMPLE_BATCH, 2 * want + 100))
-                log_z = self.density.log_prob(z, context).double().numpy()
-                z = z.double().numpy()
+                log_z = self.density.log_prob(z, context).double().cpu().numpy()
+                z = z.double().cpu().numpy()
                 tried += len(z)
                 ok = np.all(np.isfinite(z), axis=1) & np.isfinite(log_z)
                 if prior is not None:
@@ -289,13 +303,15 @@ class NeuralLikelihood(_Estimator):
 
     def _log_lik(self, released: np.ndarray, z: np.ndarray) -> np.ndarray:
         """``log q`` of one release ``(k,)``, or of one release per row ``(n, k)``, at ``z``."""
-        x = _tensor(released + (0.5 if self.info["dequantised"] else 0.0))
+        x = self._tensor(released + (0.5 if self.info["dequantised"] else 0.0))
         out = np.empty(len(z))
         with torch.no_grad():
             for lo in range(0, len(z), _SAMPLE_BATCH):
-                chunk = _tensor(z[lo : lo + _SAMPLE_BATCH])
+                chunk = self._tensor(z[lo : lo + _SAMPLE_BATCH])
                 rows = x if x.ndim == 1 else x[lo : lo + len(chunk)]
-                out[lo : lo + len(chunk)] = self.density.log_prob(rows, chunk).double().numpy()
+                out[lo : lo + len(chunk)] = (
+                    self.density.log_prob(rows, chunk).double().cpu().numpy()
+                )
         return out
 
     def posterior(
@@ -409,7 +425,9 @@ def _check_mcmc(mcmc) -> MCMC:
     return mcmc
 
 
-def load(path, *, flow=None, verify: bool = True) -> NeuralPosterior | NeuralLikelihood:
+def load(
+    path, *, flow=None, embedding=None, device="cpu", verify: bool = True
+) -> NeuralPosterior | NeuralLikelihood:
     """Load an estimator saved with ``estimator.save(path)``, checking what it reads.
 
     Parameters
@@ -419,6 +437,11 @@ def load(path, *, flow=None, verify: bool = True) -> NeuralPosterior | NeuralLik
     flow : callable, optional
         The flow builder it was trained with; needed only when that was not a
         :class:`SplineFlow` (whose settings are saved with the weights).
+    embedding : callable or torch.nn.Module, optional
+        The embedding network it was trained with; needed only when that was a
+        custom one (a preset's settings are saved with the weights).
+    device : str or torch.device, default "cpu"
+        Where to load it ("cpu", "cuda", "cuda:<index>"; CUDA untested here).
     verify : bool, default True
         Check the file's SHA-256 digest: a file changed after it was saved is
         refused. ``False`` loads a file saved without one (by dpinfer 0.1's
@@ -457,5 +480,5 @@ def load(path, *, flow=None, verify: bool = True) -> NeuralPosterior | NeuralLik
     ValueError: ... is not a valid saved dpinfer.neural estimator: torch.load(... refused it ...
     """
     verify = _validate.flag("verify", verify)
-    kind, parts = read(path, flow, verify=verify)
+    kind, parts = read(path, flow, embedding, check_device(device), verify=verify)
     return {"posterior": NeuralPosterior, "likelihood": NeuralLikelihood}[kind](*parts)

@@ -154,14 +154,19 @@ class ConditionalDensity(nn.Module):
     Parameters
     ----------
     flow : zuko.flows.Flow
-        Conditional flow of the standardised ``x`` given the standardised ``c``.
+        Conditional flow of the standardised ``x`` given the (embedded)
+        standardised ``c``.
     x_shift, x_scale, c_shift, c_scale : array_like
         Standardisations ``(x - shift) / scale`` of the variable and the context.
+    embedding : torch.nn.Module, optional
+        Maps standardised contexts ``(n, r)`` to the ``(n, k)`` features the
+        flow is conditioned on; trained with the flow.
     """
 
-    def __init__(self, flow, x_shift, x_scale, c_shift, c_scale):
+    def __init__(self, flow, x_shift, x_scale, c_shift, c_scale, embedding=None):
         super().__init__()
         self.flow = flow
+        self.embedding = embedding
         for name, value in (
             ("x_shift", x_shift),
             ("x_scale", x_scale),
@@ -177,19 +182,41 @@ class ConditionalDensity(nn.Module):
 
     @property
     def context(self) -> int:
-        """Number of conditioning variables."""
+        """Number of conditioning variables (before any embedding)."""
         return int(self.c_shift.numel())
 
-    def log_prob(self, x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
-        """``log q(x | c)`` for rows of ``x`` and ``c`` (broadcast), with the scaling Jacobian."""
-        xs = (x - self.x_shift) / self.x_scale
+    @property
+    def device(self) -> torch.device:
+        """The device of the weights and standardisations."""
+        return self.x_shift.device
+
+    def _context(self, c: torch.Tensor) -> torch.Tensor:
         cs = (c - self.c_shift) / self.c_scale
-        return self.flow(cs).log_prob(xs) - torch.log(self.x_scale).sum()
+        if self.embedding is None:
+            return cs
+        lead = cs.shape[:-1]
+        return self.embedding(cs.reshape(-1, cs.shape[-1])).reshape(*lead, -1)
+
+    def log_prob(self, x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        """``log q(x | c)`` for rows of ``x`` and ``c`` (broadcast), with the scaling Jacobian.
+
+        With both ``x`` and ``c`` batched, their leading axes broadcast, and each
+        context is standardised and embedded once before it is repeated (the
+        atomic loss evaluates every context at many parameters).
+        """
+        xs = (x - self.x_shift) / self.x_scale
+        cs = self._context(c)
+        log_scale = torch.log(self.x_scale).sum()
+        if xs.dim() > 1 and cs.dim() > 1 and (xs.dim() > 2 or cs.dim() > 2 or len(xs) != len(cs)):
+            lead = torch.broadcast_shapes(xs.shape[:-1], cs.shape[:-1])
+            xs = xs.expand(*lead, xs.shape[-1]).reshape(-1, xs.shape[-1])
+            cs = cs.expand(*lead, cs.shape[-1]).reshape(-1, cs.shape[-1])
+            return (self.flow(cs).log_prob(xs) - log_scale).reshape(lead)
+        return self.flow(cs).log_prob(xs) - log_scale
 
     def sample(self, c: torch.Tensor, n: int) -> torch.Tensor:
         """``n`` draws of ``x`` given one context ``c`` (draws from torch's global generator)."""
-        cs = (c - self.c_shift) / self.c_scale
-        return self.flow(cs).sample((n,)) * self.x_scale + self.x_shift
+        return self.flow(self._context(c)).sample((n,)) * self.x_scale + self.x_shift
 
 
 def standardisation(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -27,6 +27,8 @@ import torch
 
 from .._validate import MAX_SIZE
 from ..samplers._transforms import ParameterSpace
+from ._embeddings import PRESETS as EMBEDDINGS
+from ._embeddings import build_embedding, from_spec
 from ._flows import ConditionalDensity, SplineFlow, build_flow
 
 FORMAT = "dpinfer.neural/2"
@@ -62,14 +64,20 @@ def save(estimator, path) -> None:
         "features": estimator.density.features,
         "context": estimator.density.context,
     }
+    if estimator.density.embedding is not None:
+        meta["embedding"] = estimator.embedding_spec or {"kind": "custom"}
     meta = json.loads(json.dumps(meta))  # the description exactly as it will be read back
     state = {k: v.detach().cpu() for k, v in estimator.density.state_dict().items()}
     meta["digest"] = _digest(meta, state)
     torch.save({"meta": json.dumps(meta), "state": state}, path)
 
 
-def read(path, flow=None, *, verify: bool = True):
-    """Return ``(kind, (density, space, info, flow_spec))`` of a checked saved estimator."""
+def read(path, flow=None, embedding=None, device=None, *, verify: bool = True):
+    """Return ``(kind, (density, space, info, flow_spec, embedding_spec))`` of a checked file.
+
+    ``embedding``: the network or builder of a custom embedding (a preset's is
+    rebuilt from the file); ``device``: where to put the density (default CPU).
+    """
     path = check_path(path)
     try:
         meta, state = _unpack(_load(path))
@@ -83,13 +91,39 @@ def read(path, flow=None, *, verify: bool = True):
                     "this estimator was trained with a custom flow builder; pass it again as flow="
                 )
             flow = _spline_flow(spec)
-        density = _density(flow, meta["features"], meta["context"], state)
+        saved = meta.get("embedding")
+        net, conditions = _embedding(saved, embedding, meta["context"])
+        density = _density(flow, meta["features"], meta["context"], state, net, conditions)
         space = ParameterSpace.from_bounds(meta["names"], meta["shapes"], meta["bounds"])
     except _Invalid as err:
         raise ValueError(
             f"{path!s} is not a valid saved dpinfer.neural estimator: {err}"
         ) from None
-    return meta["kind"], (density, space, meta["info"], spec)
+    if device is not None:
+        density.to(device)
+    embedding_spec = saved if saved and saved["kind"] != "custom" else None
+    return meta["kind"], (density, space, meta["info"], spec, embedding_spec)
+
+
+def _embedding(saved, given, context: int):
+    """Rebuild the embedding network of a saved file: ``(module or None, flow context)``."""
+    if saved is None:
+        if given is not None:
+            raise ValueError("this estimator was trained without an embedding; omit embedding=")
+        return None, context
+    if given is None:
+        if saved["kind"] == "custom":
+            raise ValueError(
+                "this estimator was trained with a custom embedding network; pass it (or its "
+                "builder) again as embedding="
+            )
+        try:
+            given = from_spec(saved)
+        except (TypeError, ValueError) as err:
+            raise _Invalid(
+                f"its embedding settings {saved!r} are not those of a preset ({err})"
+            ) from None
+    return build_embedding(given, context)
 
 
 def _load(path: str):
@@ -177,6 +211,10 @@ def _check_meta(meta: dict, *, verify: bool) -> None:
             )
     if meta.get("flow") is not None:
         _field(meta, "flow", dict)
+    if "embedding" in meta:
+        kind = _field(meta, "embedding", dict).get("kind")
+        if kind not in (*EMBEDDINGS, "custom"):
+            raise _Invalid(f"its embedding kind is {kind!r}, not one of {(*EMBEDDINGS, 'custom')}")
     if verify:
         _field(meta, "digest", str)
 
@@ -268,14 +306,21 @@ def _check_digest(meta: dict, state: dict) -> None:
         )
 
 
-def _density(flow, features: int, context: int, state: dict) -> ConditionalDensity:
-    """Build the flow, check ``state`` against it (names, shapes, dtypes, values), load it."""
+def _density(
+    flow, features: int, context: int, state: dict, net=None, conditions=None
+) -> ConditionalDensity:
+    """Build the flow, check ``state`` against it (names, shapes, dtypes, values), load it.
+
+    ``net``: the embedding network, whose ``conditions`` outputs condition the flow.
+    """
+    conditions = context if conditions is None else conditions
     density = ConditionalDensity(
-        build_flow(flow, features, context),
+        build_flow(flow, features, conditions),
         [0.0] * features,
         [1.0] * features,
         [0.0] * context,
         [1.0] * context,
+        embedding=net,
     )
     expected = density.state_dict()
     if set(state) != set(expected):

@@ -5,6 +5,11 @@ unconstrained scale, ``(B, d)``), the log prior density there (``(B,)``) and
 ``M`` privatised copies of its statistic ``s`` (``(B, M, r)``). Each loss is the
 mean over simulations of the mean over copies, the nested RQMC estimator (11)
 of the inner integral :math:`\int \eta(s_{dp} \mid x)\, g(s_{dp}, \theta)\, ds_{dp}`.
+
+With ``copies`` below ``M``, each training step averages over a random subset
+of ``copies`` of every simulation's ``M`` copies, drawn afresh at every step: an
+unbiased estimate of the same loss (and gradient), whose minimiser is therefore
+unchanged, at ``copies / M`` of the cost of the step's density evaluations.
 """
 
 from __future__ import annotations
@@ -12,15 +17,33 @@ from __future__ import annotations
 import torch
 
 
-def posterior_loss(density, batch: dict, gen: torch.Generator) -> torch.Tensor:
-    r"""First-round SPPE loss (7): :math:`-\log q(\theta_i \mid s_{dp,ij})`, averaged."""
-    z, s = batch["z"], batch["s"]
-    b, m, r = s.shape
-    log_q = density.log_prob(z.repeat_interleave(m, dim=0), s.reshape(b * m, r))
-    return -log_q.mean()
+def subsample_copies(s: torch.Tensor, copies: int | None, gen: torch.Generator) -> torch.Tensor:
+    """Return ``copies`` of the ``M`` copies of each simulation, drawn without replacement.
+
+    ``s`` is ``(B, M, r)``; with ``copies`` None or at least ``M`` it is returned
+    as it is (and ``gen`` is not used).
+    """
+    b, m, _ = s.shape
+    if copies is None or copies >= m:
+        return s
+    pick = torch.rand(b, m, generator=gen).argsort(dim=1)[:, :copies].to(s.device)
+    return s[torch.arange(b, device=s.device)[:, None], pick]
 
 
-def atomic_loss(atoms: int):
+def posterior_loss(copies: int | None = None):
+    r"""Return the first-round SPPE loss (7): :math:`-\log q(\theta_i \mid s_{dp,ij})`, averaged.
+
+    ``copies``: noise copies per simulation in each step (None: all).
+    """
+
+    def loss(density, batch: dict, gen: torch.Generator) -> torch.Tensor:
+        z, s = batch["z"], subsample_copies(batch["s"], copies, gen)
+        return -density.log_prob(z[:, None], s).mean()
+
+    return loss
+
+
+def atomic_loss(atoms: int, copies: int | None = None):
     r"""Return the APT loss (8) with atomic proposals (Greenberg, Nonnenmacher, Macke 2019).
 
     For simulation :math:`i` the atoms are :math:`\theta_i` and ``atoms - 1``
@@ -32,24 +55,26 @@ def atomic_loss(atoms: int):
     """
 
     def loss(density, batch: dict, gen: torch.Generator) -> torch.Tensor:
-        z, s, log_prior = batch["z"], batch["s"], batch["log_prior"]
-        b, m, r = s.shape
+        z, log_prior = batch["z"], batch["log_prior"]
+        s = subsample_copies(batch["s"], copies, gen)
+        b = s.shape[0]
         k = min(atoms, b)
         others = torch.ones(b, b) - torch.eye(b)
         picks = torch.multinomial(others, k - 1, replacement=False, generator=gen)
-        index = torch.cat([torch.arange(b)[:, None], picks], dim=1)  # (b, k), own first
-        atom_z = z[index]  # (b, k, d)
-        context = s[:, :, None, :].expand(b, m, k, r).reshape(-1, r)
-        theta = atom_z[:, None].expand(b, m, k, z.shape[1]).reshape(-1, z.shape[1])
-        logits = density.log_prob(theta, context).reshape(b, m, k) - log_prior[index][:, None]
+        index = torch.cat([torch.arange(b)[:, None], picks], dim=1).to(z.device)  # own first
+        # contexts (b, m, 1, r) against atoms (b, 1, k, d): logits (b, m, k)
+        log_q = density.log_prob(z[index][:, None], s[:, :, None, :])
+        logits = log_q - log_prior[index][:, None]
         return -(logits[..., 0] - torch.logsumexp(logits, dim=-1)).mean()
 
     return loss
 
 
-def likelihood_loss(density, batch: dict, gen: torch.Generator) -> torch.Tensor:
-    r"""SPLE loss (5): :math:`-\log q(s_{dp,ij} \mid \theta_i)`, averaged."""
-    z, s = batch["z"], batch["s"]
-    b, m, r = s.shape
-    log_q = density.log_prob(s.reshape(b * m, r), z.repeat_interleave(m, dim=0))
-    return -log_q.mean()
+def likelihood_loss(copies: int | None = None):
+    r"""Return the SPLE loss (5): :math:`-\log q(s_{dp,ij} \mid \theta_i)`, averaged."""
+
+    def loss(density, batch: dict, gen: torch.Generator) -> torch.Tensor:
+        z, s = batch["z"], subsample_copies(batch["s"], copies, gen)
+        return -density.log_prob(s, z[:, None]).mean()
+
+    return loss

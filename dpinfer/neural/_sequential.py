@@ -21,6 +21,8 @@ import torch
 from .._progress import progress_bar
 from .._rng import child_sequence
 from ..samplers._simulate import BatchSimulator
+from ._device import CPU
+from ._embeddings import build_embedding, embedding_spec
 from ._flows import ConditionalDensity, SplineFlow, build_flow, standardisation
 from ._result import neural_result
 from ._simulations import Pool, prior_log_density, privatise, validation_mask
@@ -49,6 +51,8 @@ class Setup:
     executor: Any
     progressbar: bool
     dequantise: bool = False
+    device: torch.device = CPU
+    embedding: Any = None
 
     def seq(self, stream: int, index: int = 0) -> np.random.SeedSequence:
         """Return the seed of ``stream`` for round (or item) ``index``."""
@@ -57,6 +61,10 @@ class Setup:
     def flow_spec(self) -> dict | None:
         """Return settings that rebuild the flow builder on loading (None for a custom one)."""
         return self.flow.spec() if isinstance(self.flow, SplineFlow) else None
+
+    def embedding_spec(self) -> dict | None:
+        """Return settings that rebuild a preset embedding on loading (None otherwise)."""
+        return embedding_spec(self.embedding)
 
 
 class Final(NamedTuple):
@@ -106,10 +114,18 @@ class RoundRecord(NamedTuple):
 
 
 def build_density(setup: Setup, x: np.ndarray, context: np.ndarray) -> ConditionalDensity:
-    """Build a flow of ``x`` given ``context``, standardised by these first-round values."""
+    """Build a flow of ``x`` given ``context``, standardised by these first-round values.
+
+    With ``setup.embedding`` the context passes through the embedding network
+    first, and the flow is conditioned on its output.
+    """
     with forked(setup.seq(INIT)):
-        flow = build_flow(setup.flow, x.shape[-1], context.shape[-1])
-    return ConditionalDensity(flow, *standardisation(x), *standardisation(context))
+        net, conditions = build_embedding(setup.embedding, context.shape[-1])
+        flow = build_flow(setup.flow, x.shape[-1], conditions)
+    density = ConditionalDensity(
+        flow, *standardisation(x), *standardisation(context), embedding=net
+    )
+    return density.to(setup.device)
 
 
 def run_rounds(setup: Setup, method, rounds: int, simulations: int, callback) -> dict:
@@ -181,7 +197,7 @@ class _Run:
         t1 = time.perf_counter()
         if self.density is None:
             self.density = method.build(setup, self.pool)
-        data, train, val = self.pool.tensors()
+        data, train, val = self.pool.tensors(setup.device)
 
         def report(epoch, train_loss, val_loss):
             bar.update(
@@ -191,7 +207,7 @@ class _Run:
 
         trained = fit(
             self.density,
-            method.loss(r),
+            method.loss(r, setup.training.step_copies),
             data,
             train,
             val,

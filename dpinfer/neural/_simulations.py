@@ -70,10 +70,10 @@ class Pool:
     def __len__(self) -> int:
         return sum(len(p["z"]) for p in self.parts)
 
-    def tensors(self) -> tuple[dict, torch.Tensor, torch.Tensor]:
-        """Float32 tensors of ``z``, ``s`` and ``log_prior``; training and validation rows."""
+    def tensors(self, device=None) -> tuple[dict, torch.Tensor, torch.Tensor]:
+        """Float32 ``z``, ``s``, ``log_prior`` on ``device``; the training and validation rows."""
         data = {
-            name: torch.as_tensor(self.column(name), dtype=torch.float32)
+            name: torch.as_tensor(self.column(name), dtype=torch.float32, device=device)
             for name in ("z", "s", "log_prior")
         }
         validation = self.column("validation")

@@ -29,8 +29,12 @@ def generator(seq: np.random.SeedSequence) -> torch.Generator:
 
 
 @contextlib.contextmanager
-def forked(seq: np.random.SeedSequence):
-    """Run the block with torch's global generator seeded from ``seq``, then restore it."""
-    with torch.random.fork_rng(devices=[]):
+def forked(seq: np.random.SeedSequence, device: torch.device | None = None):
+    """Run the block with torch's global generator seeded from ``seq``, then restore it.
+
+    On a CUDA ``device`` that device's generator is forked and seeded too.
+    """
+    devices = [device] if device is not None and device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
         torch.manual_seed(torch_seed(seq))
         yield

@@ -23,7 +23,11 @@ from .. import _validate
 
 @dataclass(frozen=True)
 class Training:
-    """Optimisation settings; the defaults are Xiong, Ju and Zhang's (2023, S3).
+    """Optimisation settings; the field defaults are Xiong, Ju and Zhang's (2023, S3).
+
+    ``settings="default"`` of :func:`sppe` and :func:`sple` uses other values
+    (see :data:`dpinfer.neural.SETTINGS`); a ``Training`` passed explicitly is
+    used as it is.
 
     Parameters
     ----------
@@ -49,6 +53,15 @@ class Training:
         busy they wait for each other: on two shared cores, two threads
         took 2.5 to 10 times the wall time of one per training step. The
         same seed gives the same result at the same thread count.
+    step_copies : int or None, default None
+        Noise copies of each simulation that one training step averages over,
+        drawn at random without replacement afresh at every step (None: all
+        ``noise_copies``). The loss a step estimates is unchanged (its
+        expectation over the draw is the average over all copies), so is its
+        minimiser, while the step evaluates the flow ``noise_copies /
+        step_copies`` times less often; over the epochs every copy is used.
+        The validation loss draws its copies (and atoms) from the same seed
+        at every epoch, so epochs are compared on the same subset.
 
     Examples
     --------
@@ -65,6 +78,7 @@ class Training:
     max_epochs: int = 1000
     clip_norm: float | None = 5.0
     threads: int | None = 1
+    step_copies: int | None = None
 
     def __post_init__(self):
         if _validate.size("batch_size", self.batch_size) < 2:
@@ -78,6 +92,8 @@ class Training:
             _validate.positive_finite("clip_norm", self.clip_norm)
         if self.threads is not None and _validate.positive_int("threads", self.threads) > 4096:
             raise ValueError(f"threads must be at most 4096 (torch threads), got {self.threads!r}")
+        if self.step_copies is not None:
+            _validate.size("step_copies", self.step_copies)
 
 
 @contextlib.contextmanager
@@ -149,12 +165,12 @@ def fit(
             optimiser.step()
             total += float(value.detach()) * len(rows)
         train_loss = total / len(train)
-        val_loss = evaluate(density, loss, data, val, options.batch_size, val_seed)
+        value = evaluate(density, loss, data, val, options.batch_size, val_seed)
         train_curve.append(train_loss)
-        val_curve.append(val_loss)
-        report(epoch, train_loss, val_loss)
-        if val_loss < best:
-            best, best_train, since = val_loss, train_loss, 0
+        val_curve.append(value)
+        report(epoch, train_loss, value)
+        if value < best:
+            best, best_train, since = value, train_loss, 0
             best_state = copy.deepcopy(density.state_dict())
         else:
             since += 1
@@ -192,4 +208,5 @@ def _batches(rows: torch.Tensor, size: int):
 
 
 def _take(data: dict, rows: torch.Tensor) -> dict:
+    rows = rows.to(next(iter(data.values())).device)
     return {k: v[rows] for k, v in data.items()}

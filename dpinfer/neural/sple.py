@@ -27,7 +27,8 @@ def sple(
     *,
     rounds: int = 10,
     simulations: int = 1000,
-    noise_copies: int = 8,
+    settings: str = "default",
+    noise_copies: int | None = None,
     draws: int = 4000,
     chains: int = 4,
     rng: RNGLike = None,
@@ -35,6 +36,7 @@ def sple(
     training=None,
     mcmc=None,
     noise: str = "rqmc",
+    device="cpu",
     executor: Executor | None = None,
     callback=None,
     progressbar: bool = True,
@@ -60,7 +62,9 @@ def sple(
     ----------
     model, mechanism, released
         As in :func:`sppe`.
-    rounds, simulations, noise_copies, rng, flow, training, noise, executor, callback, progressbar
+    rounds, simulations, settings, noise_copies, rng, flow, training, noise, device
+        As in :func:`sppe`.
+    executor, callback, progressbar
         As in :func:`sppe`.
     draws : int, default 4000
         Posterior draws kept, over all chains together (rounded up to a
@@ -131,7 +135,7 @@ def sple(
             RuntimeWarning,
             stacklevel=2,
         )
-    idata = run_result(run, run_setup, method, "sple")
+    idata = run_result(run, run_setup, method, "sple", settings=settings)
     return idata, run["estimator"]
 
 
@@ -151,8 +155,8 @@ class _SPLE:
         z = np.repeat(pool.column("z"), s.shape[1], axis=0)
         return build_density(run_setup, s.reshape(-1, s.shape[-1]), z)
 
-    def loss(self, round_index: int):
-        return _losses.likelihood_loss
+    def loss(self, round_index: int, copies: int | None):
+        return _losses.likelihood_loss(copies)
 
     def estimator(self, run_setup: Setup, density) -> NeuralLikelihood:
         return NeuralLikelihood(density, run_setup.space, self.info, run_setup.flow_spec())

@@ -79,8 +79,8 @@ def test_sple_matches_the_exact_posterior(sple_run, exact):
 def test_companion_sppe_without_the_proposal_correction_fails(monkeypatch, exact):
     correct = _losses.atomic_loss
 
-    def uncorrected(atoms):
-        loss = correct(atoms)
+    def uncorrected(atoms, copies=None):
+        loss = correct(atoms, copies)
 
         def without_prior(density, batch, gen):
             return loss(density, {**batch, "log_prior": batch["log_prior"] * 0}, gen)
