@@ -93,6 +93,12 @@ def _abcdp_model_args():
     }
 
 
+def _prior_draws(released, rng):
+    """A cheap stand-in sampler for the SBC entry: draws from the prior."""
+    draws = np.random.default_rng(rng).normal(size=20)
+    return dp.results.to_inference_data({"theta": draws}, attrs={"sampler": "prior"}, chains=2)
+
+
 def compare_entries():
     rng = np.random.default_rng(0)
     a = {"x": rng.normal(size=(2, 20))}
@@ -109,6 +115,28 @@ def compare_entries():
                 P("quantiles", "", [1.5], ["a"], [np.nan], 0.5),
                 P("mmd_points", "size"),
                 P("rng", "rng"),
+            ),
+        ),
+        Entry(
+            "calibration.sbc",
+            dp.sbc,
+            lambda: {
+                "sample": _prior_draws,
+                "model": model(),
+                "mechanism": MECH,
+                "replicates": 5,
+                "rng": 0,
+                "progressbar": False,
+            },
+            (
+                P("sample", "callable"),
+                P("model", "model"),
+                P("mechanism", "mechanism"),
+                P("replicates", "size"),
+                P("estimator_options", "", 1.0, "x", optional=True),
+                P("rng", "rng"),
+                P("executor", "executor"),
+                P("progressbar", "flag"),
             ),
         ),
         Entry(

@@ -213,7 +213,8 @@ def neural_entries(root):
             _method(_posterior, "sample"),
             lambda: {"released": 0.3, "draws": 8, "chains": 2, "rng": 0},
             (
-                P("released", "finite_array", [0.5, 0.5], [[0.5]], named="released"),
+                # [0.5, 0.5] is a batch of two releases here; rows of two are not
+                P("released", "finite_array", [[0.5, 0.5]], [[[0.5]]], named="released"),
                 P("draws", "size"),
                 P("chains", "size"),
                 P("prior", "", 1.0, "normal", OTHER, {"theta": 1.0}, optional=True),
@@ -238,7 +239,7 @@ def neural_entries(root):
                 "rng": 0,
             },
             (
-                P("released", "finite_array", [0.5, 0.5], [[0.5]], named="released"),
+                P("released", "finite_array", [[0.5, 0.5]], [[[0.5]]], named="released"),
                 P("prior", "", 1.0, "normal", None, OTHER, {"theta": 1.0}),
                 P("draws", "size"),
                 P("chains", "size"),

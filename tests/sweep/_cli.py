@@ -28,6 +28,7 @@ _NOT_A_NUMBER = ("abc", "", "1+2j", "true", "0x10")
 _BAD_TEXT = {
     "positive": (*_NOT_A_NUMBER, "nan", "inf", "-inf", "1e400", "-1", "0"),
     "finite": (*_NOT_A_NUMBER, "nan", "inf", "-inf", "1e400"),
+    "ranged": (*_NOT_A_NUMBER, "nan", "inf", "-inf", "1e400"),
     "integer": (*_NOT_A_NUMBER, "nan", "inf", "2.5", "-1", "0", str(2**70)),
     "yes_no": ("maybe", "", "2", "nan"),
     "choice": ("", "other", "AUTO"),
@@ -45,6 +46,8 @@ def _kind(check) -> str:
         return "choice"
     if hasattr(check, "size"):
         return "vector"
+    if hasattr(check, "bounds") and not check.range.startswith("an integer"):
+        return "ranged"
     return "integer"
 
 
@@ -82,9 +85,12 @@ def _example_entry(example, tmp_out: str) -> Entry:
             bad.append(" ".join(["1"] * (opt.size - 1)))  # one value short
         else:
             bad = list(_BAD_TEXT[kind])
-        if kind == "integer":  # "An integer from {minimum} to {maximum}."
-            low, high = (int(w) for w in opt.check.__doc__.rstrip(".").split()[3::2])
+        if kind == "integer":
+            low, high = (int(b) for b in opt.check.bounds)
             bad += [str(low - 1), str(high + 1)]
+        if kind == "ranged":
+            low, high = opt.check.bounds
+            bad += [repr(low - max(abs(low), 1.0)), repr(high + max(abs(high), 1.0))]
         params.append(Param(opt.cli_flag, "", tuple(bad), named=opt.cli_flag))
     params.append(Param("--seed", "", ("-1", "abc", "1.5", ""), named="--seed"))
     params.append(Param("--out", "", ("", __file__), named="--out"))
