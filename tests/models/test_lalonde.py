@@ -149,6 +149,8 @@ def test_a_monte_carlo_em_fit_that_has_not_converged_is_flagged_in_its_rows(
         monkeypatch.setattr(ll, name, lambda *args, _r=fits["reference"], **kwargs: _r)
     sampler = (fits["abc"], "rejection ABC", ["a note"], {})
     monkeypatch.setattr(ll, "_exact_sampler", lambda *args: sampler)
+    # the intervals of the fit are tested in test_mcem_profile.py and test_cli_run.py
+    monkeypatch.setattr(ll, "mle_interval_notes", lambda *args, **kwargs: ([], {}))
     report = ll.run(released=released, draws=100, nuts_draws=100, rng=1).report
     mcem = [r for r in report.rows if r.analysis.startswith("MLE: Monte Carlo EM")]
     assert len(mcem) == 4
