@@ -11,6 +11,10 @@ in one worker, so a module-scoped fixture (a NUTS reference, a process pool) is 
 once. (``--dist loadgroup`` with ``xdist_group`` marks would spread the other tests
 of a module too, but pytest-xdist 3.8 cannot rename pytest 9's node ids, so its groups
 are silently ignored.)
+
+Workers take modules and classes in collection order, so the few that take a minute or
+more (``SLOW_FIRST``) are collected first: last, they would leave one worker idle while
+the other finished them.
 """
 
 from __future__ import annotations
@@ -19,6 +23,18 @@ import json
 import os
 
 import pytest
+
+#: Node-id prefixes of the modules whose runs take a minute or more, slowest first.
+SLOW_FIRST = (
+    "tests/test_tutorials.py::Test",
+    "tests/test_cli_run.py::Test",
+    "tests/models/test_pageviews.py",
+    "tests/models/test_linear_regression.py",
+    "tests/models/test_lalonde.py",
+    "tests/models/test_naive_bayes.py",
+    "tests/models/test_county_rates.py",
+    "tests/samplers/test_mcem_lalonde.py",
+)
 
 _AUDIT_ROWS: list[dict] = []
 _IN_WORKER = False
@@ -47,6 +63,15 @@ def audit_table(record_property):
         return row
 
     return record
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    def rank(item) -> int:
+        starts = [i for i, prefix in enumerate(SLOW_FIRST) if item.nodeid.startswith(prefix)]
+        return starts[0] if starts else len(SLOW_FIRST)
+
+    items.sort(key=rank)  # stable: the order within each rank is kept
 
 
 def pytest_configure(config):

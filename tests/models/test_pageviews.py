@@ -8,9 +8,6 @@ the exact analysis recovers the generating views better than the naive ones.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import math
 
 import numpy as np
@@ -18,7 +15,6 @@ import pytest
 import scipy.special as sc
 import scipy.stats as st
 
-from dpinfer import cli
 from dpinfer.models import pageviews as pv
 
 DAYS = 14
@@ -143,16 +139,15 @@ def test_bad_analysis_is_refused_by_name(table):
 
 @pytest.fixture(scope="module")
 def summary(tmp_path_factory):
-    out = tmp_path_factory.mktemp("pageviews") / "out"
-    argv = ["run", "pageviews", "--days", "14", "--draws", "100", "--tune", "100"]
-    argv += ["--seed", "3", "--out", str(out), "--format", "json"]
-    stdout = io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):
-        assert cli.main(argv) == 0
-    saved = json.loads((out / "summary.json").read_text())
-    assert json.loads(stdout.getvalue())["rows"] == saved["rows"]
+    """The command-line run of ``tests/test_cli_run.py`` (its checks included), made once here."""
+    from test_cli_run import RUN_ELSEWHERE, SEED, TINY, check_end_to_end  # tests/ is on the path
+
+    assert "pageviews" in RUN_ELSEWHERE and SEED["pageviews"] == 3
+    assert TINY["pageviews"] == ["--days", "14", "--draws", "100", "--tune", "100"]
+    out = tmp_path_factory.mktemp("pageviews")
+    saved = check_end_to_end("pageviews", out)
     assert {"posterior.nc", "published.nc", "zero.nc", "pageviews.png"} <= {
-        p.name for p in out.iterdir()
+        p.name for p in (out / "out").iterdir()
     }
     return saved
 
