@@ -47,6 +47,7 @@ def test_paper_settings_are_xiong_ju_and_zhangs():
 
 
 @pytest.mark.parametrize("run", [sppe, sple], ids=["sppe", "sple"])
+@pytest.mark.filterwarnings("ignore:sple. the final chains have R-hat")  # one-epoch estimators
 def test_a_run_records_the_settings_it_used(run):
     kw = {**TINY, "rng": 1, "training": Training(max_epochs=1), "flow": None}
     kw.pop("noise_copies")

@@ -285,15 +285,16 @@ def test_ascent_schedule_matches_exact():
 
 def test_staged_schedule_reports_non_convergence():
     model = poisson_model(callable_likelihood())
-    fit = dp.mcem(
-        model,
-        mech(0.2),
-        37.4,
-        start={"theta": 1.0},
-        rng=4,
-        schedule=dp.StagedSchedule(stages=((1000, 1e-3),), max_iterations=3),
-        progressbar=False,
-    )
+    with pytest.warns(dp.MCEMConvergenceWarning, match="not converged after 3 iterations"):
+        fit = dp.mcem(
+            model,
+            mech(0.2),
+            37.4,
+            start={"theta": 1.0},
+            rng=4,
+            schedule=dp.StagedSchedule(stages=((1000, 1e-3),), max_iterations=3),
+            progressbar=False,
+        )
     assert not fit.converged
     assert fit.iterations == 3
     assert "NOT converged" in repr(fit)
