@@ -25,257 +25,47 @@ theta      sampler   exact     50.000  29.300   5.000  50.000  95.000
 
 from __future__ import annotations
 
-import csv
 import functools
-import io
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from ._report_figures import density_figure, interval_figure, new_figure
+from ._report_rows import (
+    LEVELS,
+    ROLES,
+    Report,
+    Result,
+    Row,
+    _jsonable,
+    distribution_rows,
+    draw_rows,
+    idata_draws,
+    mle_rows,
+    value_rows,
+)
+
 __all__ = [
+    "LEVELS",
     "ROLES",
     "Report",
     "Result",
     "Row",
     "distribution_rows",
+    "density_figure",
     "draw_rows",
     "idata_draws",
     "interval_figure",
     "mle_interval_notes",
     "mle_rows",
+    "new_figure",
     "nuts_note",
     "save_run",
     "smc_note",
     "value_rows",
 ]
-
-#: What the ``role`` column of a row means.
-ROLES = {
-    "exact": "given the release, by an exact method (closed form or exact sampler)",
-    "reference": "an independent route to the same answer (PyMC NUTS, numerical integration)",
-    "naive": "treats the release as if it were the confidential statistic",
-    "private": "differentially private posterior samples (ABCDP)",
-    "non-private": "the same algorithm without privacy noise",
-    "confidential": "computed from the confidential data (not available to an analyst)",
-    "prior": "the prior",
-    "truth": "the parameter value that generated the data",
-}
-#: Quantile levels of the summary.
-LEVELS = (0.05, 0.5, 0.95)
-_COLORS = {
-    "exact": "tab:green",
-    "reference": "tab:purple",
-    "naive": "tab:red",
-    "private": "tab:orange",
-    "non-private": "0.3",
-    "confidential": "tab:cyan",
-    "prior": "tab:blue",
-}
-
-
-@dataclass(frozen=True)
-class Row:
-    """One analysis of one parameter.
-
-    For an estimator ``"posterior"`` the numbers are the posterior mean, sd
-    and quantiles; for ``"mle"`` the estimate and its standard error (no
-    quantiles); for ``"value"`` a single number (the truth). ``flag`` is empty,
-    or a warning shown in the row itself (``"not converged"``): the table
-    marks the row, and the CSV and JSON summaries carry it.
-    """
-
-    analysis: str
-    role: str
-    estimator: str
-    parameter: str
-    mean: float
-    sd: float = math.nan
-    q05: float = math.nan
-    q50: float = math.nan
-    q95: float = math.nan
-    flag: str = ""
-
-    def __post_init__(self):
-        if self.role not in ROLES:
-            raise ValueError(f"role must be one of {sorted(ROLES)}, got {self.role!r}")
-        if self.estimator not in ("posterior", "mle", "value"):
-            raise ValueError(f"estimator must be posterior, mle or value, got {self.estimator!r}")
-
-
-def draw_rows(analysis: str, role: str, draws: Mapping[str, Any]) -> list[Row]:
-    """Rows from posterior draws: ``{name: array (n_draws, *shape)}``; vectors give ``name[i]``.
-
-    Fewer than two draws give NaN where a statistic is undefined, without warnings.
-    """
-    rows = []
-    for name, values in draws.items():
-        arr = np.asarray(values, dtype=float)
-        width = int(np.prod(arr.shape[1:])) if arr.ndim > 1 else 1
-        arr = arr.reshape(arr.shape[0], width)
-        for j in range(arr.shape[1]):
-            label = name if arr.shape[1] == 1 and np.ndim(values) <= 1 else f"{name}[{j}]"
-            rows.append(Row(analysis, role, "posterior", label, *_summary(arr[:, j])))
-    return rows
-
-
-def idata_draws(idata, var_names: Iterable[str] | None = None) -> dict[str, np.ndarray]:
-    """Return ``{name: (chains * draws, *shape)}`` from an InferenceData's posterior group."""
-    post = idata.posterior
-    names = list(post.data_vars) if var_names is None else list(var_names)
-    out = {}
-    for name in names:
-        arr = np.asarray(post[name])
-        out[name] = arr.reshape(-1, *arr.shape[2:])
-    return out
-
-
-def distribution_rows(analysis: str, role: str, dists: Mapping[str, Any]) -> list[Row]:
-    """Rows from frozen ``scipy.stats`` distributions (closed-form posteriors or priors)."""
-    return [
-        Row(
-            analysis,
-            role,
-            "posterior",
-            name,
-            float(d.mean()),
-            float(d.std()),
-            *map(float, d.ppf(LEVELS)),
-        )
-        for name, d in dists.items()
-    ]
-
-
-def mle_rows(
-    analysis: str, role: str, estimate: Mapping, standard_error: Mapping, *, flag: str = ""
-) -> list[Row]:
-    """Rows of a maximum likelihood estimate and its standard error (``flag``: see Row)."""
-    return [
-        Row(
-            analysis,
-            role,
-            "mle",
-            name,
-            float(estimate[name]),
-            float(standard_error[name]),
-            flag=flag,
-        )
-        for name in estimate
-    ]
-
-
-def value_rows(analysis: str, role: str, values: Mapping) -> list[Row]:
-    """Rows of single values (the truth); vectors give ``name[i]``."""
-    rows = []
-    for name, value in values.items():
-        arr = np.ravel(np.asarray(value, dtype=float))
-        labels = [name] if np.ndim(value) == 0 else [f"{name}[{j}]" for j in range(arr.size)]
-        rows += [
-            Row(analysis, role, "value", lab, float(v)) for lab, v in zip(labels, arr, strict=True)
-        ]
-    return rows
-
-
-@dataclass
-class Report:
-    """What an example prints and saves.
-
-    Attributes
-    ----------
-    title : str
-        The example and its paper.
-    setting : list of str
-        The model, mechanism and release, in words.
-    rows : list of Row
-        The summary table.
-    notes : list of str
-        Diagnostics in words (acceptance rates, tests against closed forms).
-    diagnostics : dict
-        The same numbers, machine-readable (saved in ``summary.json``).
-    """
-
-    title: str
-    setting: list[str]
-    rows: list[Row]
-    notes: list[str] = field(default_factory=list)
-    diagnostics: dict = field(default_factory=dict)
-
-    def table(self) -> str:
-        """Return the console summary: setting, one block of rows per parameter, notes."""
-        width = max([len(r.analysis) for r in self.rows] + [8])
-        pwidth = max([len(r.parameter) for r in self.rows] + [9])
-        role_width = max([len(r.role) for r in self.rows] + [4])
-        head = f"{'parameter':<{pwidth}}  {'analysis':<{width}}  {'role':<{role_width}}"
-        head += f"{'mean':>9}{'sd':>9}" + "".join(f"{f'{q:.0%}':>9}" for q in LEVELS)
-        lines = [self.title, *self.setting, "", head]
-        previous = None
-        for row in self._rows_by_parameter():
-            name = row.parameter if row.parameter != previous else ""
-            previous = row.parameter
-            lines.append(
-                f"{name:<{pwidth}}  {row.analysis:<{width}}  {row.role:<{role_width}}"
-                + "".join(_cell(v) for v in (row.mean, row.sd, row.q05, row.q50, row.q95))
-                + (f"  ! {row.flag}" if row.flag else "")
-            )
-        if any(r.estimator == "mle" for r in self.rows):
-            lines.append("(for a maximum likelihood row, sd is the standard error)")
-        if any(r.flag for r in self.rows):
-            lines.append("(! marks a row to read with caution; the notes say why)")
-        if self.notes:
-            lines += ["", *self.notes]
-        return "\n".join(line.rstrip() for line in lines)
-
-    def to_dict(self) -> dict:
-        """Return the report as JSON-ready data (NaN becomes None)."""
-        return {
-            "title": self.title,
-            "setting": list(self.setting),
-            "rows": [_jsonable(asdict(r)) for r in self.rows],
-            "diagnostics": _jsonable(self.diagnostics),
-            "notes": list(self.notes),
-        }
-
-    def csv(self) -> str:
-        """Return the rows as CSV text, a line per analysis and parameter (empty: undefined)."""
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        names = [f.name for f in fields(Row)]
-        writer.writerow(names)
-        for row in self.rows:
-            values = [getattr(row, n) for n in names]
-            writer.writerow(["" if isinstance(v, float) and math.isnan(v) else v for v in values])
-        return out.getvalue()
-
-    def _rows_by_parameter(self) -> list[Row]:
-        order = list(dict.fromkeys(r.parameter for r in self.rows))
-        return sorted(self.rows, key=lambda r: order.index(r.parameter))
-
-
-@dataclass
-class Result:
-    """What an example's ``run`` returns.
-
-    Attributes
-    ----------
-    report : Report
-    posterior : arviz.InferenceData
-        The example's main result, saved as ``posterior.nc``.
-    figure : callable, optional
-        ``figure(path)`` draws the figure as a PNG file at ``path``; default
-        :func:`interval_figure` of the report.
-    extra : dict
-        More InferenceData (or xarray Datasets, such as an error table) to save,
-        as ``<name>.nc``.
-    """
-
-    report: Report
-    posterior: Any
-    figure: Callable[[Path], None] | None = None
-    extra: dict = field(default_factory=dict)
 
 
 def save_run(
@@ -454,145 +244,3 @@ def mle_interval_notes(
 
 def _labels(name: str, values: np.ndarray) -> list[str]:
     return [name] if values.size == 1 else [f"{name}[{i}]" for i in range(values.size)]
-
-
-# --- figures ---------------------------------------------------------------------
-
-
-def new_figure(width: float, height: float):
-    """Return a matplotlib Figure that needs no display (no pyplot state)."""
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as err:  # pragma: no cover - matplotlib is a test/extra dependency
-        raise ImportError("the example figures need matplotlib (pip install matplotlib)") from err
-    return Figure(figsize=(width, height), dpi=100)
-
-
-def interval_figure(path, report: Report, *, title: str | None = None) -> None:
-    """Draw every analysis of every parameter as an interval: 5-95% and the mean.
-
-    Posterior rows show their 5-95% quantiles, MLE rows ``estimate +- 1.645 s.e.``
-    (the same 90% level), truth rows a dashed vertical line.
-    """
-    params = list(dict.fromkeys(r.parameter for r in report.rows))
-    cols = min(len(params), 3)
-    nrows = math.ceil(len(params) / cols)
-    fig = new_figure(3.4 * cols, 0.6 + nrows * (0.35 * _max_rows(report, params) + 0.9))
-    axes = np.atleast_1d(fig.subplots(nrows, cols, squeeze=False)).ravel()
-    labels = {
-        name: [r.analysis for r in report.rows if r.parameter == name and r.estimator != "value"]
-        for name in params
-    }
-    shared = len({tuple(v) for v in labels.values()}) == 1
-    for k, (ax, name) in enumerate(zip(axes, params, strict=False)):
-        rows = [r for r in report.rows if r.parameter == name and r.estimator != "value"]
-        for y, row in enumerate(reversed(rows)):
-            lo, hi = _interval(row)
-            color = _COLORS.get(row.role, "k")
-            ax.plot([lo, hi], [y, y], color=color, lw=2.5, solid_capstyle="butt")
-            ax.plot(
-                [row.mean], [y], "o" if row.estimator == "posterior" else "D", color=color, ms=4
-            )
-        for row in (r for r in report.rows if r.parameter == name and r.estimator == "value"):
-            ax.axvline(row.mean, color="k", ls="--", lw=1)
-        ticks = [r.analysis for r in reversed(rows)] if not shared or k % cols == 0 else []
-        ax.set_yticks(range(len(rows)), ticks or [""] * len(rows), fontsize=7)
-        ax.set_title(name, fontsize=9)
-        ax.tick_params(axis="x", labelsize=7)
-    for ax in axes[len(params) :]:
-        ax.set_visible(False)
-    fig.suptitle(title or f"{report.title}: means and 90% intervals", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-
-
-def density_figure(
-    path, draws, curves, *, xlabel: str, title: str, marks=(), support=(-math.inf, math.inf)
-) -> None:
-    """Draw a histogram of posterior draws with density curves over it.
-
-    Parameters
-    ----------
-    path : path
-        Output PNG.
-    draws : (label, array)
-        The sampler's draws (non-finite values are left out).
-    curves : sequence of (label, pdf, style dict)
-        Densities drawn over the histogram, evaluated only inside ``support``.
-    xlabel, title : str
-    marks : sequence of (label, x)
-        Points marked on the axis (the release).
-    support : (float, float), default (-inf, inf)
-        The open interval where the parameter lives (``(0, inf)`` for a rate):
-        the curves are drawn, and their densities evaluated, only inside it.
-    """
-    label, x = draws
-    x = np.asarray(x, dtype=float).ravel()
-    x = x[np.isfinite(x)]
-    if x.size == 0:
-        raise ValueError("there are no finite draws to draw")
-    lo, hi = np.quantile(x, [0.0005, 0.9995])
-    span = max(hi - lo, 1e-6 * max(abs(lo), abs(hi)), 1e-12)
-    grid = np.linspace(lo - 0.4 * span, hi + 0.4 * span, 600)
-    grid = grid[(grid > support[0]) & (grid < support[1])]
-    fig = new_figure(6.4, 4.0)
-    ax = fig.add_subplot()
-    ax.hist(x, bins=60, density=True, color="0.2", alpha=0.55, label=label)
-    for name, pdf, style in curves:
-        ax.plot(grid, pdf(grid), label=name, **style)
-    for name, value in marks:
-        ax.plot([value], [0], marker="D", color="k", ls="none", clip_on=False, label=name)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("density")
-    ax.set_title(title, fontsize=10)
-    ax.legend(frameon=False, fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-
-
-# --- internals ---------------------------------------------------------------------
-
-
-def _summary(x: np.ndarray) -> tuple[float, ...]:
-    if x.size == 0:
-        return (math.nan,) * 5
-    sd = float(np.std(x, ddof=1)) if x.size > 1 else math.nan
-    return (float(np.mean(x)), sd, *map(float, np.quantile(x, LEVELS)))
-
-
-def _interval(row: Row) -> tuple[float, float]:
-    if row.estimator == "mle":
-        half = 1.6448536269514722 * row.sd
-        return row.mean - half, row.mean + half
-    return row.q05, row.q95
-
-
-def _max_rows(report: Report, params) -> int:
-    return max(
-        sum(r.parameter == p and r.estimator != "value" for r in report.rows) for p in params
-    )
-
-
-def _cell(value: float) -> str:
-    """Right-align ``value`` in 9 characters, at most 8 of them its digits (cells never touch)."""
-    if not math.isfinite(value):
-        return f"{'':>9}"
-    for fmt in (".3f", ".2f", ".1f", ".2e", ".1e", ".0e"):
-        text = format(value, fmt)
-        if len(text) <= 8:
-            break
-    return f"{text:>9}"
-
-
-def _jsonable(value):
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        return _jsonable(value.item())
-    if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    return value
