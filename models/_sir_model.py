@@ -199,10 +199,8 @@ class NoiselessFraction(dp.Mechanism):
     ----------
     n : int, default 1000
         Denominator of the published fractions.
-    population : int, default 10**6
-        Population size ``K``.
-    length : int, default 10
-        Number of time points ``L``.
+    population, length : int, default 10**6 and 10
+        Population size ``K`` and number of time points ``L``.
 
     Notes
     -----

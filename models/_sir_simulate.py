@@ -100,13 +100,9 @@ def simulate_approx(
 
     Parameters
     ----------
-    beta, gamma : array_like
-        Infection and recovery rates (finite, non-negative), broadcast
-        together to a batch shape ``B``.
-    population : int, default 10**6
-        Population size ``K``; the epidemic starts at ``(K - 1, 1, 0)``.
-    times : array_like, default ``0, 17, ..., 153``
-        Observation times: non-negative and strictly increasing.
+    beta, gamma, population, times
+        As in :func:`simulate_exact`: rates broadcast to a batch shape ``B``,
+        population ``K`` (default 10**6), observation times.
     dt : float, default 0.5
         Largest leap.
     rng : None, int, SeedSequence or Generator, optional

@@ -39,6 +39,16 @@ STATISTICS = (
 _SETTINGS = np.array(
     [P_COMPLIANCE, P_OBSERVED, T_OBS, MIN_WARMUP, MAX_WARMUP_YEARS, MAX_CASES], dtype=float
 )
+#: San Francisco 1991-92 (Small et al. 1994): cluster sizes, 473 cases in 326 clusters.
+SF_CLUSTER_SIZES = np.repeat(
+    [30, 23, 15, 10, 8, 5, 4, 3, 2, 1], [1, 1, 1, 1, 1, 2, 4, 13, 20, 282]
+).astype(np.int64)
+#: The observation months (0-23) of the 30 cases of the largest cluster.
+SF_LARGEST_MONTHS = np.array(
+    [0, 0, 1, 2, 3, 3, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 7, 8, 8, 10, 11, 12, 14, 16, 16]
+    + [18, 20, 21, 23],
+    dtype=np.int64,
+)
 
 
 def rates(params) -> np.ndarray:
@@ -305,3 +315,16 @@ def _check_flag(name, value) -> bool:
     if not isinstance(value, bool | np.bool_):
         raise TypeError(f"{name} must be True or False, got {value!r}")
     return bool(value)
+
+
+def sf_statistics() -> np.ndarray:
+    """Return the statistics of the San Francisco data.
+
+    They are 473, 326, 30, 20/3, 282/473, 20/473, 24 and 17.
+
+    Examples
+    --------
+    >>> sf_statistics().round(4).tolist()
+    [473.0, 326.0, 30.0, 6.6667, 0.5962, 0.0423, 24.0, 17.0]
+    """
+    return summary_statistics(SF_CLUSTER_SIZES, SF_LARGEST_MONTHS)

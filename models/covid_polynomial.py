@@ -95,6 +95,8 @@ C = 5
 EPSILON_ABC = 0.1
 N_PROPOSALS = 50_000
 EPSILON_TOTALS = (13.0, 22.0, 44.0)
+#: Batches of proposals, and no progress bar (the runs take seconds).
+_QUIET = {"batch_size": 5000, "progressbar": False}
 #: Coefficients of t^3, t^2, t and 1, in the paper's naming.
 PARAMETERS = ("a0", "a1", "a2", "a3")
 
@@ -186,20 +188,12 @@ def run_experiment(
         The output of :func:`dpinfer.abcdp`; posterior predictive curves are
         :func:`curve` of the accepted draws.
     """
-    return dp.abcdp(
-        observed_data(time_aware=time_aware),
-        distance(bandwidth=bandwidth),
-        model=model(time_aware=time_aware),
-        n_proposals=n_proposals,
-        epsilon_total=epsilon_total,
-        epsilon_abc=epsilon_abc,
-        c=c,
-        resample=resample,
-        rng=rng,
-        privacy_rng=privacy_rng,
-        batch_size=5000,
-        progressbar=False,
-    )
+    setting = {"epsilon_total": epsilon_total, "epsilon_abc": epsilon_abc, "c": c}
+    setting["resample"] = resample
+    seeds = {"rng": rng, "privacy_rng": privacy_rng}
+    data, dist = observed_data(time_aware=time_aware), distance(bandwidth=bandwidth)
+    sim = model(time_aware=time_aware)
+    return dp.abcdp(data, dist, model=sim, n_proposals=n_proposals, **setting, **seeds, **_QUIET)
 
 
 def run(

@@ -37,17 +37,37 @@ Examples
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
-import scipy.stats as st
 
-import dpinfer as dp
-from dpinfer._rng import RNGLike, as_generator, as_seed_sequence, chunk_generator
+from dpinfer._rng import RNGLike, as_seed_sequence, chunk_generator
 from dpinfer.distances import PrecomputedDistances
-from dpinfer.distances.base import Distance
 
 from ._example import Example, Option, between, integer, yes_no
+from ._mixture_uniform_figure3 import (
+    ExperimentResult,
+    _abcdp,
+    _repetition,
+    figure3,
+    run_experiment,
+)
+from ._mixture_uniform_model import (
+    BANDWIDTH,
+    C_VALUES,
+    EPSILON_ABC_VALUES,
+    EPSILON_TOTAL_VALUES,
+    N_FEATURES,
+    N_OBSERVATIONS,
+    N_PROPOSALS,
+    PRIOR_MEAN,
+    TRUE_WEIGHTS,
+    confidential_data,
+    distance,
+    model,
+    prior,
+    public_draws,
+    sample_mixture,
+)
 from ._report import Report, Result, draw_rows, idata_draws, value_rows
 
 __all__ = [
@@ -71,21 +91,6 @@ __all__ = [
     "run_experiment",
     "sample_mixture",
 ]
-
-#: The true mixing weights of Section 6.1.
-TRUE_WEIGHTS = np.array([0.25, 0.04, 0.33, 0.04, 0.34])
-#: Observations in the confidential dataset and in every pseudo-dataset.
-N_OBSERVATIONS = 5000
-#: Prior draws (public proposals) per run.
-N_PROPOSALS = 10_000
-#: Random Fourier frequencies of the distance (cos/sin pairs).
-N_FEATURES = 100
-#: Gaussian kernel bandwidth of the authors' code (a public constant).
-BANDWIDTH = 0.6
-#: The settings of Figure 3.
-C_VALUES = (10, 100, 1000)
-EPSILON_ABC_VALUES = (0.05, 0.1, 0.2, 0.5)
-EPSILON_TOTAL_VALUES = (0.5, 1.0, 10.0, math.inf)
 
 EXAMPLE = Example(
     name="mixture-uniform",
@@ -113,292 +118,6 @@ EXAMPLE = Example(
         ),
     ),
 )
-
-_K = TRUE_WEIGHTS.size
-#: Mean of the flat Dirichlet prior: the estimate when a run accepts nothing.
-PRIOR_MEAN = np.full(_K, 1.0 / _K)
-
-
-def prior() -> dp.Prior:
-    """Return the flat Dirichlet prior over the five weights, as parameter ``weights``."""
-    return dp.Prior({"weights": st.dirichlet(np.ones(_K))})
-
-
-def sample_mixture(weights, n_observations: int, rng: np.random.Generator) -> np.ndarray:
-    """Draw ``n_observations`` points for each weight vector of a batch.
-
-    Component labels come from the inverse CDF of the weights applied to
-    uniforms; each point is its label plus a ``U[0, 1)`` offset.
-
-    Parameters
-    ----------
-    weights : array_like
-        Shape ``(n, 5)`` (or ``(5,)`` for one vector); rows sum to 1.
-    n_observations : int
-        Points per dataset.
-    rng : numpy.random.Generator
-        Source of randomness.
-
-    Returns
-    -------
-    numpy.ndarray
-        Shape ``(n, n_observations, 1)`` (``(n_observations, 1)`` for one vector).
-    """
-    w = np.asarray(weights, dtype=float)
-    single = w.ndim == 1
-    w = np.atleast_2d(w)
-    if w.shape[-1] != _K:
-        raise ValueError(f"weights must have {_K} components, got shape {np.shape(weights)}")
-    cdf = np.cumsum(w, axis=1)
-    u = rng.random((len(w), n_observations))
-    labels = np.zeros(u.shape)
-    for k in range(_K - 1):  # label = number of CDF steps below u (the last step is 1)
-        labels += u >= cdf[:, k : k + 1]
-    points = (labels + rng.random(u.shape))[..., None]
-    return points[0] if single else points
-
-
-def model(*, n_observations: int = N_OBSERVATIONS) -> dp.Model:
-    """Return the prior and the vectorised simulator of pseudo-datasets ``(n, N, 1)``."""
-    return dp.Model(
-        prior(),
-        simulate=lambda p, rng: sample_mixture(p["weights"], n_observations, rng),
-    )
-
-
-def confidential_data(*, n_observations: int = N_OBSERVATIONS, rng: RNGLike = None):
-    """Draw the confidential observations ``Y*``: ``(N, 1)`` at :data:`TRUE_WEIGHTS`."""
-    return sample_mixture(TRUE_WEIGHTS, n_observations, as_generator(rng))
-
-
-def distance(
-    *, n_features: int = N_FEATURES, bandwidth: float = BANDWIDTH, rng: RNGLike = 0
-) -> dp.distances.RandomFeatureMMD:
-    """Return the paper's random-feature MMD (sensitivity ``2 / N``); ``rng`` is public."""
-    return dp.distances.RandomFeatureMMD(n_features, bandwidth, dim=1, rng=rng)
-
-
-def public_draws(
-    observed,
-    dist: Distance,
-    *,
-    n_proposals: int = N_PROPOSALS,
-    n_observations: int | None = None,
-    batch_size: int = 250,
-    rng: RNGLike = None,
-) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Public prior draws and their (confidential) distances to ``observed``.
-
-    The pseudo-datasets are simulated in chunks and discarded; only the
-    weights and the distances are kept, so memory stays bounded.
-
-    Returns
-    -------
-    params : dict
-        ``{"weights": (T, 5)}``, public.
-    distances : numpy.ndarray
-        ``(T,)``; confidential until the sparse vector technique answers them.
-    """
-    observed = np.asarray(observed, dtype=float)
-    n_obs = len(observed) if n_observations is None else n_observations
-    root = as_seed_sequence(rng)
-    sim = model(n_observations=n_obs)
-    weights, dists = [], []
-    for i, start in enumerate(range(0, n_proposals, batch_size)):
-        gen = chunk_generator(root, i)
-        params = sim.prior.sample(min(batch_size, n_proposals - start), gen)
-        weights.append(params["weights"])
-        dists.append(dist(observed, sim.simulate(params, gen)))
-    return {"weights": np.concatenate(weights)}, np.concatenate(dists)
-
-
-@dataclass(frozen=True)
-class ExperimentResult:
-    """Squared errors of the ABCDP posterior mean over repetitions.
-
-    Attributes
-    ----------
-    mse : numpy.ndarray
-        Mean over the five weights of the squared error of the posterior
-        mean, one entry per repetition (the prior mean is used when a run
-        accepts nothing).
-    n_accepted : numpy.ndarray
-        Number of accepted draws per repetition.
-    n_queries : numpy.ndarray
-        Number of distances the sparse vector technique answered.
-    posterior_mean : numpy.ndarray
-        ``(repetitions, 5)``.
-    """
-
-    mse: np.ndarray
-    n_accepted: np.ndarray
-    n_queries: np.ndarray
-    posterior_mean: np.ndarray
-
-
-def _one_run(observed, dist, params, *, c, epsilon_abc, epsilon_total, resample, privacy_rng):
-    out = dp.abcdp(
-        observed,
-        dist,
-        params=params,
-        pseudo_data=np.arange(dist.values.size),
-        epsilon_total=epsilon_total,
-        epsilon_abc=epsilon_abc,
-        c=c,
-        resample=resample,
-        privacy_rng=privacy_rng,
-        progressbar=False,
-    )
-    draws = np.asarray(out.posterior["weights"]).reshape(-1, _K)
-    mean = draws.mean(axis=0) if len(draws) else PRIOR_MEAN
-    return mean, len(draws), int(out.posterior.attrs["n_queries"])
-
-
-def run_experiment(
-    *,
-    c: int,
-    epsilon_abc: float,
-    epsilon_total: float,
-    resample: bool = False,
-    n_observations: int = N_OBSERVATIONS,
-    n_proposals: int = N_PROPOSALS,
-    n_features: int = N_FEATURES,
-    bandwidth: float = BANDWIDTH,
-    repetitions: int = 1,
-    rng: RNGLike = None,
-    privacy_rng: RNGLike = None,
-) -> ExperimentResult:
-    """Run ABCDP on the toy example for one setting of Figure 3.
-
-    Each repetition draws new confidential data, random features and public
-    proposals from ``rng``, then runs :func:`dpinfer.abcdp` with privacy
-    noise from ``privacy_rng``.
-
-    Parameters
-    ----------
-    c, epsilon_abc, epsilon_total, resample
-        The ABCDP setting.
-    n_observations, n_proposals, n_features, bandwidth
-        ``N``, ``T``, ``D`` and the kernel bandwidth (paper: 5000, 10000, 100, 0.6).
-    repetitions : int, default 1
-        Independent repetitions.
-    rng : seed, optional
-        Public randomness (data, features, proposals).
-    privacy_rng : seed, optional
-        Privacy noise; OS entropy by default.
-
-    Returns
-    -------
-    ExperimentResult
-    """
-    root, noise = as_seed_sequence(rng), as_seed_sequence(privacy_rng)
-    means, accepted, queries = [], [], []
-    for r in range(repetitions):
-        observed, dist, params = _repetition(
-            chunk_generator(root, r), n_observations, n_proposals, n_features, bandwidth
-        )
-        mean, n_acc, n_q = _one_run(
-            observed,
-            dist,
-            params,
-            c=c,
-            epsilon_abc=epsilon_abc,
-            epsilon_total=epsilon_total,
-            resample=resample,
-            privacy_rng=chunk_generator(noise, r),
-        )
-        means.append(mean), accepted.append(n_acc), queries.append(n_q)
-    means = np.array(means)
-    return ExperimentResult(
-        mse=np.mean((means - TRUE_WEIGHTS) ** 2, axis=1),
-        n_accepted=np.array(accepted),
-        n_queries=np.array(queries),
-        posterior_mean=means,
-    )
-
-
-def _repetition(gen, n_observations, n_proposals, n_features, bandwidth):
-    observed = sample_mixture(TRUE_WEIGHTS, n_observations, gen)
-    base = distance(n_features=n_features, bandwidth=bandwidth, rng=gen)
-    params, values = public_draws(observed, base, n_proposals=n_proposals, rng=gen)
-    return observed, PrecomputedDistances(base, observed, values), params
-
-
-def figure3(
-    *,
-    c_values=C_VALUES,
-    epsilon_abc_values=EPSILON_ABC_VALUES,
-    epsilon_total_values=EPSILON_TOTAL_VALUES,
-    resample_values=(False, True),
-    n_observations: int = N_OBSERVATIONS,
-    n_proposals: int = N_PROPOSALS,
-    n_features: int = N_FEATURES,
-    bandwidth: float = BANDWIDTH,
-    public_repetitions: int = 1,
-    noise_repetitions: int = 10,
-    rng: RNGLike = None,
-    privacy_rng: RNGLike = None,
-):
-    """Compute the MSE grid of Figure 3.
-
-    For each of ``public_repetitions`` sets of confidential data, features
-    and public proposals, every setting is run ``noise_repetitions`` times
-    with fresh privacy noise (the non-private setting once: it has none).
-
-    Returns
-    -------
-    xarray.DataArray
-        Dimensions ``(resample, c, epsilon_total, epsilon_abc, repetition)``.
-    """
-    import xarray as xr
-
-    root, noise = as_seed_sequence(rng), as_seed_sequence(privacy_rng)
-    shape = (
-        len(resample_values),
-        len(c_values),
-        len(epsilon_total_values),
-        len(epsilon_abc_values),
-        public_repetitions * noise_repetitions,
-    )
-    mse = np.full(shape, np.nan)
-    stream = 0
-    for p in range(public_repetitions):
-        observed, dist, params = _repetition(
-            chunk_generator(root, p), n_observations, n_proposals, n_features, bandwidth
-        )
-        for idx in np.ndindex(shape[:4]):
-            i, j, k, m = idx
-            eps_total = epsilon_total_values[k]
-            reps = 1 if math.isinf(eps_total) else noise_repetitions
-            for r in range(reps):
-                mean, _, _ = _one_run(
-                    observed,
-                    dist,
-                    params,
-                    c=c_values[j],
-                    epsilon_abc=epsilon_abc_values[m],
-                    epsilon_total=eps_total,
-                    resample=resample_values[i],
-                    privacy_rng=chunk_generator(noise, stream),
-                )
-                stream += 1
-                cols = slice(p * noise_repetitions, (p + 1) * noise_repetitions)
-                value = np.mean((mean - TRUE_WEIGHTS) ** 2)
-                if reps == 1:
-                    mse[(*idx, cols)] = value
-                else:
-                    mse[(*idx, p * noise_repetitions + r)] = value
-    return xr.DataArray(
-        mse,
-        dims=("resample", "c", "epsilon_total", "epsilon_abc", "repetition"),
-        coords={
-            "resample": list(resample_values),
-            "c": list(c_values),
-            "epsilon_total": list(epsilon_total_values),
-            "epsilon_abc": list(epsilon_abc_values),
-        },
-        name="mse",
-    )
 
 
 def run(
@@ -476,14 +195,3 @@ def run(
         diagnostics,
     )
     return Result(report, private, extra={"non_private": exact})
-
-
-def _abcdp(observed, dist, params, **settings):
-    return dp.abcdp(
-        observed,
-        dist,
-        params=params,
-        pseudo_data=np.arange(dist.values.size),
-        progressbar=False,
-        **settings,
-    )

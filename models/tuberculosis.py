@@ -79,8 +79,6 @@ array([473., 326.,  30.])
 
 from __future__ import annotations
 
-import numpy as np
-
 from dpinfer import _validate
 from dpinfer._rng import RNGLike
 
@@ -92,20 +90,23 @@ from ._tuberculosis_abcdp import (
     EPSILON_TOTAL,
     N_PROPOSALS,
     N_RECORDS,
-    PAPER_ERRORS,
     RELATIVE,
-    SETTINGS,
     TRUTH,
     WEIGHTS,
     C,
-    _error_runs,
     confidential_records,
     distance,
-    error_table,
-    finite_mean,
     model,
     prior,
     public_draws,
+)
+from ._tuberculosis_errors import (
+    PAPER_ERRORS,
+    SETTINGS,
+    _diagnostics,
+    _error_runs,
+    _notes,
+    error_table,
     summarise_errors,
 )
 from ._tuberculosis_prior import (
@@ -127,11 +128,14 @@ from ._tuberculosis_simulator import (
     MAX_CASES,
     MAX_WARMUP_YEARS,
     MIN_WARMUP,
+    SF_CLUSTER_SIZES,
+    SF_LARGEST_MONTHS,
     STATISTICS,
     T_OBS,
     Outbreak,
     equilibrium,
     rates,
+    sf_statistics,
     simulate,
     simulate_outbreak,
     summary_statistics,
@@ -187,16 +191,6 @@ __all__ = [
     "summary_statistics",
 ]
 
-#: San Francisco 1991-92 (Small et al. 1994): cluster sizes, 473 cases in 326 clusters.
-SF_CLUSTER_SIZES = np.repeat(
-    [30, 23, 15, 10, 8, 5, 4, 3, 2, 1], [1, 1, 1, 1, 1, 2, 4, 13, 20, 282]
-).astype(np.int64)
-#: The observation months (0-23) of the 30 cases of the largest cluster.
-SF_LARGEST_MONTHS = np.array(
-    [0, 0, 1, 2, 3, 3, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 7, 8, 8, 10, 11, 12, 14, 16, 16]
-    + [18, 20, 21, 23],
-    dtype=np.int64,
-)
 
 #: Proposals of the reduced default setting of :func:`run` (30 000 simulator runs at n = 100).
 REDUCED_PROPOSALS = 300
@@ -258,19 +252,6 @@ EXAMPLE = Example(
         ),
     ),
 )
-
-
-def sf_statistics() -> np.ndarray:
-    """Return the statistics of the San Francisco data.
-
-    They are 473, 326, 30, 20/3, 282/473, 20/473, 24 and 17.
-
-    Examples
-    --------
-    >>> sf_statistics().round(4).tolist()
-    [473.0, 326.0, 30.0, 6.6667, 0.5962, 0.0423, 24.0, 17.0]
-    """
-    return summary_statistics(SF_CLUSTER_SIZES, SF_LARGEST_MONTHS)
 
 
 # --- the example --------------------------------------------------------------------
@@ -338,16 +319,10 @@ def run(
     'os-entropy'
     """
     n_values, proposals = _setting(records, proposals, full)
-    table, posteriors = _error_runs(
-        n_values,
-        n_proposals=proposals,
-        c=c,
-        epsilon_abc=epsilon_abc,
-        epsilon_total=epsilon_total,
-        noise_repetitions=noise_repetitions,
-        rng=rng,
-        progressbar=progressbar,
-    )  # one set of public draws; privacy noise from OS entropy (privacy_rng=None)
+    settings = {"c": c, "epsilon_abc": epsilon_abc, "epsilon_total": epsilon_total}
+    repeat = {"noise_repetitions": noise_repetitions, "progressbar": progressbar}
+    # one set of public draws; privacy noise from OS entropy (privacy_rng=None)
+    table, posteriors = _error_runs(n_values, n_proposals=proposals, rng=rng, **repeat, **settings)
     mode = SETTINGS[1] if resample else SETTINGS[0]
     rows, shown = [], {}
     for n in n_values:
@@ -361,7 +336,7 @@ def run(
     rows += value_rows("truth", "truth", TRUTH)
     report = Report(
         "Tuberculosis outbreak records released by ABCDP (Park et al. 2021, Section 6.3)",
-        _setting_lines(n_values, proposals, c, epsilon_abc, epsilon_total),
+        _setting_lines(n_values, proposals, **settings),
         rows,
         _notes(table, shown.values(), mode, epsilon_total, noise_repetitions),
         _diagnostics(table),
@@ -414,41 +389,3 @@ def _setting_lines(n_values, proposals, c, epsilon_abc, epsilon_total) -> list[s
         f"epsilon_total = {epsilon_total:g}",
         f"San Francisco statistics (Small et al. 1994): {sf}",
     ]
-
-
-def _notes(table, shown, mode, epsilon_total, repetitions) -> list[str]:
-    notes = []
-    for label, out in shown:
-        queries, draws = int(out.posterior.attrs["n_queries"]), out.posterior.sizes
-        notes.append(
-            f"{label}: {draws['chain'] * draws['draw']} draws accepted after answering "
-            f"{queries:,} of {table.attrs['n_proposals']:,} distances"
-        )
-    sensitivities = ", ".join(f"{CLIP / n:g}" for n in table["n_records"].values)
-    notes += [
-        f"the private rows are the first run {mode}; privacy: each ABCDP run is "
-        f"{epsilon_total:g}-DP for the data owner (one record replaced; sensitivity C / n = "
-        f"{sensitivities}), privacy noise from OS entropy",
-        f"the error table repeats ABCDP {2 * repetitions} times on the same synthetic records "
-        "to measure the error over the privacy noise: a simulation study, not one release",
-        f"mean absolute error of the posterior mean over the parameters ({repetitions} noise "
-        "repetitions):",
-        *summarise_errors(table).splitlines(),
-    ]
-    return notes
-
-
-def _diagnostics(table) -> dict:
-    out = {"public_draws_seconds": table["seconds"].sel(stage="public draws").values.ravel()}
-    for n in table["n_records"].values:
-        for setting in table["setting"].values:
-            key = f"n{int(n)}_{setting.replace(' ', '_').replace('-', '_')}"
-            errors = table["abs_error"].sel(n_records=n, setting=setting).mean("parameter")
-            out[f"{key}_mae"] = finite_mean(errors.values)
-            out[f"{key}_accepted"] = float(
-                table["n_accepted"].sel(n_records=n, setting=setting).values.mean()
-            )
-            paper = PAPER_ERRORS.get((int(n), setting == "with resampling"))
-            if paper is not None and setting != "non-private":
-                out[f"{key}_mae_paper"] = paper
-    return out
