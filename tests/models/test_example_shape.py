@@ -153,3 +153,31 @@ def test_mle_interval_notes_show_wald_and_profile_intervals():
     lower, upper = numbers["mle_profile_interval"]["theta[0]"]
     assert lower < fit.estimate["theta"][0] < upper
     assert set(numbers["mle_profile_interval_mcse"]) == {"theta[0]", "theta[1]"}
+
+
+_EXAMPLE_SOURCE = (
+    "from dpinfer.models._example import Example\n"
+    "EXAMPLE = Example(name={name!r}, title='t', paper='p', seconds=1, module=__name__)\n"
+    "def run(**options):\n"
+    "    return options\n"
+)
+
+
+def test_discover_finds_examples_in_packages_and_re_exported_from_private_modules(
+    tmp_path, monkeypatch
+):
+    # an example may be a package, or a module re-exporting a private sibling's EXAMPLE;
+    # a private module that defines an EXAMPLE is not itself an example
+    root = tmp_path / "split_models"
+    (root / "packaged").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "_impl.py").write_text(_EXAMPLE_SOURCE.format(name="private-impl"))
+    (root / "flat.py").write_text("from ._impl import EXAMPLE, run\n")
+    (root / "packaged" / "_run.py").write_text(_EXAMPLE_SOURCE.format(name="packaged"))
+    (root / "packaged" / "__init__.py").write_text("from ._run import EXAMPLE, run\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = _example.discover("split_models")
+    assert sorted(found) == ["packaged", "private-impl"]
+    assert found["packaged"].module == "split_models.packaged"
+    assert found["private-impl"].module == "split_models.flat"
+    assert found["packaged"].run(rng=1, progressbar=False) is not None
