@@ -122,6 +122,8 @@ def importance_abc(
 
     Examples
     --------
+    The release of :func:`rejection_abc`'s example, by 1000 weighted particles:
+
     >>> import scipy.stats as st, dpinfer as dp
     >>> model = dp.Model(prior={"theta": st.gamma(25)},
     ...                  simulate=lambda p, rng: rng.poisson(p["theta"]))

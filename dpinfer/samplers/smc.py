@@ -247,6 +247,9 @@ def smc_abc(
 
     Examples
     --------
+    The release of :func:`rejection_abc`'s example, by 500 particles in four SMC
+    chains, each with its own estimate of the evidence:
+
     >>> import scipy.stats as st, dpinfer as dp
     >>> model = dp.Model(prior={"theta": st.gamma(25)},
     ...                  simulate=lambda p, rng: rng.poisson(p["theta"]))
