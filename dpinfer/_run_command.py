@@ -57,6 +57,18 @@ def add_run_command(subparsers) -> None:
     parser.set_defaults(func=_cmd_run, examples=examples, missing=missing, run_parser=parser)
 
 
+#: The on/off options of every ``dpinfer run <example>``, after its own options.
+SWITCHES = {
+    "--no-progress": "hide progress bars",
+    "--verbose": "show PyMC's and PyTensor's messages and progress",
+    "--wait": "if another run is writing to --out, wait for it instead of refusing",
+    "--overwrite": (
+        "write into an --out folder that holds files dpinfer did not write: files of the "
+        "names this run writes are replaced, no other file is touched"
+    ),
+}
+
+
 def _add_example_parser(chooser, example) -> None:
     sub = chooser.add_parser(
         example.name,
@@ -88,23 +100,8 @@ def _add_example_parser(chooser, example) -> None:
     sub.add_argument(
         "--format", choices=("table", "json"), default="table", help="console output format"
     )
-    sub.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    sub.add_argument(
-        "--verbose", action="store_true", help="show PyMC's and PyTensor's messages and progress"
-    )
-    sub.add_argument(
-        "--wait",
-        action="store_true",
-        help="if another run is writing to --out, wait for it instead of refusing",
-    )
-    sub.add_argument(
-        "--overwrite",
-        action="store_true",
-        help=(
-            "write into an --out folder that holds files dpinfer did not write: files of the "
-            "names this run writes are replaced, no other file is touched"
-        ),
-    )
+    for flag, text in SWITCHES.items():
+        sub.add_argument(flag, action="store_true", help=text)
     sub.set_defaults(example_parser=sub)
 
 

@@ -415,14 +415,7 @@ class Likelihood:
                 total = total + _summed_logp(pm.logp(dist, col))
             return pt.as_tensor_variable(total)
 
-        return cls(
-            space,
-            evaluate=_PytensorEvaluator(space, build),
-            has_score=True,
-            has_hessian=True,
-            exponential_family=exponential_family,
-            source="pymc",
-        )
+        return cls._differentiated_by_pytensor(space, build, exponential_family, "pymc")
 
     @classmethod
     def from_pytensor(
@@ -447,6 +440,7 @@ class Likelihood:
         Returns
         -------
         Likelihood
+            With the score and Hessian of ``logp`` by automatic differentiation.
 
         Examples
         --------
@@ -460,14 +454,7 @@ class Likelihood:
         if not callable(logp):
             raise TypeError(f"logp must be callable, got {type(logp).__name__}")
         space = ParameterSpace(params, support=support)
-        return cls(
-            space,
-            evaluate=_PytensorEvaluator(space, logp),
-            has_score=True,
-            has_hessian=True,
-            exponential_family=exponential_family,
-            source="pytensor",
-        )
+        return cls._differentiated_by_pytensor(space, logp, exponential_family, "pytensor")
 
     @classmethod
     def from_callables(
@@ -499,6 +486,7 @@ class Likelihood:
         Returns
         -------
         Likelihood
+            With a score only if ``score`` is given, a Hessian only if ``hessian`` is.
 
         Examples
         --------
@@ -522,6 +510,18 @@ class Likelihood:
             has_hessian=hessian is not None,
             exponential_family=exponential_family,
             source="callables",
+        )
+
+    @classmethod
+    def _differentiated_by_pytensor(cls, space, build, exponential_family, source) -> Likelihood:
+        """Build a likelihood from ``build(s_var, param_vars)``, a PyTensor log-density."""
+        return cls(
+            space,
+            evaluate=_PytensorEvaluator(space, build),
+            has_score=True,
+            has_hessian=True,
+            exponential_family=exponential_family,
+            source=source,
         )
 
     # --- evaluation ---------------------------------------------------------------------

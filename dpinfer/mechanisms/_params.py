@@ -244,6 +244,26 @@ def compact(arr):
     return arr.tolist()
 
 
+def gaussian_privacy(mechanism, *, values: str):
+    """Return the guarantee of Gaussian noise (continuous or discrete) for its sensitivity.
+
+    rho-zCDP only without ``delta``; with it, the epsilon kept from calibration,
+    else ``mechanism._epsilon_at_delta(rho, sensitivity)``. ``values`` names what
+    the neighbours change (see :func:`neighbouring`).
+    """
+    from .base import Privacy
+
+    sens = require_sensitivity(mechanism)
+    rho = gaussian_rho(mechanism.sigma, sens)
+    text = neighbouring(sens, values=values, norm="l2")
+    if mechanism.delta is None:
+        return Privacy(rho=rho, neighbouring=text)
+    eps = mechanism._calibrated_epsilon
+    if eps is None:
+        eps = mechanism._epsilon_at_delta(rho, sens)
+    return Privacy(epsilon=eps, delta=mechanism.delta, rho=rho, neighbouring=text)
+
+
 def neighbouring(sensitivity, *, values: str, norm: str) -> str:
     """Describe the neighbouring relation of a declared sensitivity (``Privacy.neighbouring``).
 

@@ -29,7 +29,7 @@ from ._params import (
     calibrated,
     check_range,
     compact,
-    gaussian_rho,
+    gaussian_privacy,
     neighbouring,
     noise_array,
     require_sensitivity,
@@ -250,12 +250,8 @@ class DiscreteGaussian(_IntegerNoise):
     sensitivity : int or array_like of int, optional
         Declared sensitivity: a scalar bounds the l2 norm of the whole change;
         an array bounds each cell. Needed only for :attr:`privacy`.
-    delta : float, optional
-        The delta at which :attr:`privacy` reports epsilon; without it
-        :attr:`privacy` states rho-zCDP only (``privacy.to_approx(delta)``
-        converts).
-    event_shape : tuple of int, optional
-        Shape of a release; defaults to the shape of ``sigma``.
+    delta, event_shape
+        As in :class:`~dpinfer.Gaussian`.
 
     Notes
     -----
@@ -375,19 +371,13 @@ class DiscreteGaussian(_IntegerNoise):
     @property
     def privacy(self) -> Privacy:
         """The guarantee for the declared sensitivity (see Notes)."""
-        sens = require_sensitivity(self)
-        rho = gaussian_rho(self.sigma, sens)
-        text = neighbouring(sens, values="integer values", norm="l2")
-        if self.delta is None:
-            return Privacy(rho=rho, neighbouring=text)
-        eps = self._calibrated_epsilon
-        if eps is None:
-            if self._dimension == 1:
-                one_sigma, one_sens = float(self.sigma.ravel()[0]), int(np.ravel(sens)[0])
-                eps = epsilon_at(one_sigma, self.delta, one_sens, 1)
-            else:
-                eps = accounting.zcdp_to_approx(rho, self.delta)
-        return Privacy(epsilon=eps, delta=self.delta, rho=rho, neighbouring=text)
+        return gaussian_privacy(self, values="integer values")
+
+    def _epsilon_at_delta(self, rho: float, sens) -> float:
+        if self._dimension == 1:
+            one_sigma, one_sens = float(self.sigma.ravel()[0]), int(np.ravel(sens)[0])
+            return epsilon_at(one_sigma, self.delta, one_sens, 1)
+        return accounting.zcdp_to_approx(rho, self.delta)
 
     @property
     def _dimension(self) -> int:

@@ -14,10 +14,8 @@ from ._params import (
     budget_per_cell,
     calibrated,
     check_float_scale,
-    gaussian_rho,
-    neighbouring,
+    gaussian_privacy,
     noise_array,
-    require_sensitivity,
     scalar_or_cells,
     sensitivity_array,
 )
@@ -202,23 +200,18 @@ class Gaussian(AdditiveNoise):
 
         rho-zCDP only without ``delta``; with it, the exact epsilon at that delta.
         """
-        sens = require_sensitivity(self)
-        rho = gaussian_rho(self.sigma, sens)
-        text = neighbouring(sens, values="confidential values", norm="l2")
-        if self.delta is None:
-            return Privacy(rho=rho, neighbouring=text)
-        eps = self._calibrated_epsilon
-        if eps is None and not math.isfinite(rho):
-            eps = math.inf  # rho beyond the float64 range: no guarantee
-        elif eps is None:
-            if np.ndim(sens):
-                exact = accounting.gaussian_epsilon(self.delta, 1.0, math.sqrt(2 * rho))
-            else:
-                exact = accounting.gaussian_epsilon(self.delta, float(np.min(self.sigma)), sens)
-            # 0 when delta alone covers the mechanism; Privacy needs epsilon > 0, and any
-            # larger epsilon also holds, so report 1e-12 as DiscreteGaussian does.
-            eps = max(exact, 1e-12)
-        return Privacy(epsilon=eps, delta=self.delta, rho=rho, neighbouring=text)
+        return gaussian_privacy(self, values="confidential values")
+
+    def _epsilon_at_delta(self, rho: float, sens) -> float:
+        if not math.isfinite(rho):
+            return math.inf  # rho beyond the float64 range: no guarantee
+        if np.ndim(sens):
+            exact = accounting.gaussian_epsilon(self.delta, 1.0, math.sqrt(2 * rho))
+        else:
+            exact = accounting.gaussian_epsilon(self.delta, float(np.min(self.sigma)), sens)
+        # 0 when delta alone covers the mechanism; Privacy needs epsilon > 0, and any
+        # larger epsilon also holds, so report 1e-12 as DiscreteGaussian does.
+        return max(exact, 1e-12)
 
     def _repr_params(self):
         sens = self.sensitivity

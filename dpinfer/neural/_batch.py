@@ -21,7 +21,6 @@ import torch
 
 from .._rng import as_generator, child_sequence
 from ._mcmc import Chains, random_walk_metropolis
-from ._result import neural_result
 from ._torch_rng import forked
 
 _SAMPLE_BATCH = 100_000
@@ -142,8 +141,8 @@ def sample_batch(estimator, releases: np.ndarray, n: int, chains: int, prior, ro
     z, log_q, rate = posterior_draws(estimator, releases, n, child_sequence(root, 0), prior)
     params, log_jac = unflatten_batch(estimator.space, z)
     stats = {"log_q": log_q - log_jac}
-    return _result(
-        estimator, releases, "sppe", root, chains, params, stats, support_rate=rate, ess=float(n)
+    return estimator._draws_result(
+        params, releases, root, chains, stats, batch=True, support_rate=rate, ess=float(n)
     )
 
 
@@ -157,20 +156,6 @@ def posterior_batch(estimator, releases: np.ndarray, prior, chains: int, n: int,
     log_lik = estimator._log_lik(rows, z.reshape(-1, z.shape[2])).reshape(z.shape[:2])
     stats = {"log_likelihood_estimate": log_lik, "lp": release_major(run.log_target)}
     rate = run.acceptance_rate
-    return _result(
-        estimator, releases, "sple", root, chains, params, stats, mcmc_acceptance_rate=rate
-    )
-
-
-def _result(estimator, releases, method, root, chains, params, stats, **attrs):
-    return neural_result(
-        params,
-        info=estimator.info,
-        released=releases.reshape(len(releases), *estimator.event_shape),
-        method=method,
-        root=root,
-        chains=chains,
-        sample_stats=stats,
-        batch=True,
-        **attrs,
+    return estimator._draws_result(
+        params, releases, root, chains, stats, batch=True, mcmc_acceptance_rate=rate
     )

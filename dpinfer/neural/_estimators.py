@@ -30,6 +30,7 @@ class _Estimator:
     """A trained :class:`~dpinfer.neural._flows.ConditionalDensity` and its problem."""
 
     kind = ""
+    method = ""  # the sampler that trains it, named in the results' attrs
 
     def __init__(self, density, space, info: dict, flow_spec: dict | None, embedding_spec=None):
         self.density = density
@@ -118,6 +119,21 @@ class _Estimator:
             )
         return self.space.flatten(arrays)
 
+    def _draws_result(self, params, released, root, chains, stats, *, batch=False, **attrs):
+        """Build the InferenceData of draws given ``released`` (with ``batch``, each release)."""
+        shape = (len(released), *self.event_shape) if batch else self.event_shape
+        return neural_result(
+            params,
+            info=self.info,
+            released=released.reshape(shape),
+            method=self.method,
+            root=root,
+            chains=chains,
+            sample_stats=stats,
+            batch=batch,
+            **attrs,
+        )
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(params={self.names}, event_shape={self.event_shape}, "
@@ -144,6 +160,7 @@ class NeuralPosterior(_Estimator):
     """
 
     kind = "posterior"
+    method = "sppe"
 
     def log_prob(self, params: dict, released) -> np.ndarray:
         """``log q(theta | released)`` of a batch of parameters (on their own scale).
@@ -230,15 +247,8 @@ class NeuralPosterior(_Estimator):
         if batch:
             return _batch.sample_batch(self, released, n, chains, prior, root)
         _, params, log_q, rate = self.draw(released, n, child_sequence(root, 0), prior)
-        return neural_result(
-            params,
-            info=self.info,
-            released=released.reshape(self.event_shape),
-            method="sppe",
-            root=root,
-            chains=chains,
-            sample_stats={"log_q": log_q},
-            support_rate=rate,
+        return self._draws_result(
+            params, released, root, chains, {"log_q": log_q}, support_rate=rate
         )
 
     def draw(self, released: np.ndarray, n: int, seq, prior=None):
@@ -283,6 +293,7 @@ class NeuralLikelihood(_Estimator):
     """
 
     kind = "likelihood"
+    method = "sple"
 
     def log_prob(self, released, params: dict) -> np.ndarray:
         """``log q(released | theta)`` for a batch of parameters.
@@ -360,16 +371,8 @@ class NeuralLikelihood(_Estimator):
             return _batch.posterior_batch(self, released, prior, chains, n, mcmc, root)
         run = self.chains(released, prior, chains, n // chains, mcmc, child_sequence(root, 0))
         params, stats = self.chain_draws(released, run)
-        return neural_result(
-            params,
-            info=self.info,
-            released=released.reshape(self.event_shape),
-            method="sple",
-            root=root,
-            chains=chains,
-            sample_stats=stats,
-            mcmc_acceptance_rate=run.acceptance_rate,
-        )
+        rate = run.acceptance_rate
+        return self._draws_result(params, released, root, chains, stats, mcmc_acceptance_rate=rate)
 
     def log_target(self, released: np.ndarray, prior):
         """``z -> log pi(theta(z)) + log |J| + log q(released | theta(z))``.

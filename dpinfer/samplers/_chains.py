@@ -4,7 +4,7 @@ A sampler that runs chains writes one function,
 ``run_one(seed, executor, advance) -> ChainRun``, that runs a single chain from
 its own :class:`~numpy.random.SeedSequence`. :func:`run_chains` runs it once per
 chain and :func:`combine` merges the runs into what
-:func:`dpinfer.samplers._common.abc_result` takes.
+:meth:`dpinfer.samplers._common.AbcCall.result` takes.
 
 Chain ``c`` is seeded by the ``c``-th child of the root seed, so its result does
 not depend on where it ran. With an executor and several chains, each chain is

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from concurrent.futures import Executor
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -11,6 +13,7 @@ from .._rng import check_rng, seed_entropy
 from ..mechanisms.base import Mechanism
 from ..model import Model
 from ..results import to_inference_data
+from ._chains import per_chain
 from ._precision import warn_if_overflowing_draws
 
 
@@ -24,11 +27,16 @@ def check_inputs(model, mechanism, released, *, needs_prior: bool = True) -> np.
         raise TypeError(f"model must be a dpinfer.Model, got {type(model).__name__}: {model!r}")
     if needs_prior:
         model.require_prior("this sampler")
+    check_mechanism(mechanism)
+    return mechanism._check_released(released)
+
+
+def check_mechanism(mechanism) -> None:
+    """Raise TypeError unless ``mechanism`` is a dpinfer Mechanism."""
     if not isinstance(mechanism, Mechanism):
         raise TypeError(
             f"mechanism must be a dpinfer Mechanism, got {type(mechanism).__name__}: {mechanism!r}"
         )
-    return mechanism._check_released(released)
 
 
 def check_count(name: str, value) -> int:
@@ -84,46 +92,79 @@ def stack_draws(chunks: list[dict], names) -> dict[str, np.ndarray]:
     return {name: np.concatenate([c[name] for c in chunks]) for name in names}
 
 
-def abc_result(
-    posterior,
-    *,
-    mechanism,
-    released,
-    method,
-    reference,
-    root,
-    sample_stats=None,
-    chains: int = 1,
-    diagnostic_vars=None,
-    **attrs,
-):
-    """Build the InferenceData every sampler of a DP release returns.
+@dataclass(frozen=True)
+class AbcCall:
+    """One call of a sampler of a DP release: its checked arguments, and its result.
 
-    ``posterior`` and ``sample_stats`` arrays have a leading axis of
-    ``chains * draws`` (chain-major), split into ``chains`` chains here; samplers
-    that run chains as independent runs merge them with
-    :func:`dpinfer.samplers._chains.combine` first. ``attrs`` carries the
-    sampler-specific keys (``n_simulations``, ``ess``, per-chain ``chain_*``
-    arrays, ...); the method, reference, mechanism, its privacy and the seed are
-    filled here. The ``ess`` given is the sampler's own figure: it is kept as
-    ``ess_sampler`` and ``ess`` becomes the conservative one (see
-    :mod:`dpinfer.results`). ``diagnostic_vars`` names the posterior variables
-    those diagnostics cover (default: all).
+    :meth:`check` validates what every such sampler takes, in the same order
+    (model, mechanism, release, then seed, executor, progress bar, then the
+    draws or particles over the chains) and keeps the executor and progress
+    bar for the run; :meth:`result` records what every result says of the
+    call, so that a sampler passes only its own draws and attributes.
     """
-    warn_if_overflowing_draws(method, posterior)
-    return to_inference_data(
-        posterior,
-        chains=chains,
-        diagnostic_vars=diagnostic_vars,
-        sample_stats=sample_stats,
-        observed=released,
-        constant_data=mechanism_constants(mechanism),
-        attrs={
-            "method": method,
-            "reference": reference,
-            "mechanism": repr(mechanism),
-            **privacy_attrs(mechanism),
-            "seed": seed_entropy(root),
-            **attrs,
-        },
-    )
+
+    method: str
+    reference: str
+    mechanism: Mechanism
+    released: np.ndarray
+    chains: int
+    per_chain: int
+    executor: Executor | None = None
+    progressbar: bool = True
+
+    @classmethod
+    def check(
+        cls,
+        method,
+        reference,
+        model,
+        mechanism,
+        released,
+        total,
+        chains,
+        *,
+        rng,
+        executor,
+        progressbar,
+    ) -> AbcCall:
+        """Validate a sampler's common arguments; ``total`` is ``(name, value)``.
+
+        ``total`` counts the draws or particles of all chains together; it is
+        split into ``chains`` chains of ``per_chain`` each (rounded up).
+        """
+        released = check_inputs(model, mechanism, released)
+        check_options(rng=rng, executor=executor, progressbar=progressbar)
+        chains, per = per_chain(*total, chains)
+        return cls(method, reference, mechanism, released, chains, per, executor, progressbar)
+
+    def result(self, posterior, *, root, sample_stats=None, diagnostic_vars=None, **attrs):
+        """Build the InferenceData every sampler of a DP release returns.
+
+        ``posterior`` and ``sample_stats`` arrays have a leading axis of
+        ``chains * per_chain`` (chain-major), split into the chains here;
+        samplers that run chains as independent runs merge them with
+        :func:`dpinfer.samplers._chains.combine` first. ``attrs`` carries the
+        sampler-specific keys (``n_simulations``, ``ess``, per-chain ``chain_*``
+        arrays, ...); the method, reference, mechanism, its privacy and the seed
+        of ``root`` are filled here. The ``ess`` given is the sampler's own
+        figure: it is kept as ``ess_sampler`` and ``ess`` becomes the
+        conservative one (see :mod:`dpinfer.results`). ``diagnostic_vars``
+        names the posterior variables those diagnostics cover (default: all).
+        """
+        warn_if_overflowing_draws(self.method, posterior)
+        return to_inference_data(
+            posterior,
+            chains=self.chains,
+            diagnostic_vars=diagnostic_vars,
+            sample_stats=sample_stats,
+            observed=self.released,
+            constant_data=mechanism_constants(self.mechanism),
+            attrs={
+                "method": self.method,
+                "reference": self.reference,
+                "mechanism": repr(self.mechanism),
+                **privacy_attrs(self.mechanism),
+                "seed": seed_entropy(root),
+                **attrs,
+            },
+        )

@@ -78,7 +78,7 @@ def _weighted_moments(values: np.ndarray, log_w: np.ndarray):
 
 
 def _overflow_reported_elsewhere(fn):
-    """Silence float64 overflow of squared draws: abc_result names it (PrecisionWarning)."""
+    """Silence float64 overflow of squared draws: AbcCall.result names it (PrecisionWarning)."""
 
     @functools.wraps(fn)
     def quiet(*args, **kwargs):

@@ -86,17 +86,21 @@ COMBINE_RULES = {
 }
 
 
-def run_smc_chains(sampler, run_one, root, chains, n, *, executor, progressbar, label, units=1.0,
-                   rules=COMBINE_RULES, check_acceptance=True):  # fmt: skip
+def run_smc_chains(sampler, call, run_one, root, *, label, units=1.0, rules=COMBINE_RULES,
+                   check_acceptance=True):  # fmt: skip
     """Run the chains of an SMC sampler, combine them and warn about degenerate ones.
 
-    Returns ``(posterior, sample_stats, attrs)`` for :func:`abc_result`; the
-    progress bar counts ``units`` per chain (temperature, or stages).
+    ``call`` (an :class:`~dpinfer.samplers._common.AbcCall`) gives the chains, the
+    particles of each, the executor and the progress bar. Returns
+    ``(posterior, sample_stats, attrs)`` for its
+    :meth:`~dpinfer.samplers._common.AbcCall.result`; the progress bar counts
+    ``units`` per chain (temperature, or stages).
     """
-    with progress_bar(label, total=float(chains * units), enabled=progressbar) as bar:
+    chains, executor = call.chains, call.executor
+    with progress_bar(label, total=float(chains * units), enabled=call.progressbar) as bar:
         runs = run_chains(run_one, root, chains, executor=executor, bar=bar, units=units)
     posterior, sample_stats, attrs = combine(runs, rules=rules)
-    warn_if_degenerate(sampler, attrs, n, check_acceptance=check_acceptance)
+    warn_if_degenerate(sampler, attrs, call.per_chain, check_acceptance=check_acceptance)
     return posterior, sample_stats, attrs
 
 

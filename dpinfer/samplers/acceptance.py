@@ -163,6 +163,9 @@ def estimate_acceptance_rate(
 
     Examples
     --------
+    The release of :func:`rejection_abc`'s example, and one far beyond the
+    prior's reach:
+
     >>> import scipy.stats as st, dpinfer as dp
     >>> model = dp.Model(prior={"theta": st.gamma(25)},
     ...                  simulate=lambda p, rng: rng.poisson(p["theta"]))

@@ -12,7 +12,7 @@ from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence
 from ..mechanisms.base import Mechanism
 from ..record_model import RecordModel
-from ._common import abc_result, check_count, check_options
+from ._common import AbcCall, check_count, check_mechanism, check_options
 from ._da_init import initial_records
 from ._da_records import RecordUpdater
 from ._da_theta import ThetaKernel
@@ -225,10 +225,7 @@ def _check_arguments(record_model, mechanism, released, n, draws, tune, chains, 
             f"record_model must be a dpinfer.RecordModel, got {type(record_model).__name__}: "
             f"{record_model!r}"
         )
-    if not isinstance(mechanism, Mechanism):
-        raise TypeError(
-            f"mechanism must be a dpinfer Mechanism, got {type(mechanism).__name__}: {mechanism!r}"
-        )
+    check_mechanism(mechanism)
     if _IMPUTED in (record_model.prior.names or ()):
         raise ValueError(f"a parameter may not be called {_IMPUTED!r} (the imputed statistic)")
     released = mechanism._check_released(released)
@@ -309,15 +306,11 @@ def _result(results, record_model, mechanism, released, settings, root, chains):
         raise ValueError(f"a parameter may not be called {_IMPUTED!r} (the imputed statistic)")
     posterior[_IMPUTED] = np.concatenate([r["s"] for r in results])
     stats = {f: np.concatenate([r["info"][f] for r in results]) for f in DAInfo._fields}
-    return abc_result(
+    call = AbcCall("da_mcmc", REFERENCE, mechanism, released, chains, settings["draws"])
+    return call.result(
         posterior,
         sample_stats=stats,
-        mechanism=mechanism,
-        released=released,
-        method="da_mcmc",
-        reference=REFERENCE,
         root=root,
-        chains=chains,
         diagnostic_vars=list(results[0]["params"]),
         n_simulations=sum(r["n_simulations"] for r in results),
         acceptance_rate=float(np.mean(stats["record_acceptance_rate"])),

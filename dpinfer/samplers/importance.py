@@ -14,8 +14,7 @@ from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence, child_sequence, chunk_generator
 from ..model import as_prior
 from . import _mcse, _weights
-from ._chains import per_chain
-from ._common import abc_result, check_count, check_inputs, check_options
+from ._common import AbcCall, check_count
 from ._precision import warn_if_coarse_release, warn_if_unresolved_log_weights
 from .rejection import SimulationBudgetExceeded
 
@@ -57,12 +56,8 @@ def importance_abc(
 
     Parameters
     ----------
-    model : Model
-        Prior and simulator of the confidential statistic.
-    mechanism : Mechanism
-        The public mechanism that produced the release.
-    released : array_like
-        The release, of shape ``mechanism.event_shape``.
+    model, mechanism, released
+        As in :func:`rejection_abc`.
     draws : int
         Number of particles (and of resampled posterior draws) over all chains
         together, rounded up to a multiple of ``chains``; with ``target_ess``,
@@ -127,6 +122,8 @@ def importance_abc(
 
     Examples
     --------
+    The release of :func:`rejection_abc`'s example, by 1000 weighted particles:
+
     >>> import scipy.stats as st, dpinfer as dp
     >>> model = dp.Model(prior={"theta": st.gamma(25)},
     ...                  simulate=lambda p, rng: rng.poisson(p["theta"]))
@@ -135,9 +132,11 @@ def importance_abc(
     >>> idata.posterior["theta"].shape, idata.attrs["ess"] > 100
     ((4, 250), True)
     """
-    released = check_inputs(model, mechanism, released)
-    check_options(rng=rng, executor=executor, progressbar=progressbar)
-    chains, per = per_chain("draws", draws, chains)
+    call = AbcCall.check(
+        "importance_abc", REFERENCE, model, mechanism, released, ("draws", draws), chains,
+        rng=rng, executor=executor, progressbar=progressbar,
+    )  # fmt: skip
+    released, chains, per = call.released, call.chains, call.per_chain
     batch_size = check_count("batch_size", batch_size)
     max_simulations = check_count("max_simulations", max_simulations)
     target = None if target_ess is None else _validate.positive_finite("target_ess", target_ess)
@@ -171,17 +170,12 @@ def importance_abc(
     index = _resample_each_chain(log_w, child_sequence(root, 1))
     rows = np.arange(chains)[:, None]
     flat = log_w.reshape(-1)
-    return abc_result(
+    return call.result(
         {k: v[rows, index].reshape(stream.n, *v.shape[2:]) for k, v in particles.items()},
         sample_stats={
             "log_weight": flat - logsumexp(flat),
             **{f"particle_{k}": v.reshape(-1, *v.shape[2:]) for k, v in particles.items()},
         },
-        chains=chains,
-        mechanism=mechanism,
-        released=released,
-        method="importance_abc",
-        reference=REFERENCE,
         root=root,
         n_simulations=stream.n,
         acceptance_rate=math.nan,

@@ -11,8 +11,7 @@ from .. import parallel
 from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence
 from .._validate import MAX_SIZE
-from ._chains import per_chain
-from ._common import abc_result, check_count, check_inputs, check_options, stack_draws
+from ._common import AbcCall, check_count, stack_draws
 from ._precision import warn_if_coarse_release
 from .acceptance import (
     Z_PREDICT,
@@ -134,18 +133,23 @@ def rejection_abc(
 
     Examples
     --------
+    A count with a Gamma(25) prior, released with Laplace noise at epsilon 0.2;
+    about one proposal in six is accepted, as :func:`dpinfer.estimate_acceptance_rate`
+    predicts:
+
     >>> import scipy.stats as st, dpinfer as dp
     >>> model = dp.Model(prior={"theta": st.gamma(25)},
     ...                  simulate=lambda p, rng: rng.poisson(p["theta"]))
     >>> mech = dp.Laplace.from_privacy(epsilon=0.2, sensitivity=1.0)
     >>> idata = dp.rejection_abc(model, mech, 37.4, draws=200, rng=1, progressbar=False)
-    >>> idata.posterior["theta"].shape
-    (4, 50)
+    >>> idata.posterior["theta"].shape, round(idata.attrs["acceptance_rate"], 2)
+    ((4, 50), 0.16)
     """
-    released = check_inputs(model, mechanism, released)
-    check_options(rng=rng, executor=executor, progressbar=progressbar)
-    chains, per = per_chain("draws", draws, chains)
-    draws = chains * per
+    call = AbcCall.check(
+        "rejection_abc", REFERENCE, model, mechanism, released, ("draws", draws), chains,
+        rng=rng, executor=executor, progressbar=progressbar,
+    )  # fmt: skip
+    released, draws = call.released, call.chains * call.per_chain
     batch_size = check_count("batch_size", batch_size)
     max_simulations = check_count("max_simulations", max_simulations)
     root = as_seed_sequence(rng)
@@ -177,13 +181,8 @@ def rejection_abc(
     names = [k for k in accepted[0] if not k.startswith("_")]
     posterior = {k: v[:draws] for k, v in stack_draws(accepted, names).items()}
     rate = n_acc / n_sim
-    return abc_result(
+    return call.result(
         posterior,
-        chains=chains,
-        mechanism=mechanism,
-        released=released,
-        method="rejection_abc",
-        reference=REFERENCE,
         root=root,
         n_simulations=n_sim,
         acceptance_rate=rate,

@@ -16,8 +16,8 @@ from .. import _validate
 from .._rng import RNGLike, as_seed_sequence
 from . import _mcse, _smc_pilot, _weights
 from . import _pseudo_marginal as _pm
-from ._chains import ChainRun, per_chain
-from ._common import abc_result, check_count, check_inputs, check_options
+from ._chains import ChainRun
+from ._common import AbcCall, check_count
 from ._precision import warn_if_coarse_release, warn_if_unresolved_log_weights
 from ._smc_kernels import COMBINE_RULES as SMC_RULES
 from ._smc_kernels import (
@@ -247,6 +247,9 @@ def smc_abc(
 
     Examples
     --------
+    The release of :func:`rejection_abc`'s example, by 500 particles in four SMC
+    chains, each with its own estimate of the evidence:
+
     >>> import scipy.stats as st, dpinfer as dp
     >>> model = dp.Model(prior={"theta": st.gamma(25)},
     ...                  simulate=lambda p, rng: rng.poisson(p["theta"]))
@@ -257,9 +260,11 @@ def smc_abc(
     >>> idata.attrs["chain_log_evidence"].shape
     (4,)
     """
-    released = check_inputs(model, mechanism, released)
-    check_options(rng=rng, executor=executor, progressbar=progressbar)
-    chains, n = per_chain("particles", particles, chains)
+    call = AbcCall.check(
+        "smc_abc", REFERENCE, model, mechanism, released, ("particles", particles), chains,
+        rng=rng, executor=executor, progressbar=progressbar,
+    )  # fmt: skip
+    released, chains, n = call.released, call.chains, call.per_chain
     check_particles("smc_abc", particles, chains, n)
     for name, value in (
         ("ess_fraction", ess_fraction),
@@ -291,12 +296,9 @@ def smc_abc(
         pilot_attrs = pilot.attrs()
     posterior, sample_stats, attrs = run_smc_chains(
         "smc_abc",
+        call,
         partial(_run_chain, model, mechanism, released, settings),
         root,
-        chains,
-        n,
-        executor=executor,
-        progressbar=progressbar,
         label=f"SMC-ABC ({chains} chains, lambda)",
         rules=COMBINE_RULES,
     )
@@ -316,17 +318,7 @@ def smc_abc(
         attrs["stage_chain"],
         attrs["stage_resampled"],
     )
-    return abc_result(
-        posterior,
-        sample_stats=sample_stats,
-        chains=chains,
-        mechanism=mechanism,
-        released=released,
-        method="smc_abc",
-        reference=REFERENCE,
-        root=root,
-        **attrs,
-    )
+    return call.result(posterior, sample_stats=sample_stats, root=root, **attrs)
 
 
 # How the per-chain figures combine; the ESS of independent chains adds up, and the mean

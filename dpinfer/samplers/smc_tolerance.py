@@ -13,8 +13,8 @@ import numpy as np
 from .. import _validate
 from .._rng import RNGLike, as_seed_sequence
 from . import _weights
-from ._chains import ChainRun, per_chain
-from ._common import abc_result, check_count, check_inputs, check_options
+from ._chains import ChainRun
+from ._common import AbcCall, check_count
 from ._smc_kernels import COMBINE_RULES as SMC_RULES
 from ._smc_kernels import (
     check_particles,
@@ -124,9 +124,11 @@ def tolerance_smc_abc(
         When a chain's final population, or a stage, keeps fewer than a
         quarter of its particles distinct.
     """
-    released = check_inputs(model, mechanism, released)
-    check_options(rng=rng, executor=executor, progressbar=progressbar)
-    chains, n = per_chain("particles", particles, chains)
+    call = AbcCall.check(
+        "tolerance_smc_abc (approximate)", REFERENCE, model, mechanism, released,
+        ("particles", particles), chains, rng=rng, executor=executor, progressbar=progressbar,
+    )  # fmt: skip
+    released, chains, n = call.released, call.chains, call.per_chain
     check_particles("tolerance_smc_abc", particles, chains, n)
     final = _validate.non_negative("final_tolerance", final_tolerance)
     _validate.probability_open("quantile", quantile)
@@ -147,25 +149,17 @@ def tolerance_smc_abc(
     root = as_seed_sequence(rng)
     posterior, sample_stats, attrs = run_smc_chains(
         "tolerance_smc_abc",
+        call,
         partial(_run_chain, model, mechanism, released, settings),
         root,
-        chains,
-        n,
-        executor=executor,
-        progressbar=progressbar,
         label="tolerance SMC-ABC (stages)",
         units=settings.max_stages,
         rules=COMBINE_RULES,
         check_acceptance=False,  # it stops by design once the moves stop accepting
     )
-    return abc_result(
+    return call.result(
         posterior,
         sample_stats=sample_stats,
-        chains=chains,
-        mechanism=mechanism,
-        released=released,
-        method="tolerance_smc_abc (approximate)",
-        reference=REFERENCE,
         root=root,
         ess=float(attrs["n_distinct"]),
         log_evidence=math.nan,
