@@ -234,7 +234,7 @@ class GridPosterior:
 
     def ppf(self, q) -> np.ndarray:
         """Posterior quantiles (2-D: marginal quantiles on a last axis of length 2)."""
-        q = np.asarray(q, dtype=float)
+        q = _validate.numeric_array("q", q).astype(float)
         if not np.all((q > 0) & (q < 1)):
             raise ValueError(f"q must lie in (0, 1), got {q!r}")
         if self.ndim == 2:
@@ -289,8 +289,9 @@ class GridPosterior:
         """
         from .results import to_inference_data
 
-        chains = _validate.positive_int("chains", chains)
-        values = self.draws(_validate.size("draws", draws) * chains, rng=rng)
+        chains = _validate.size("chains", chains)
+        total = _validate.size("draws", draws) * chains
+        values = self.draws(_validate.size("draws times chains", total), rng=rng)
         names = list(names)[: self.ndim]
         columns = [values] if self.ndim == 1 else [values[:, 0], values[:, 1]]
         return to_inference_data(
@@ -338,6 +339,8 @@ def _check_grid(grid) -> tuple[np.ndarray, ...]:
 
 def _log_density(points, log_likelihood, log_prior) -> np.ndarray:
     """``log prior + log likelihood`` on the grid (``points`` an array or a meshgrid pair)."""
+    if log_likelihood is None:
+        raise TypeError("log_likelihood must be a callable or its values on the grid, got None")
     shape = points.shape if isinstance(points, np.ndarray) else points[0].shape
     parts = [
         _values(name, f, points, shape)
@@ -362,9 +365,15 @@ def _values(name: str, f: Callable | np.ndarray, points, shape) -> np.ndarray:
 
 
 def _shift(log_p: np.ndarray, log_shift) -> float:
-    if log_shift is not None:
-        return _validate.finite("log_shift", log_shift)
     top = float(np.max(log_p))
+    if log_shift is not None:
+        shift = _validate.finite("log_shift", log_shift)
+        if top - shift > 700.0:
+            raise ValueError(
+                f"log_shift={log_shift!r} is {top - shift:.4g} below the log density's largest "
+                "value on the grid: its exponential would overflow"
+            )
+        return shift
     if not math.isfinite(top):
         raise ValueError("the posterior has no mass on the grid (log density -inf everywhere)")
     return top
