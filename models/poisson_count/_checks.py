@@ -33,39 +33,25 @@ def _mle_row(label: str, role: str, fit: dict) -> list:
 
 def _sample(plan, model_, mech, released, exact, seed, progressbar):
     """Run the planned sampler: rejection ABC, or importance ABC with a matched proposal."""
+    data = (model_, mech, released)
+    run = {"rng": seed, "progressbar": progressbar}
     if plan.method == "rejection_abc":
-        return dp.rejection_abc(
-            model_,
-            mech,
-            released,
-            draws=plan.draws,
-            max_simulations=plan.max_simulations,
-            rng=seed,
-            progressbar=progressbar,
-        )
+        limits = {"draws": plan.draws, "max_simulations": plan.max_simulations}
+        return dp.rejection_abc(*data, **limits, **run)
     options = {
+        **run,
         "draws": max(plan.draws, IMPORTANCE_ROUND),
         "proposal": {"theta": _proposal(exact)},
     }
     target = min(plan.draws, IMPORTANCE_TARGET_ESS)
+    budget = {"target_ess": target, "max_simulations": IMPORTANCE_MAX_SIMULATIONS}
     try:
-        return dp.importance_abc(
-            model_,
-            mech,
-            released,
-            **options,
-            target_ess=target,
-            max_simulations=IMPORTANCE_MAX_SIMULATIONS,
-            rng=seed,
-            progressbar=progressbar,
-        )
+        return dp.importance_abc(*data, **options, **budget)
     except dp.SimulationBudgetExceeded:
         # one round only; the report gives its ESS and the check flags a poor result
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            return dp.importance_abc(
-                model_, mech, released, **options, rng=seed, progressbar=progressbar
-            )
+            return dp.importance_abc(*data, **options)
 
 
 def _proposal(exact):

@@ -160,14 +160,8 @@ def log_evidence(
     return _log_evidence(alpha, beta, eps, x)
 
 
-def evidence(
-    *,
-    alpha: float = 25.0,
-    beta: float = 1.0,
-    epsilon: float = EPSILON,
-    released: float = RELEASED,
-) -> float:
-    """Return the evidence ``pi(s_dp)`` (see :func:`log_evidence`).
+def evidence(**setting: float) -> float:
+    """Return the evidence ``pi(s_dp)``; keyword arguments as :func:`log_evidence`.
 
     Examples
     --------
@@ -175,7 +169,7 @@ def evidence(
     >>> 0.1 < acceptance < 0.2
     True
     """
-    return math.exp(log_evidence(alpha=alpha, beta=beta, epsilon=epsilon, released=released))
+    return math.exp(log_evidence(**setting))
 
 
 # --- internals ---------------------------------------------------------------------
