@@ -179,12 +179,12 @@ class GridPosterior:
         self._g = g / total
         self.integral = total
         self.log_evidence = shift + math.log(total)
-        self.quadrature_error = _halved_difference(inner, x, total)
+        outer = simpson(g, x=x, axis=0)
+        self.quadrature_error = max(
+            _halved_difference(inner, x, total), _halved_difference(outer, y, total)
+        )
         with np.errstate(divide="ignore"):
-            self._margins = (
-                GridPosterior(x, np.log(inner)),
-                GridPosterior(y, np.log(simpson(g, x=x, axis=0))),
-            )
+            self._margins = GridPosterior(x, np.log(inner)), GridPosterior(y, np.log(outer))
         mx, my = self._margins[0].mean(), self._margins[1].mean()
         cross = float(simpson(simpson(self._g * y, x=y, axis=1) * x, x=x))
         self._cov = cross - mx * my

@@ -30,22 +30,17 @@ from ._likelihood import (
 )
 
 
-def exact_log_posterior(
-    theta,
-    *,
-    alpha: float = 25.0,
-    beta: float = 1.0,
-    epsilon: float = EPSILON,
-    released: float = RELEASED,
-    method: str = "incomplete_gamma",
-) -> np.ndarray:
+def exact_log_posterior(theta, *, method: str = "incomplete_gamma", **setting) -> np.ndarray:
     r"""Normalised log posterior density ``log pi(theta | s_dp)``.
 
     .. math:: \log \pi_0(\theta) + \log \pi(s_{dp} \mid \theta) - \log \pi(s_{dp}),
 
     with the likelihood of :func:`log_likelihood` (``method``) and the
     evidence of :func:`log_evidence`; nothing is normalised numerically.
+    ``setting``: ``alpha``, ``beta``, ``epsilon`` and ``released``, as in
+    :class:`ExactPosterior` (by default Gong's Figure 1).
     """
+    alpha, beta, epsilon, released = _setting(**setting)
     alpha, beta = _check_prior(alpha, beta)
     theta = _check_theta(theta)
     log_prior = st.gamma.logpdf(theta, alpha, scale=1.0 / beta)
@@ -54,6 +49,10 @@ def exact_log_posterior(
         + log_likelihood(theta, released=released, epsilon=epsilon, method=method)
         - log_evidence(alpha=alpha, beta=beta, epsilon=epsilon, released=released)
     )
+
+
+def _setting(*, alpha=25.0, beta=1.0, epsilon=EPSILON, released=RELEASED) -> tuple:
+    return alpha, beta, epsilon, released
 
 
 def exact_posterior_pdf(theta, **kwargs) -> np.ndarray:
