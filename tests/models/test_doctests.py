@@ -17,8 +17,7 @@ import dpinfer.models
 
 # modules and the packages an example may be (their __init__ holds the example's docstring)
 MODULES = sorted(
-    info.name
-    for info in pkgutil.walk_packages(dpinfer.models.__path__, prefix="dpinfer.models.")
+    info.name for info in pkgutil.walk_packages(dpinfer.models.__path__, prefix="dpinfer.models.")
 )
 
 
