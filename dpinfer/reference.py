@@ -294,11 +294,10 @@ def sample_nuts(pymc_model, *, observed=None, constant_data=None, attrs=None, **
     if missing:
         raise ValueError(f"var_names {missing} are not variables of the model")
     nuts_kwargs.setdefault("cores", 1)
+    size = {"draws": draws, "tune": tune, "chains": chains}
     with pymc_model:
         trace = pm.sample(
-            draws=draws,
-            tune=tune,
-            chains=chains,
+            **size,
             random_seed=seed,
             progressbar=progressbar,
             return_inferencedata=False,
