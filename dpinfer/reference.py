@@ -158,14 +158,11 @@ def sample_reference(
         )
     _check_nuts_options(draws, tune, chains, rng, progressbar, var_names)
     pymc_model = reference_model(model, mechanism, released, support=support, loglik=loglik)
+    nuts = {"draws": draws, "tune": tune, "chains": chains, "rng": rng, "var_names": var_names}
     return sample_nuts(
         pymc_model,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        rng=rng,
+        **nuts,
         progressbar=progressbar,
-        var_names=var_names,
         observed=mechanism._check_released(released),
         constant_data=mechanism_constants(mechanism),
         attrs={
