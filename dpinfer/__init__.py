@@ -5,6 +5,7 @@ import importlib
 from . import accounting, distances, theory
 from ._version import __version__
 from .calibration import SBCResult, sbc
+from .grid import GridPosterior
 from .likelihood import ExponentialFamily, Likelihood
 from .marginal import to_pymc
 from .mechanisms import (
@@ -53,6 +54,7 @@ __all__ = [
     "DiscreteLaplace",
     "ExponentialFamily",
     "Gaussian",
+    "GridPosterior",
     "Laplace",
     "Likelihood",
     "MCEMConvergenceWarning",

@@ -158,14 +158,11 @@ def sample_reference(
         )
     _check_nuts_options(draws, tune, chains, rng, progressbar, var_names)
     pymc_model = reference_model(model, mechanism, released, support=support, loglik=loglik)
+    nuts = {"draws": draws, "tune": tune, "chains": chains, "rng": rng, "var_names": var_names}
     return sample_nuts(
         pymc_model,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        rng=rng,
+        **nuts,
         progressbar=progressbar,
-        var_names=var_names,
         observed=mechanism._check_released(released),
         constant_data=mechanism_constants(mechanism),
         attrs={
@@ -240,28 +237,28 @@ def reference_model(model, mechanism, released, *, support=None, loglik=None):
     return pymc_model
 
 
-def sample_nuts(
-    pymc_model,
-    *,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 2,
-    rng: RNGLike = None,
-    progressbar: bool = False,
-    var_names: Sequence[str] | None = None,
-    observed=None,
-    constant_data=None,
-    attrs=None,
-    **nuts_kwargs,
-):
+#: The NUTS settings of :func:`sample_nuts` and their defaults (as in :func:`sample_reference`).
+_NUTS_DEFAULTS = {
+    "draws": 1000,
+    "tune": 1000,
+    "chains": 2,
+    "rng": None,
+    "progressbar": False,
+    "var_names": None,
+}
+
+
+def sample_nuts(pymc_model, *, observed=None, constant_data=None, attrs=None, **options):
     """Sample any PyMC model with NUTS and return dpinfer's InferenceData layout.
 
     Parameters
     ----------
     pymc_model : pymc.Model
         The model to sample.
-    draws, tune, chains, rng, progressbar, var_names, **nuts_kwargs
-        As in :func:`sample_reference`.
+    **options
+        ``draws`` (1000), ``tune`` (1000), ``chains`` (2), ``rng`` (None),
+        ``progressbar`` (False), ``var_names`` (None) and keywords of
+        :func:`pymc.sample`: as in :func:`sample_reference`.
     observed : array_like, optional
         Stored as ``observed_data['s_dp']``.
     constant_data : dict, optional
@@ -284,6 +281,8 @@ def sample_nuts(
     """
     import pymc as pm
 
+    nuts_kwargs = {**_NUTS_DEFAULTS, **options}
+    draws, tune, chains, rng, progressbar, var_names = map(nuts_kwargs.pop, _NUTS_DEFAULTS)
     draws, tune, chains = _check_nuts_options(draws, tune, chains, rng, progressbar, var_names)
     root = as_seed_sequence(rng)
     seed = int(root.generate_state(1)[0])  # PyMC spawns the per-chain seeds from one int
@@ -292,11 +291,10 @@ def sample_nuts(
     if missing:
         raise ValueError(f"var_names {missing} are not variables of the model")
     nuts_kwargs.setdefault("cores", 1)
+    size = {"draws": draws, "tune": tune, "chains": chains}
     with pymc_model:
         trace = pm.sample(
-            draws=draws,
-            tune=tune,
-            chains=chains,
+            **size,
             random_seed=seed,
             progressbar=progressbar,
             return_inferencedata=False,
@@ -316,11 +314,10 @@ def sample_nuts(
                 [np.asarray(trace.get_sampler_stats(source, chains=c)) for c in trace.chains]
             )
     divergences = int(np.sum(stats.get("diverging", 0)))
+    groups = {"sample_stats": stats, "observed": observed, "constant_data": constant_data}
     return to_inference_data(
         posterior,
-        sample_stats=stats,
-        observed=observed,
-        constant_data=constant_data,
+        **groups,
         chains=len(trace.chains),
         attrs={
             "method": "pymc_nuts",

@@ -21,13 +21,13 @@ PRIOR = st.gamma(2.0, scale=1 / 400.0)
 
 
 def posterior_moments(cells, prior, grid) -> tuple[float, float]:
-    """Posterior mean and sd of a shared rate on ``grid``, by brute-force sums.
+    """Posterior mean and sd of a shared rate on ``grid``, by brute-force sums and Simpson's rule.
 
     ``cells`` are ``(mechanism, population, released)``: each cell's count is
     Poisson(population * rate) and is summed over one wide window of counts at every
     grid point (scipy's pmf, the mechanism's own ``logpdf``).
     """
-    log_post = prior.logpdf(grid)
+    log_lik = 0.0
     for mechanism, population, released in cells:
         top = population * grid[-1]
         inner = getattr(mechanism, "mechanism", mechanism)
@@ -36,10 +36,9 @@ def posterior_moments(cells, prior, grid) -> tuple[float, float]:
         s = np.arange(0, int(max(top + 25 * np.sqrt(top), center) + 60 * spread + 100))
         noise = mechanism.logpdf(np.asarray(released), s.reshape(-1, *mechanism.event_shape))
         terms = st.poisson.logpmf(s[:, None], population * grid[None, :]) + noise[:, None]
-        log_post = log_post + logsumexp(terms, axis=0)
-    w = np.exp(log_post - logsumexp(log_post))
-    mean = float(np.sum(w * grid))
-    return mean, float(np.sqrt(np.sum(w * (grid - mean) ** 2)))
+        log_lik = log_lik + logsumexp(terms, axis=0)
+    post = dp.GridPosterior(grid, log_lik, prior.logpdf)
+    return post.mean(), post.std()
 
 
 def exact_posterior() -> tuple[float, float]:

@@ -15,10 +15,9 @@ import pytest
 
 import dpinfer.models
 
+# modules and the packages an example may be (their __init__ holds the example's docstring)
 MODULES = sorted(
-    info.name
-    for info in pkgutil.walk_packages(dpinfer.models.__path__, prefix="dpinfer.models.")
-    if not info.ispkg
+    info.name for info in pkgutil.walk_packages(dpinfer.models.__path__, prefix="dpinfer.models.")
 )
 
 

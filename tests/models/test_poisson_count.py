@@ -324,15 +324,7 @@ SBC_LEVEL = 1e-3  # chi-square test with 9 df: false-failure rate 0.1% for a cal
 
 @pytest.mark.slow
 def test_sbc_rejection_abc_is_calibrated():
-    ranks = _sbc_ranks(
-        SBC["alpha"],
-        SBC["eps"],
-        reps=SBC["reps"],
-        draws=SBC["draws"],
-        seed=SBC["seed"],
-        sampler=_abc_sampler(pc.mechanism(epsilon=SBC["eps"])),
-    )
-    assert _uniformity_pvalue(ranks, SBC["draws"]) > SBC_LEVEL
+    assert _sbc_pvalue(_abc_sampler(pc.mechanism(epsilon=SBC["eps"]))) > SBC_LEVEL
 
 
 @pytest.mark.slow
@@ -340,15 +332,14 @@ def test_sbc_planted_naive_posterior_is_not_calibrated():
     # Planted bug: the naive posterior. (A subtler bug, half the Laplace scale, gives
     # p = 7e-4 with these 1000 replications, too close to the level to plant; the KS checks
     # against the exact posterior catch it with p < 1e-27.)
-    ranks = _sbc_ranks(
-        SBC["alpha"],
-        SBC["eps"],
-        reps=SBC["reps"],
-        draws=SBC["draws"],
-        seed=SBC["seed"],
-        sampler=_naive_sampler,
-    )
-    assert _uniformity_pvalue(ranks, SBC["draws"]) < SBC_LEVEL
+    assert _sbc_pvalue(_naive_sampler) < SBC_LEVEL
+
+
+def _sbc_pvalue(sampler) -> float:
+    """Uniformity p-value of the SBC ranks of ``sampler`` at the settings of ``SBC``."""
+    settings = {k: SBC[k] for k in ("reps", "draws", "seed")}
+    ranks = _sbc_ranks(SBC["alpha"], SBC["eps"], **settings, sampler=sampler)
+    return _uniformity_pvalue(ranks, SBC["draws"])
 
 
 # --- the example -------------------------------------------------------------------

@@ -305,6 +305,49 @@ def model_entries():
                 P("max_iterations", "count"),
             ),
         ),
+        *grid_entries(),
+    ]
+
+
+def _grid_posterior():
+    return dp.GridPosterior(np.linspace(-3, 3, 11), _half_square)
+
+
+def _half_square(x):
+    return -0.5 * x**2
+
+
+def grid_entries():
+    return [
+        Entry(
+            "GridPosterior",
+            dp.GridPosterior,
+            lambda: {"grid": np.linspace(-3, 3, 11), "log_likelihood": _half_square},
+            (
+                P("grid", "finite_array", [[0.0, 1.0]], [0.0, 0.0, 1.0]),
+                P("log_likelihood", "callable_required", np.zeros(3)),
+                P("log_prior", "callable", np.zeros(3), optional=True),
+                P("log_shift", "finite", -1e4, optional=True),
+            ),
+        ),
+        Entry(
+            "GridPosterior.logspace",
+            dp.GridPosterior.logspace,
+            lambda: {"lower": 0.1, "upper": 10.0, "log_likelihood": _half_square, "num": 11},
+            (P("lower", "positive"), P("upper", "positive", 0.01), P("num", "size", 2)),
+        ),
+        Entry(
+            "GridPosterior.ppf",
+            lambda **kw: _grid_posterior().ppf(**kw),
+            lambda: {"q": 0.5},
+            (P("q", "probability"),),
+        ),
+        Entry(
+            "GridPosterior.sample",
+            lambda **kw: _grid_posterior().sample(**kw),
+            lambda: {"draws": 3, "chains": 2, "rng": 0},
+            (P("draws", "size"), P("chains", "size"), P("rng", "rng")),
+        ),
     ]
 
 
