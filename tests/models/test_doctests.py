@@ -16,9 +16,7 @@ import pytest
 import dpinfer.models
 
 MODULES = sorted(
-    info.name
-    for info in pkgutil.walk_packages(dpinfer.models.__path__, prefix="dpinfer.models.")
-    if not info.ispkg
+    info.name for info in pkgutil.walk_packages(dpinfer.models.__path__, prefix="dpinfer.models.")
 )
 
 
