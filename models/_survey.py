@@ -30,7 +30,7 @@ from scipy.stats import chi2
 
 import dpinfer as dp
 
-from .lalonde import _gamma_laplace, _normal_laplace
+from .lalonde._exact import _gamma_laplace, _normal_laplace
 
 __all__ = [
     "EPSILON",
