@@ -19,10 +19,10 @@ import re
 import resource
 import sys
 import time
-import tracemalloc
 
 import numpy as np
 import scipy.stats as st
+from _common import traced
 
 import dpinfer as dp
 
@@ -85,12 +85,8 @@ def maxrss_bytes() -> int:
 
 def traced_peak(n_proposals: int) -> tuple[int, int]:
     """Peak traced bytes of a run, and the bytes its accepted draws must occupy."""
-    tracemalloc.start()
-    try:
-        _, accepted = run_vectorised(n_proposals)
-        return tracemalloc.get_traced_memory()[1], accepted * np.dtype(float).itemsize
-    finally:
-        tracemalloc.stop()
+    (_, accepted), peak = traced(run_vectorised, n_proposals)
+    return peak, accepted * np.dtype(float).itemsize
 
 
 def main(argv=None) -> int:

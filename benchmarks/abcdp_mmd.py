@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import numpy as np
+from _common import cpu_timed
 
 import dpinfer as dp
 from dpinfer.models import mixture_uniform as mu
@@ -31,16 +31,10 @@ N = mu.N_OBSERVATIONS
 TARGET_RATIO = 20.0
 
 
-def _timed(fn):
-    wall, cpu = time.perf_counter(), time.process_time()
-    out = fn()
-    return out, time.process_time() - cpu, time.perf_counter() - wall
-
-
 def bench_distance(distance, observed, pseudo) -> dict:
     """Distances per second of ``distance`` over the pseudo-datasets (after a warm-up)."""
     distance(observed, pseudo[:1])
-    values, cpu, wall = _timed(lambda: distance(observed, pseudo))
+    values, cpu, wall = cpu_timed(lambda: distance(observed, pseudo))
     return {
         "n": len(pseudo),
         "cpu": cpu,
@@ -80,7 +74,7 @@ def main(argv=None) -> None:
     print(f"largest |RF - exact| on the first 4 distances: {gap:.4f}")
 
     t = 1000 if args.quick else mu.N_PROPOSALS
-    res, cpu, wall = _timed(
+    res, cpu, wall = cpu_timed(
         lambda: mu.run_experiment(
             c=100, epsilon_abc=0.1, epsilon_total=1.0, n_proposals=t, rng=2, privacy_rng=3
         )

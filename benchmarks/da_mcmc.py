@@ -78,11 +78,11 @@ import logging
 import math
 import os
 import sys
-import time
 import warnings
 from functools import partial
 from pathlib import Path
 
+import _common
 import numba
 import numpy as np
 import scipy.stats as st
@@ -100,12 +100,10 @@ QUANTILES = (0.05, 0.5, 0.95)
 
 
 def cpu_timed(fn, *args, **kwargs):
-    start_cpu, start_wall = time.process_time(), time.perf_counter()
     with warnings.catch_warnings():
         # smc_abc's degeneracy warning: the table reports the distinct particles instead
         warnings.filterwarnings("ignore", message="smc_abc: the final population is degenerate")
-        out = fn(*args, **kwargs)
-    return out, time.process_time() - start_cpu, time.perf_counter() - start_wall
+        return _common.cpu_timed(fn, *args, **kwargs)
 
 
 # --- throughput --------------------------------------------------------------------------
@@ -122,6 +120,13 @@ def bernoulli_model():
     return dp.RecordModel({"p": st.beta(2, 2)}, simulate, lambda x: x.astype(float), update=update)
 
 
+def one_chain(model, mech, released, *, n: int, draws: int):
+    """One untuned da_mcmc chain, seed 1: throughput, not accuracy."""
+    return dp.da_mcmc(
+        model, mech, released, n=n, draws=draws, tune=0, chains=1, rng=1, progressbar=False
+    )
+
+
 def throughput(quick: bool) -> None:
     print("\n== throughput: scalar statistic (Bernoulli records, Laplace noise on the count)")
     n, iterations = 100_000, 10 if quick else 40
@@ -129,12 +134,7 @@ def throughput(quick: bool) -> None:
     released = 0.3 * n
     dp.da_mcmc(model, mech, released, n=1000, draws=2, tune=0, chains=1, progressbar=False)
 
-    def sweep_run(m):
-        return dp.da_mcmc(
-            m, mech, released, n=n, draws=iterations, tune=0, chains=1, rng=1, progressbar=False
-        )
-
-    idata, cpu, wall = cpu_timed(sweep_run, model)
+    idata, cpu, wall = cpu_timed(one_chain, model, mech, released, n=n, draws=iterations)
     updates = n * iterations
     rate = updates / cpu
     acc = idata.attrs["acceptance_rate"]
@@ -161,20 +161,7 @@ def throughput(quick: bool) -> None:
     for label, scale in (("large noise", 20.0), ("small noise", 0.5)):
         m2 = dp.Laplace(scale)
 
-        def run_generic(m2=m2):
-            return dp.da_mcmc(
-                generic,
-                m2,
-                0.3 * 20_000,
-                n=20_000,
-                draws=5,
-                tune=0,
-                chains=1,
-                rng=1,
-                progressbar=False,
-            )
-
-        g, cpu_g, _ = cpu_timed(run_generic)
+        g, cpu_g, _ = cpu_timed(one_chain, generic, m2, 0.3 * 20_000, n=20_000, draws=5)
         print(
             f"  speculative blocks (summary=), {label:<15} {5 * 20_000 / cpu_g:12,.0f} record "
             f"updates/s (acceptance {g.attrs['acceptance_rate']:.3f})"
@@ -238,20 +225,10 @@ SMC_SETTINGS = {
 }
 
 
-def run_da(record_model, mech, released, *, n, draws, tune, rng):
-    """Four da_mcmc chains, CPU-timed."""
-    return cpu_timed(
-        dp.da_mcmc,
-        record_model,
-        mech,
-        released,
-        n=n,
-        draws=draws,
-        tune=tune,
-        chains=4,
-        rng=rng,
-        progressbar=False,
-    )
+def run_da(record_model, mech, released, *, n, draws, tune, rng, chains=4):
+    """``chains`` da_mcmc chains (four by default), CPU-timed."""
+    options = dict(n=n, draws=draws, tune=tune, chains=chains, rng=rng, progressbar=False)
+    return cpu_timed(dp.da_mcmc, record_model, mech, released, **options)
 
 
 def da_row(eps, idata, cpu, z, names=("beta",)) -> tuple:
@@ -481,17 +458,8 @@ def scaling(quick: bool) -> None:
         # the noise shrinks like 1/n, the sampling spread of a mean like 1/sqrt(n)
         reps = max(20, min(400, 4_000_000 // n))
         spread = lr.simulate_statistics(np.tile(lr.TRUE_BETA, (reps, 1)), rng=1, n=n).std(axis=0)
-        idata, cpu, _ = cpu_timed(
-            dp.da_mcmc,
-            lr.record_model(n=n),
-            mech,
-            released,
-            n=n,
-            draws=draws,
-            tune=tune,
-            chains=2,
-            rng=13,
-            progressbar=False,
+        idata, cpu, _ = run_da(
+            lr.record_model(n=n), mech, released, n=n, draws=draws, tune=tune, rng=13, chains=2
         )
         iters = 2 * (draws + tune)
         ess = min_bulk_ess(idata)

@@ -35,6 +35,7 @@ import dpinfer as dp
 from dpinfer.mechanisms import _bits, _exact
 
 SCALES = (1.0, 3.7306, 100.0, 10_000.0)
+FAMILIES = (("laplace", "DiscreteLaplace"), ("gaussian", "DiscreteGaussian"))
 
 
 def best_rate(run, n: int, repeats: int) -> tuple[float, float]:
@@ -106,6 +107,13 @@ def per_cell_rates(kind: str, rows: int, repeats: int) -> list[tuple]:
     return out
 
 
+def print_header(*columns: str) -> None:
+    """Print a table's header and a rule under it."""
+    header = "".join(columns)
+    print(header)
+    print("-" * len(header))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller samples")
@@ -122,13 +130,11 @@ def main() -> None:
         print("OpenDP is not installed (pip install opendp): its column is skipped.\n")
 
     print(f"releases per second (best of {args.repeats}; ours on {n_ours:,} draws)")
-    header = (
-        f"{'mechanism':<17}{'scale':>8}{'ours OS, wall':>15}{'ours OS, CPU':>14}"
-        f"{'seeded, CPU':>13}{'Python, CPU':>13}{'OpenDP, CPU':>13}{'ours/OpenDP':>13}"
+    print_header(
+        f"{'mechanism':<17}{'scale':>8}{'ours OS, wall':>15}{'ours OS, CPU':>14}",
+        f"{'seeded, CPU':>13}{'Python, CPU':>13}{'OpenDP, CPU':>13}{'ours/OpenDP':>13}",
     )
-    print(header)
-    print("-" * len(header))
-    for kind, name in (("laplace", "DiscreteLaplace"), ("gaussian", "DiscreteGaussian")):
+    for kind, name in FAMILIES:
         for scale in SCALES:
             os_cpu, os_wall = ours(kind, scale, n_ours, args.repeats, None)
             seeded, _ = ours(kind, scale, n_ours, args.repeats, 1)
@@ -144,13 +150,11 @@ def main() -> None:
     print(
         f"\nper-cell scales: tables of 1,000 cells x {rows:,} rows, seeded, CPU draws per second"
     )
-    header = (
-        f"{'mechanism':<17}{'distinct':>9}{'per-cell':>11}{'one scale':>11}"
-        f"{'ratio':>7}{'group loop':>12}{'ratio':>7}"
+    print_header(
+        f"{'mechanism':<17}{'distinct':>9}{'per-cell':>11}{'one scale':>11}",
+        f"{'ratio':>7}{'group loop':>12}{'ratio':>7}",
     )
-    print(header)
-    print("-" * len(header))
-    for kind, name in (("laplace", "DiscreteLaplace"), ("gaussian", "DiscreteGaussian")):
+    for kind, name in FAMILIES:
         for distinct, table, single, looped in per_cell_rates(kind, rows, args.repeats):
             print(
                 f"{name:<17}{distinct:>9}{table:>11.3g}{single:>11.3g}{table / single:>7.2f}"

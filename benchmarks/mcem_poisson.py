@@ -21,9 +21,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-import tracemalloc
 
 import numpy as np
+from _common import traced
 
 from dpinfer.models import poisson_count as pc
 
@@ -36,12 +36,7 @@ def run(schedule, seed):
 
 def peak_memory(schedule, seed) -> float:
     """Peak traced memory (MB) of one fit (traced separately: tracing slows numpy)."""
-    tracemalloc.start()
-    try:
-        pc.mle(schedule=schedule, rng=seed)
-        return tracemalloc.get_traced_memory()[1] / 1e6
-    finally:
-        tracemalloc.stop()
+    return traced(pc.mle, schedule=schedule, rng=seed)[1] / 1e6
 
 
 def main(argv=None) -> int:

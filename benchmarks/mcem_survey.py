@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 import warnings
 
 import numpy as np
+from _common import cpu_timed
 from scipy.optimize import brentq
 from scipy.stats import chi2
 
@@ -37,12 +37,6 @@ import dpinfer as dp
 from dpinfer.models import _survey as survey
 from dpinfer.models import poisson_count as pc
 from dpinfer.samplers._mcse import error_ratio
-
-
-def timed(fn):
-    wall, cpu = time.perf_counter(), time.process_time()
-    out = fn()
-    return out, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def exact_standard_errors(mle):
@@ -79,7 +73,7 @@ def survey_rows(model, quick):
     fits, cpu = {}, {}
     for name, schedule in schedules(quick).items():
         for seed in (1,) if name == "auto, tol 1e-7" else (1, 2, 3):
-            fit, wall, used = timed(
+            fit, used, wall = cpu_timed(
                 lambda schedule=schedule, seed=seed: dp.mcem(
                     model,
                     survey.mechanism(),
@@ -111,7 +105,7 @@ def survey_rows(model, quick):
 
 def survey_profile(fit):
     exact = survey.exact_profile_interval(0.95)
-    profile, wall, used = timed(lambda: fit.profile_interval(0.95, progressbar=False))
+    profile, used, wall = cpu_timed(lambda: fit.profile_interval(0.95, progressbar=False))
     wald = fit.wald_interval(0.95)
     print(
         f"\nsurvey, 95% intervals (profile: {wall:.1f} s wall, {used:.1f} s cpu, "
@@ -144,7 +138,7 @@ def poisson_profile(replicates):
     exact = exact_poisson_profile()
     width = exact[1] - exact[0]
     fit = pc.mle(schedule="auto", rng=1)
-    profile, wall, used = timed(lambda: fit.profile_interval(0.95, progressbar=False))
+    profile, used, wall = cpu_timed(lambda: fit.profile_interval(0.95, progressbar=False))
     (lo, hi), (slo, shi) = profile["theta"], profile.monte_carlo_se["theta"]
     wald = fit.wald_interval(0.95)["theta"]
     worst = max(abs(lo - exact[0]), abs(hi - exact[1])) / width

@@ -28,6 +28,7 @@ Usage: ``python benchmarks/parallel.py [--quick]``.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import multiprocessing
 import os
@@ -65,32 +66,16 @@ def simulation_cost(n: int = 20_000) -> float:
     return (time.perf_counter() - start) / n
 
 
-def rejection(executor, *, draws, batch_size):
+def run_on_problem(sampler, executor, **options):
+    """``sampler`` on the benchmark's problem, seed 2024, its chunks sent to ``executor``."""
     model, mech = make_problem()
-    return dp.rejection_abc(
-        model,
-        mech,
-        RELEASED,
-        draws=draws,
-        batch_size=batch_size,
-        rng=2024,
-        executor=executor,
-        progressbar=False,
+    return sampler(
+        model, mech, RELEASED, rng=2024, executor=executor, progressbar=False, **options
     )
 
 
-def smc(executor, *, particles, batch_size):
-    model, mech = make_problem()
-    return dp.smc_abc(
-        model,
-        mech,
-        RELEASED,
-        particles=particles,
-        batch_size=batch_size,
-        rng=2024,
-        executor=executor,
-        progressbar=False,
-    )
+rejection = functools.partial(run_on_problem, dp.rejection_abc)  # draws=, batch_size=
+smc = functools.partial(run_on_problem, dp.smc_abc)  # particles=, batch_size=
 
 
 def cpu_seconds(pool) -> float:

@@ -279,15 +279,11 @@ def smc_speed(*, quick: bool, seed: int = 606) -> dict:
     repeats = 1 if quick else 3
     out = {"ref_particles": ref_particles, "repeats": repeats}
 
-    ref, out["ref_seconds"] = _timed(
-        dp.smc_abc,
-        model,
-        mech,
-        released,
-        particles=ref_particles,
-        rng=seeds.spawn(1)[0],
-        progressbar=False,
-    )
+    def timed_run(sampler, rng, **options):
+        """``sampler`` on the release, and its CPU seconds."""
+        return _timed(sampler, model, mech, released, rng=rng, progressbar=False, **options)
+
+    ref, out["ref_seconds"] = timed_run(dp.smc_abc, seeds.spawn(1)[0], particles=ref_particles)
     reference = _draws(ref)
     out["ref_sims"] = int(ref.posterior.attrs["n_simulations"])
     out["ref_mean"] = {k: float(v.mean()) for k, v in reference.items()}
@@ -300,15 +296,7 @@ def smc_speed(*, quick: bool, seed: int = 606) -> dict:
     for particles in particle_grid:
         runs = []
         for child in seeds.spawn(repeats):
-            idata, sec = _timed(
-                dp.smc_abc,
-                model,
-                mech,
-                released,
-                particles=particles,
-                rng=child,
-                progressbar=False,
-            )
+            idata, sec = timed_run(dp.smc_abc, child, particles=particles)
             runs.append(
                 {
                     "w": standardised_w1(_draws(idata), reference),
@@ -324,15 +312,8 @@ def smc_speed(*, quick: bool, seed: int = 606) -> dict:
 
     # A short rejection run: is the acceptance rate the evidence-based prediction?
     rej_draws = 2 if quick else 20
-    rej, out["rej_seconds"] = _timed(
-        dp.rejection_abc,
-        model,
-        mech,
-        released,
-        draws=rej_draws,
-        rng=seeds.spawn(1)[0],
-        batch_size=50_000,
-        progressbar=False,
+    rej, out["rej_seconds"] = timed_run(
+        dp.rejection_abc, seeds.spawn(1)[0], draws=rej_draws, batch_size=50_000
     )
     out["rej_draws"] = rej_draws
     out["rej_sims"] = int(rej.posterior.attrs["n_simulations"])
@@ -341,15 +322,11 @@ def smc_speed(*, quick: bool, seed: int = 606) -> dict:
     tol_rows = []
     for particles in (500,) if quick else (500, 2000):
         for min_acceptance in (0.02, 0.005):
-            idata, sec = _timed(
+            idata, sec = timed_run(
                 dp.tolerance_smc_abc,
-                model,
-                mech,
-                released,
+                seeds.spawn(1)[0],
                 particles=particles,
                 min_acceptance=min_acceptance,
-                rng=seeds.spawn(1)[0],
-                progressbar=False,
             )
             draws = _draws(idata)
             tol_rows.append(

@@ -155,6 +155,7 @@ def _torch_check(fn):
 def test_neural_methods_leave_numpy_and_torch_global_states_alone(seed):
     pytest.importorskip("torch")
     import scipy.stats as st
+    from neural import _toy
 
     from dpinfer.neural import MCMC, SplineFlow, Training, c2st, sple, sppe
 
@@ -162,14 +163,11 @@ def test_neural_methods_leave_numpy_and_torch_global_states_alone(seed):
         prior={"theta": st.norm(0, 1)},
         simulate=lambda p, rng: p["theta"] + rng.standard_normal(len(p["theta"])),
     )
-    tiny = dict(
+    tiny = _toy.tiny_settings(
         rounds=2,
         simulations=60,
-        noise_copies=2,
-        draws=40,
         flow=SplineFlow(transforms=1, hidden_features=4, residual_blocks=1, bins=3),
         training=Training(max_epochs=1, batch_size=30),
-        progressbar=False,
     )
 
     def work():

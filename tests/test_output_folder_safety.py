@@ -44,6 +44,15 @@ def _entries(folder: Path) -> set[str]:
     return set(os.listdir(folder))
 
 
+def _refused_until_overwrite(folder, *, manifest_error: str, run_error: str):
+    """The folder's manifest is not trusted, a run is refused, and one with overwrite passes."""
+    with pytest.raises(IncompleteOutputError, match=manifest_error):
+        read_manifest(folder)
+    with pytest.raises(OutputPathError, match=run_error):
+        _run(folder)
+    _run(folder, overwrite=True)
+
+
 # --- the lock -------------------------------------------------------------------------
 
 
@@ -109,11 +118,7 @@ def test_a_dpinfer_format_manifest_listing_a_path_outside_is_not_ours(tmp_path, 
     manifest = json.loads((folder / "manifest.json").read_text())
     manifest["files"]["../keep.txt"] = {"bytes": len(KEEP), "sha256": "0" * 64}
     (folder / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(IncompleteOutputError, match="of dpinfer's own"):
-        read_manifest(folder)
-    with pytest.raises(OutputPathError, match="did not write"):
-        _run(folder)
-    _run(folder, overwrite=True)
+    _refused_until_overwrite(folder, manifest_error="of dpinfer's own", run_error="did not write")
     assert keep.read_text() == KEEP
 
 
@@ -123,11 +128,7 @@ def test_a_symlinked_manifest_is_not_read_and_its_list_not_removed(tmp_path, kee
     _run(elsewhere)  # a genuine dpinfer manifest, outside the folder
     folder.mkdir()
     os.symlink("../elsewhere/manifest.json", folder / "manifest.json")
-    with pytest.raises(IncompleteOutputError, match="of dpinfer's own"):
-        read_manifest(folder)
-    with pytest.raises(OutputPathError, match="did not write"):
-        _run(folder)
-    _run(folder, overwrite=True)
+    _refused_until_overwrite(folder, manifest_error="of dpinfer's own", run_error="did not write")
     assert read_manifest(elsewhere)["complete"]  # its files were neither removed nor changed
     assert not (folder / "manifest.json").is_symlink()
 
@@ -137,11 +138,7 @@ def test_listed_files_that_became_links_are_not_followed(tmp_path, keep):
     _run(folder)
     (folder / "a.txt").unlink()
     os.symlink("../keep.txt", folder / "a.txt")
-    with pytest.raises(IncompleteOutputError, match="missing"):
-        read_manifest(folder)
-    with pytest.raises(OutputPathError, match="'a.txt'"):
-        _run(folder)
-    _run(folder, overwrite=True)
+    _refused_until_overwrite(folder, manifest_error="missing", run_error="'a.txt'")
     assert keep.read_text() == KEEP
     assert not (folder / "a.txt").is_symlink() and (folder / "a.txt").read_text() == "x"
 

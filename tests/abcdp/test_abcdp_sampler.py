@@ -11,9 +11,11 @@ import scipy.stats as st
 import dpinfer as dp
 from dpinfer.distances import MMD, ClippedL2, GaussianKernel, RandomFeatureMMD, median_heuristic
 
-from ._helpers import MeanDistance
+from ._helpers import MeanDistance, location_model
 
 N, T = 200, 400
+# a valid budget, for the refusals that are about something else
+ONE_HIT = dict(epsilon_total=1.0, epsilon_abc=0.1, c=1)
 
 
 @pytest.fixture(scope="module")
@@ -156,31 +158,15 @@ def test_invalid_public_inputs_are_refused(problem):
     with pytest.raises(ValueError, match="either"):
         _run(problem, model=model, n_proposals=10)
     with pytest.raises(ValueError, match="either"):
-        dp.abcdp(observed, distance, epsilon_total=1.0, epsilon_abc=0.1, c=1, params=params)
+        dp.abcdp(observed, distance, params=params, **ONE_HIT)
     with pytest.raises(ValueError, match="draws"):
         _run(problem, params={"mu": params["mu"][:-1]})
     with pytest.raises(TypeError, match="Distance"):
-        dp.abcdp(
-            observed,
-            lambda a, b: 0.0,
-            params=params,
-            pseudo_data=pseudo,
-            epsilon_total=1.0,
-            epsilon_abc=0.1,
-            c=1,
-        )
+        dp.abcdp(observed, lambda a, b: 0.0, params=params, pseudo_data=pseudo, **ONE_HIT)
     bad = observed.copy()
     bad[3] = np.nan
     with pytest.raises(ValueError, match="observed"):
-        dp.abcdp(
-            bad,
-            distance,
-            params=params,
-            pseudo_data=pseudo,
-            epsilon_total=1.0,
-            epsilon_abc=0.1,
-            c=1,
-        )
+        dp.abcdp(bad, distance, params=params, pseudo_data=pseudo, **ONE_HIT)
 
 
 class SometimesNaN(dp.distances.Distance):
@@ -208,9 +194,7 @@ def test_non_finite_distances_are_refused(bad, epsilon_total):
             SometimesNaN(bad),
             params={"z": z},
             pseudo_data=z,
-            epsilon_total=epsilon_total,
-            epsilon_abc=0.1,
-            c=1,
+            **ONE_HIT | {"epsilon_total": epsilon_total},
         )
 
 
@@ -227,9 +211,7 @@ def test_non_finite_pseudo_data_through_a_model_are_refused():
             RandomFeatureMMD(5, 1.0, rng=0),
             model=model,
             n_proposals=50,
-            epsilon_total=1.0,
-            epsilon_abc=0.1,
-            c=1,
+            **ONE_HIT,
             rng=0,
             progressbar=False,
         )
@@ -317,10 +299,7 @@ def test_privacy_noise_is_fresh_by_default_and_reproducible_with_a_seed(problem)
 
 
 def test_public_draws_follow_rng_and_privacy_noise_follows_privacy_rng():
-    model = dp.Model(
-        {"mu": st.norm(0, 2)},
-        simulate=lambda p, rng: p["mu"][:, None, None] + rng.normal(size=(len(p["mu"]), 50, 1)),
-    )
+    model = location_model(50)
     y = np.random.default_rng(5).normal(1.0, 1.0, size=(50, 1))
 
     def run(privacy_rng):

@@ -61,7 +61,8 @@ def test_mixture_model_is_vectorised_over_weight_vectors():
 def test_precomputed_distances_replay_the_base_distance_exactly():
     observed = mu.confidential_data(n_observations=100, rng=1)
     base = mu.distance(rng=2)
-    params, values = mu.public_draws(observed, base, n_proposals=120, batch_size=50, rng=3)
+    public = dict(n_proposals=120, batch_size=50, rng=3)  # the proposals, their chunks, seed
+    params, values = mu.public_draws(observed, base, **public)
     assert params["weights"].shape == (120, 5) and values.shape == (120,)
     dist = mu.PrecomputedDistances(base, observed, values)
     assert dist.sensitivity(100) == base.sensitivity(100) == 2 / 100
@@ -73,9 +74,7 @@ def test_precomputed_distances_replay_the_base_distance_exactly():
         observed,
         base,
         model=mu.model(n_observations=100),
-        n_proposals=120,
-        batch_size=50,
-        rng=3,
+        **public,
         epsilon_total=math.inf,
         epsilon_abc=0.05,
         c=1000,

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import scipy.stats as st
 
 import dpinfer as dp
 from dpinfer.distances import MMD, GaussianKernel, RandomFeatureMMD, median_heuristic
 from dpinfer.distances.provenance import leaked_settings
 from dpinfer.mechanisms.svt import SparseVector
 
-from ._helpers import Recording, abcdp_module, capture
+from ._helpers import Recording, abcdp_module, capture, location_model, sampler_calls
 
 N = 40
 
@@ -28,40 +27,7 @@ def data():
     rng = np.random.default_rng(3)
     observed = rng.normal(1.0, 1.0, size=(N, 1))
     simulated = rng.normal(0.0, 1.5, size=(N, 1))
-    model = dp.Model(
-        {"mu": st.norm(0, 2)},
-        simulate=lambda p, r: p["mu"][:, None, None] + r.normal(size=(len(p["mu"]), N, 1)),
-    )
-    return observed, simulated, model
-
-
-def _sampler_calls(observed, model):
-    """The three ABCDP samplers on the model path, each as ``call(rng, privacy_rng)``."""
-    common = dict(model=model, n_proposals=60, epsilon_abc=0.3, progressbar=False)
-    distance = RandomFeatureMMD(10, 1.0, rng=2)
-    return {
-        "abcdp": lambda rng, prng: dp.abcdp(
-            observed, distance, epsilon_total=2.0, c=3, rng=rng, privacy_rng=prng, **common
-        ),
-        "rejection_abcdp_gaussian": lambda rng, prng: dp.rejection_abcdp_gaussian(
-            observed,
-            distance,
-            epsilon_total=50.0,
-            distance_bound=2.0,
-            rng=rng,
-            privacy_rng=prng,
-            **common,
-        ),
-        "soft_abcdp": lambda rng, prng: dp.soft_abcdp(
-            observed,
-            distance,
-            epsilon_total=2.0,
-            delta_total=1e-5,
-            rng=rng,
-            privacy_rng=prng,
-            **common,
-        ),
-    }
+    return observed, simulated, location_model(N)
 
 
 def _same_generator():
@@ -89,14 +55,14 @@ def test_privacy_seed_equal_to_or_derived_from_the_public_seed_is_refused(data, 
     observed, _, model = data
     rng, privacy_rng = DERIVED[case]()
     with pytest.raises(ValueError, match="privacy_rng"):
-        _sampler_calls(observed, model)[sampler](rng, privacy_rng)
+        sampler_calls(observed, model)[sampler](rng, privacy_rng)
 
 
 @pytest.mark.parametrize("sampler", ["abcdp", "rejection_abcdp_gaussian", "soft_abcdp"])
 def test_an_independent_privacy_seed_runs_and_is_never_published(data, sampler):
     observed, _, model = data
     secret = 987654321987654321
-    out = _sampler_calls(observed, model)[sampler](7, np.random.SeedSequence(secret))
+    out = sampler_calls(observed, model)[sampler](7, np.random.SeedSequence(secret))
     assert out.posterior.attrs["seed"] == "7"
     assert out.posterior.attrs["privacy_noise"] == "seeded"
     published = " ".join(str(v) for group in out.groups() for v in out[group].attrs.values())
@@ -105,7 +71,7 @@ def test_an_independent_privacy_seed_runs_and_is_never_published(data, sampler):
 
 def test_privacy_rng_of_a_wrong_type_is_refused_by_name(data):
     observed, _, model = data
-    call = _sampler_calls(observed, model)["abcdp"]
+    call = sampler_calls(observed, model)["abcdp"]
     with pytest.raises(TypeError, match="privacy_rng must be None, an int"):
         call(7, "7")
     with pytest.raises(ValueError, match="privacy_rng must be a non-negative integer"):
@@ -138,7 +104,7 @@ def test_companion_without_the_guard_the_published_seed_rebuilds_the_run(monkeyp
     )
     monkeypatch.undo()
     with pytest.raises(ValueError, match="rebuild the privacy noise"):
-        _sampler_calls(observed, model)["abcdp"](7, 7)
+        sampler_calls(observed, model)["abcdp"](7, 7)
 
 
 # --- settings computed from the confidential observations ----------------------------------

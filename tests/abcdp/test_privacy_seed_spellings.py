@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 from dpinfer.samplers._privacy_seed import check_privacy_rng, seed_words
 
+from ._helpers import location_model, sampler_calls
+
 SEEDS = st.integers(min_value=0, max_value=2**96)
 
 
@@ -129,29 +131,10 @@ def test_companion_comparing_the_entropy_as_text_misses_list_spellings():
     ids=["default_rng([7])", "SeedSequence([7])", "PCG64([7])", "rng=SeedSequence([7])"],
 )
 def test_the_reported_spellings_are_refused_by_abcdp(rng, privacy_rng):
-    import scipy.stats as sps
-
-    import dpinfer as dp
-    from dpinfer.distances import RandomFeatureMMD
-
     observed = np.random.default_rng(3).normal(size=(20, 1))
-    model = dp.Model(
-        {"mu": sps.norm(0, 2)},
-        simulate=lambda p, r: p["mu"][:, None, None] + r.normal(size=(len(p["mu"]), 20, 1)),
-    )
+    call = sampler_calls(observed, location_model(20), n_proposals=50)["abcdp"]
     with pytest.raises(ValueError, match="rebuild the privacy noise"):
-        dp.abcdp(
-            observed,
-            RandomFeatureMMD(10, 1.0, rng=2),
-            model=model,
-            n_proposals=50,
-            epsilon_total=2.0,
-            epsilon_abc=0.3,
-            c=3,
-            rng=rng,
-            privacy_rng=privacy_rng,
-            progressbar=False,
-        )
+        call(rng, privacy_rng)
 
 
 def test_the_message_never_shows_the_privacy_seed():

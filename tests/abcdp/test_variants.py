@@ -193,26 +193,31 @@ def _soft_budget():
     return eps, delta_total
 
 
+def _soft_run(observed, z, *, draws, privacy_rng):
+    """``soft_abcdp`` of the public distances ``z`` at the budget of ``_soft_budget``."""
+    eps, delta = _soft_budget()
+    return dp.soft_abcdp(
+        observed,
+        MeanDistance(),
+        params={"i": np.arange(z.size)},
+        pseudo_data=z,
+        epsilon_total=eps,
+        delta_total=delta,
+        epsilon_abc=EPS_ABC,
+        draws=draws,
+        privacy_rng=privacy_rng,
+        progressbar=False,
+    )
+
+
 def _soft_pairs(observed, rng, n):
     """``n`` draws of ``log w_down - log w_up``: the normaliser cancels in each difference."""
     # "down" proposals (z = 1.5) are DELTA closer to Y', "up" ones (z = -1.5) DELTA farther;
     # rho / eps_abc = 15 is five noise deviations above 0, so the projection at 0 is rare
     z = np.tile([1.5, -1.5], PAIRS)
-    eps, delta = _soft_budget()
     out = []
     for _ in range(n // PAIRS):
-        res = dp.soft_abcdp(
-            observed,
-            MeanDistance(),
-            params={"i": np.arange(z.size)},
-            pseudo_data=z,
-            epsilon_total=eps,
-            delta_total=delta,
-            epsilon_abc=EPS_ABC,
-            draws=1,
-            privacy_rng=rng,
-            progressbar=False,
-        )
+        res = _soft_run(observed, z, draws=1, privacy_rng=rng)
         log_w = res.prior["log_weight"].values.ravel()
         out.append(log_w[0::2] - log_w[1::2])
     return np.concatenate(out)
@@ -229,18 +234,7 @@ def _ignore_eps_abc(epsilon, delta, *, sensitivity, epsilon_abc, steps):
 def test_soft_calibration_round_trips_through_the_sampler():
     y, _ = neighbours(N)
     eps, delta = _soft_budget()
-    res = dp.soft_abcdp(
-        y,
-        MeanDistance(),
-        params={"i": np.arange(2 * PAIRS)},
-        pseudo_data=np.zeros(2 * PAIRS),
-        epsilon_total=eps,
-        delta_total=delta,
-        epsilon_abc=EPS_ABC,
-        draws=10,
-        privacy_rng=0,
-        progressbar=False,
-    )
+    res = _soft_run(y, np.zeros(2 * PAIRS), draws=10, privacy_rng=0)
     assert res.posterior.attrs["sigma"] == pytest.approx(SIGMA_SOFT, rel=1e-10)
     assert res.posterior.attrs["epsilon"] == eps and res.posterior.attrs["delta"] == delta
     assert res.posterior["i"].size == 10

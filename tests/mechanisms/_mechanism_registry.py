@@ -33,7 +33,7 @@ import functools
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -364,33 +364,77 @@ def _discrete_loss_code(x):
 # and n = m = 5 make that event frequent enough to be seen (p = 6/12 per coordinate).
 _BINOMIAL_AUDIT = dict(n=5, m=5, population=2, length=2)
 
-CASES: list[Case] = [
-    Case(
-        name="Laplace",
-        make=lambda es: dp.Laplace.from_privacy(epsilon=0.7, sensitivity=2.0, event_shape=es),
-        oracle=_laplace_oracle,
-        perturb=_perturb_laplace,
-        draw_values=_real_values,
-        value_grid=_REAL_GRID,
-        audit=AuditSetup(
-            make=lambda: dp.Laplace.from_privacy(epsilon=1.0, sensitivity=1.0),
-            a=0.0,
-            b=1.0,
-            n_select=100_000,
-            n_test=200_000,
-        ),
-        gof_value=1.5,
-        ppf=lambda mech, value, u: st.laplace.ppf(u, loc=value, scale=mech.scale),
-        exact=_exact_laplace,
+_LAPLACE = Case(
+    name="Laplace",
+    make=lambda es: dp.Laplace.from_privacy(epsilon=0.7, sensitivity=2.0, event_shape=es),
+    oracle=_laplace_oracle,
+    perturb=_perturb_laplace,
+    draw_values=_real_values,
+    value_grid=_REAL_GRID,
+    audit=AuditSetup(
+        make=lambda: dp.Laplace.from_privacy(epsilon=1.0, sensitivity=1.0),
+        a=0.0,
+        b=1.0,
+        n_select=100_000,
+        n_test=200_000,
     ),
-    Case(
+    gof_value=1.5,
+    ppf=lambda mech, value, u: st.laplace.ppf(u, loc=value, scale=mech.scale),
+    exact=_exact_laplace,
+)
+_DISCRETE_LAPLACE = Case(
+    name="DiscreteLaplace",
+    make=lambda es: dp.DiscreteLaplace.from_privacy(epsilon=0.6, sensitivity=1, event_shape=es),
+    oracle=_dlaplace_oracle,
+    perturb=_perturb_dlaplace,
+    draw_values=_integer_values,
+    value_grid=_INTEGER_GRID,
+    audit=AuditSetup(
+        make=lambda: dp.DiscreteLaplace.from_privacy(epsilon=1.0, sensitivity=1),
+        a=0,
+        b=1,
+        n_select=20_000,
+        n_test=30_000,
+    ),
+    gof_size=20_000,
+    gof_value=7,
+    exact=_exact_dlaplace,
+)
+_DISCRETE_GAUSSIAN = Case(
+    name="DiscreteGaussian",
+    make=lambda es: dp.DiscreteGaussian.from_privacy(
+        epsilon=1.0, delta=1e-6, sensitivity=2, event_shape=es
+    ),
+    oracle=_dgaussian_oracle,
+    perturb=_perturb_dgaussian,
+    draw_values=_integer_values,
+    value_grid=_INTEGER_GRID,
+    audit=AuditSetup(
+        make=lambda: dp.DiscreteGaussian.from_privacy(epsilon=1.0, delta=1e-5, sensitivity=1),
+        a=0,
+        b=1,
+        n_select=15_000,
+        n_test=25_000,
+        planted_factor=0.25,
+    ),
+    gof_size=20_000,
+    gof_value=-3,
+    normalisation_range=(-300, 301),
+    exact=_exact_dgaussian,
+)
+
+
+def _vector_row(family: Case, **row) -> Case:
+    """A row of vectors whose cells have their own scales: ``family``'s references, row's rest."""
+    return replace(family, event_shapes=((3,),), **row)
+
+
+CASES: list[Case] = [
+    _LAPLACE,
+    _vector_row(
+        _LAPLACE,
         name="Laplace-per-coordinate",
         make=lambda es: dp.Laplace([0.5, 1.0, 2.0], sensitivity=[0.25, 0.25, 0.5]),
-        oracle=_laplace_oracle,
-        perturb=_perturb_laplace,
-        draw_values=_real_values,
-        value_grid=_REAL_GRID,
-        event_shapes=((3,),),
         audit=AuditSetup(
             # epsilon = sum_j Delta_j / b_j = 0.5 + 0.25 + 0.25 = 1; the outcome is the
             # privacy-loss statistic, rounded (see _privacy_loss_code).
@@ -401,8 +445,7 @@ CASES: list[Case] = [
             n_test=200_000,
             code=_privacy_loss_code,
         ),
-        ppf=lambda mech, value, u: st.laplace.ppf(u, loc=value, scale=mech.scale),
-        exact=_exact_laplace,
+        gof_value=0.0,
     ),
     Case(
         name="Gaussian",
@@ -426,60 +469,15 @@ CASES: list[Case] = [
         ppf=lambda mech, value, u: st.norm.ppf(u, loc=value, scale=mech.sigma),
         exact=_exact_gaussian,
     ),
-    Case(
-        name="DiscreteLaplace",
-        make=lambda es: dp.DiscreteLaplace.from_privacy(
-            epsilon=0.6, sensitivity=1, event_shape=es
-        ),
-        oracle=_dlaplace_oracle,
-        perturb=_perturb_dlaplace,
-        draw_values=_integer_values,
-        value_grid=_INTEGER_GRID,
-        audit=AuditSetup(
-            make=lambda: dp.DiscreteLaplace.from_privacy(epsilon=1.0, sensitivity=1),
-            a=0,
-            b=1,
-            n_select=20_000,
-            n_test=30_000,
-        ),
-        gof_size=20_000,
-        gof_value=7,
-        exact=_exact_dlaplace,
-    ),
-    Case(
-        name="DiscreteGaussian",
-        make=lambda es: dp.DiscreteGaussian.from_privacy(
-            epsilon=1.0, delta=1e-6, sensitivity=2, event_shape=es
-        ),
-        oracle=_dgaussian_oracle,
-        perturb=_perturb_dgaussian,
-        draw_values=_integer_values,
-        value_grid=_INTEGER_GRID,
-        audit=AuditSetup(
-            make=lambda: dp.DiscreteGaussian.from_privacy(epsilon=1.0, delta=1e-5, sensitivity=1),
-            a=0,
-            b=1,
-            n_select=15_000,
-            n_test=25_000,
-            planted_factor=0.25,
-        ),
-        gof_size=20_000,
-        gof_value=-3,
-        normalisation_range=(-300, 301),
-        exact=_exact_dgaussian,
-    ),
-    Case(
+    _DISCRETE_LAPLACE,
+    _DISCRETE_GAUSSIAN,
+    _vector_row(
         # rho per cell (0.5, 0.02, 0.02): sigma 1, 5, 5, two groups for the exact sampler;
         # the scalar l2 bound puts the whole change on the least noisy cell: rho = 0.5
+        _DISCRETE_GAUSSIAN,
         name="DiscreteGaussian-per-cell",
         make=lambda es: dp.DiscreteGaussian.from_zcdp(rho=[0.5, 0.02, 0.02], sensitivity=1),
-        oracle=_dgaussian_oracle,
-        perturb=_perturb_dgaussian,
-        draw_values=_integer_values,
-        value_grid=_INTEGER_GRID,
-        event_shapes=((3,),),
         per_cell=True,
-        exact=_exact_dgaussian,
         audit=AuditSetup(
             # the change on the least noisy cell, the only coordinate it moves
             make=lambda: dp.DiscreteGaussian.from_zcdp(rho=[0.05, 0.005, 0.002], sensitivity=1),
@@ -491,21 +489,13 @@ CASES: list[Case] = [
             planted_factor=0.25,
             delta=1e-5,
         ),
-        gof_size=20_000,
-        gof_value=-3,
-        normalisation_range=(-300, 301),
     ),
-    Case(
+    _vector_row(
         # per-cell scales and per-cell bounds: epsilon = 1/1 + 1/2 + 2/4 = 2
+        _DISCRETE_LAPLACE,
         name="DiscreteLaplace-per-cell",
         make=lambda es: dp.DiscreteLaplace([1.0, 2.0, 4.0], sensitivity=[1, 1, 2]),
-        oracle=_dlaplace_oracle,
-        perturb=_perturb_dlaplace,
-        draw_values=_integer_values,
-        value_grid=_INTEGER_GRID,
-        event_shapes=((3,),),
         per_cell=True,
-        exact=_exact_dlaplace,
         audit=AuditSetup(
             # the full change in every cell; the outcome is the privacy-loss statistic
             make=lambda: dp.DiscreteLaplace([1.0, 2.0, 4.0], sensitivity=[1, 1, 2]),
@@ -515,8 +505,6 @@ CASES: list[Case] = [
             n_test=30_000,
             code=_discrete_loss_code,
         ),
-        gof_size=20_000,
-        gof_value=7,
     ),
     Case(
         name="BinomialRelease",

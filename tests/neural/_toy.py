@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.stats as st
-from scipy.special import log_ndtr
+from samplers._oracles import log_normal_laplace  # the same convolution, one formula
 
 import dpinfer as dp
+from dpinfer.neural import SplineFlow, Training
 
 A = np.array([[1.0, 0.6], [-0.4, 1.0]])
 TAU = 0.5
@@ -41,22 +42,18 @@ def mechanism() -> dp.Laplace:
     return dp.Laplace(SCALE, event_shape=(2,))
 
 
-def log_convolution(x):
-    """Log density of N(0, TAU^2) + Laplace(SCALE) at ``x``."""
-    return (
-        -np.log(2 * SCALE)
-        + TAU**2 / (2 * SCALE**2)
-        + np.logaddexp(
-            -x / SCALE + log_ndtr(x / TAU - TAU / SCALE),
-            x / SCALE + log_ndtr(-x / TAU - TAU / SCALE),
-        )
-    )
+def tiny_settings(**overrides) -> dict:
+    """SPPE/SPLE options for plumbing tests: one round of 100 simulations, a small flow."""
+    settings = dict(rounds=1, simulations=100, noise_copies=2, draws=40, progressbar=False)
+    settings["flow"] = SplineFlow(transforms=1, hidden_features=8, residual_blocks=1, bins=4)
+    settings["training"] = Training(max_epochs=2, batch_size=50)
+    return settings | overrides
 
 
 def grid_log_posterior(released=RELEASED, *, with_prior=True) -> np.ndarray:
     ga, gb = np.meshgrid(GRID, GRID, indexing="ij")
     mean = np.stack([ga, gb], axis=-1) @ A.T
-    lp = log_convolution(released[0] - mean[..., 0]) + log_convolution(released[1] - mean[..., 1])
+    lp = sum(log_normal_laplace(released[j] - mean[..., j], TAU, SCALE) for j in (0, 1))
     if with_prior:
         lp = lp + st.norm.logpdf(ga) + st.norm.logpdf(gb)
     return lp

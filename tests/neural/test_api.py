@@ -26,15 +26,7 @@ from . import _toy
 # the tiny MCMC settings of these tests do not converge, and need not
 pytestmark = pytest.mark.filterwarnings("ignore:sple. the final chains have R-hat:RuntimeWarning")
 
-TINY = dict(
-    rounds=1,
-    simulations=100,
-    noise_copies=2,
-    draws=80,
-    flow=SplineFlow(transforms=1, hidden_features=8, residual_blocks=1, bins=4),
-    training=Training(max_epochs=2, batch_size=50),
-    progressbar=False,
-)
+TINY = _toy.tiny_settings(draws=80)
 QUICK_MCMC = MCMC(warmup=20, thin=1, proposal_chains=4, initial_candidates=50)
 
 

@@ -15,20 +15,14 @@ import pytest
 import torch
 
 from dpinfer.models import sir
-from dpinfer.neural import CNNEmbedding, MLPEmbedding, SplineFlow, Training, load, sppe
+from dpinfer.neural import CNNEmbedding, MLPEmbedding, load, sppe
+
+from . import _toy
 
 LENGTH = 50
 TIMES = np.linspace(0.0, 150.0, LENGTH)
 POPULATION = 10_000
-TINY = dict(
-    rounds=1,
-    simulations=100,
-    noise_copies=2,
-    draws=40,
-    flow=SplineFlow(transforms=1, hidden_features=8, residual_blocks=1, bins=4),
-    training=Training(max_epochs=2, batch_size=50),
-    progressbar=False,
-)
+TINY = _toy.tiny_settings()
 
 
 @pytest.fixture(scope="module")

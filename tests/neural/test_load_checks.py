@@ -20,20 +20,11 @@ import numpy as np
 import pytest
 import torch
 
-from dpinfer.neural import NeuralPosterior, SplineFlow, Training, _io, load, sppe
+from dpinfer.neural import NeuralPosterior, _io, load, sppe
 
 from . import _toy
 
-TINY = dict(
-    rounds=1,
-    simulations=100,
-    noise_copies=2,
-    draws=40,
-    flow=SplineFlow(transforms=1, hidden_features=8, residual_blocks=1, bins=4),
-    training=Training(max_epochs=2, batch_size=50),
-    progressbar=False,
-    rng=4,
-)
+TINY = _toy.tiny_settings(rng=4)
 
 
 @pytest.fixture(scope="module")

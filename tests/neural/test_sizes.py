@@ -13,6 +13,8 @@ import scipy.stats as st
 import dpinfer as dp
 from dpinfer.neural import MCMC, SplineFlow, Training, sple, sppe
 
+from . import _toy
+
 CALLS = []
 
 
@@ -21,14 +23,11 @@ def counting(p, rng):
     return p["theta"] + rng.standard_normal(len(p["theta"]))
 
 
-TINY = dict(
-    rounds=1,
+TINY = _toy.tiny_settings(
     simulations=40,
-    noise_copies=2,
     draws=8,
     flow=SplineFlow(transforms=1, hidden_features=4, residual_blocks=1, bins=2),
     training=Training(max_epochs=1, batch_size=20),
-    progressbar=False,
     rng=0,
 )
 RUNS = {

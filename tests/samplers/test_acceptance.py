@@ -49,6 +49,11 @@ def _counting_poisson():
 LAPLACE = dp.Laplace.from_privacy(epsilon=0.2, sensitivity=1.0)
 
 
+def _gaussian_rejection(**options):
+    """Rejection ABC of the normal model's release ``S_DP`` through ``Gaussian(SIGMA)``."""
+    return dp.rejection_abc(normal_model(), dp.Gaussian(SIGMA), S_DP, progressbar=False, **options)
+
+
 # --- the reproduction: a release no simulation can reach -----------------------------------
 
 
@@ -84,16 +89,7 @@ def test_a_small_budget_is_refused_before_it_is_spent():
 def test_the_refusal_suggests_a_budget_when_one_would_do():
     # rate about 0.43 (closed form 0.4349): 10**5 draws cost about 2.3e5 simulations
     with pytest.raises(dp.SimulationBudgetExceeded) as info:
-        dp.rejection_abc(
-            normal_model(),
-            dp.Gaussian(SIGMA),
-            S_DP,
-            draws=10**5,
-            rng=3,
-            batch_size=2000,
-            max_simulations=50_000,
-            progressbar=False,
-        )
+        _gaussian_rejection(draws=10**5, rng=3, batch_size=2000, max_simulations=50_000)
     message = str(info.value)
     assert "stopped after 2,000 simulations" in message
     # the optimistic cost (rate + 4 s.e.) is the least budget that can suffice
@@ -103,16 +99,7 @@ def test_the_refusal_suggests_a_budget_when_one_would_do():
 
 def test_companion_a_budget_that_suffices_is_never_cut_short():
     # expected cost about 2300 simulations for 1000 draws; the budget is twice that
-    idata = dp.rejection_abc(
-        normal_model(),
-        dp.Gaussian(SIGMA),
-        S_DP,
-        draws=1000,
-        rng=5,
-        batch_size=100,
-        max_simulations=4600,
-        progressbar=False,
-    )
+    idata = _gaussian_rejection(draws=1000, rng=5, batch_size=100, max_simulations=4600)
     assert idata.posterior["theta"].size == 1000
 
 
@@ -195,8 +182,6 @@ def test_the_pilot_needs_two_simulations():
 def test_a_single_simulation_per_chunk_is_never_refused_for_lack_of_an_error_estimate():
     # batch_size=1: after the first chunk the standard error is unknown (inf), so the
     # optimistic cost is zero and the run goes on
-    idata = dp.rejection_abc(
-        normal_model(), dp.Gaussian(SIGMA), S_DP, draws=4, batch_size=1, rng=0, progressbar=False
-    )
+    idata = _gaussian_rejection(draws=4, batch_size=1, rng=0)
     assert idata.posterior["theta"].size == 4
     assert np.isfinite(idata.posterior["theta"].values).all()

@@ -74,11 +74,13 @@ def bernoulli_exact():
 
 def run_bernoulli(*, rng=11, draws=1000, tune=200, chains=4, **kwargs):
     model = kwargs.pop("model", None) or bernoulli_model()
+    mechanism = kwargs.pop("mechanism", None) or dp.Laplace(LAPLACE_SCALE)
+    released = kwargs.pop("released", RELEASED_COUNT)
     kwargs.setdefault("progressbar", False)
     return dp.da_mcmc(
         model,
-        dp.Laplace(LAPLACE_SCALE),
-        RELEASED_COUNT,
+        mechanism,
+        released,
         n=N_BERNOULLI,
         draws=draws,
         tune=tune,
@@ -157,6 +159,15 @@ def poisson_model():
     )
 
 
+def check_poisson_records(model, mechanism, released, log_eta, **settings):
+    """Run ``da_mcmc`` on ``POISSON_N`` records and compare with the exact posterior."""
+    exact = poisson_records_posterior(released, log_eta, POISSON_N, *POISSON_PRIOR, s_max=400)
+    idata = dp.da_mcmc(model, mechanism, released, n=POISSON_N, progressbar=False, **settings)
+    z = check_draws(idata.posterior["theta"].values, exact)
+    assert max_abs_z(z) < Z_LIMIT, z
+    return idata
+
+
 @pytest.mark.parametrize(
     ("mechanism", "released", "log_eta"),
     [
@@ -172,20 +183,10 @@ def poisson_model():
     ids=["discrete-laplace", "gaussian"],
 )
 def test_poisson_records_match_the_exact_posterior(mechanism, released, log_eta):
-    exact = poisson_records_posterior(released, log_eta, POISSON_N, *POISSON_PRIOR, s_max=400)
-    idata = dp.da_mcmc(
-        poisson_model(),
-        mechanism,
-        released,
-        n=POISSON_N,
-        draws=800,
-        tune=200,
-        rng=5,
-        progressbar=False,
+    idata = check_poisson_records(
+        poisson_model(), mechanism, released, log_eta, draws=800, tune=200, rng=5
     )
     assert idata.attrs["record_kernel"] == "compiled"
-    z = check_draws(idata.posterior["theta"].values, exact)
-    assert max_abs_z(z) < Z_LIMIT, z
 
 
 # --- the two record kernels make the same decisions -------------------------------------------
@@ -251,16 +252,13 @@ def test_a_summary_maps_the_sum_to_the_release():
         update=base.update,
         summary=lambda total: total / N_BERNOULLI,
     )
-    scaled = dp.da_mcmc(
-        proportion,
-        dp.Laplace(LAPLACE_SCALE / N_BERNOULLI),
-        RELEASED_COUNT / N_BERNOULLI,
-        n=N_BERNOULLI,
+    scaled = run_bernoulli(
+        model=proportion,
+        mechanism=dp.Laplace(LAPLACE_SCALE / N_BERNOULLI),
+        released=RELEASED_COUNT / N_BERNOULLI,
         draws=200,
         tune=50,
         chains=2,
-        rng=11,
-        progressbar=False,
     )
     counted = run_bernoulli(draws=200, tune=50, chains=2)
     assert scaled.attrs["record_kernel"] == "speculative blocks"
@@ -356,20 +354,7 @@ def test_record_model_from_pymc_matches_the_exact_posterior():
 
     released, mech = 58.3, dp.Gaussian(0.7)
     log_eta = lambda r, s: st.norm.logpdf(r, loc=s, scale=0.7)  # noqa: E731
-    exact = poisson_records_posterior(released, log_eta, POISSON_N, *POISSON_PRIOR, s_max=400)
-    idata = dp.da_mcmc(
-        model,
-        mech,
-        released,
-        n=POISSON_N,
-        draws=600,
-        tune=200,
-        chains=2,
-        rng=8,
-        progressbar=False,
-    )
-    z = check_draws(idata.posterior["theta"].values, exact)
-    assert max_abs_z(z) < Z_LIMIT, z
+    check_poisson_records(model, mech, released, log_eta, draws=600, tune=200, chains=2, rng=8)
 
 
 def test_record_model_from_pymc_with_a_covariate():

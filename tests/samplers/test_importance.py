@@ -34,17 +34,10 @@ Z_MAX = 4.0  # |z| threshold: false-failure rate ~6e-5 per normal-approximation 
 KS_CRIT = float(st.kstwobign.isf(1e-3))
 
 
-def _importance(mechanism, released, *, model=None, proposal=None, draws=DRAWS, rng=11):
-    return dp.importance_abc(
-        normal_model() if model is None else model,
-        mechanism,
-        released,
-        draws=draws,
-        proposal=proposal,
-        rng=rng,
-        batch_size=7000,
-        progressbar=False,
-    )
+def _importance(mechanism, released, *, model=None, draws=DRAWS, rng=11, **options):
+    model = normal_model() if model is None else model
+    options = {"batch_size": 7000, "progressbar": False, **options}
+    return dp.importance_abc(model, mechanism, released, draws=draws, rng=rng, **options)
 
 
 def _particles(idata, name="theta"):
@@ -203,15 +196,9 @@ def test_particles_are_one_per_draw_and_weights_normalised():
 
 def test_chunk_of_one_with_a_vector_parameter():
     # A final chunk of a single particle: multivariate scipy priors squeeze size=1 draws.
-    idata = dp.importance_abc(
-        normal_model(dim=2),
-        dp.Laplace(SCALES),
-        S_DP_VEC,
-        draws=5,
-        chains=1,
-        batch_size=4,
-        rng=0,
-        progressbar=False,
+    model = normal_model(dim=2)
+    idata = _importance(
+        dp.Laplace(SCALES), S_DP_VEC, model=model, draws=5, rng=0, chains=1, batch_size=4
     )
     assert idata.posterior["theta"].shape == (1, 5, 2)
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import scipy.stats as st
 from scipy.optimize import minimize_scalar
 from scipy.special import gammaln, logsumexp
 
 import dpinfer as dp
 from dpinfer.samplers import _estep, _mstep
+
+from ._helpers import POISSON_FAMILY, callable_likelihood, poisson_model
 
 # (epsilon, release, relative tolerance on the information): tolerances are 10x the
 # standard deviation of the relative error over 8 replicate runs at N = 1e5.
@@ -55,9 +56,6 @@ def exact_derivatives(theta, released, epsilon):
 
 
 # --- models --------------------------------------------------------------------------------
-POISSON_FAMILY = dp.ExponentialFamily(statistic=lambda s: s, maximize=lambda m: {"theta": m[0]})
-
-
 def pymc_likelihood(family=POISSON_FAMILY):
     import pymc as pm
 
@@ -69,27 +67,13 @@ def pymc_likelihood(family=POISSON_FAMILY):
     )
 
 
-def callable_likelihood(family=POISSON_FAMILY):
-    return dp.Likelihood.from_callables(
-        lambda s, p: s * np.log(p["theta"]) - p["theta"] - gammaln(s + 1),
-        score=lambda s, p: (s / p["theta"] - 1)[:, None],
-        hessian=lambda s, p: (-s / p["theta"] ** 2)[:, None, None],
-        params=["theta"],
-        support={"theta": "positive"},
-        exponential_family=family,
-    )
-
-
-def poisson_model(likelihood):
-    return dp.Model(
-        prior={"theta": st.gamma(25)},
-        simulate=lambda p, rng: rng.poisson(p["theta"]),
-        likelihood=likelihood,
-    )
-
-
 def mech(epsilon):
     return dp.Laplace.from_privacy(epsilon=epsilon, sensitivity=1.0)
+
+
+def fit_release_37(model, *, start=1.0, **options):
+    """MCEM of the release 37.4 at epsilon 0.2 (the first setting), from ``theta = start``."""
+    return dp.mcem(model, mech(0.2), 37.4, start={"theta": start}, progressbar=False, **options)
 
 
 @pytest.fixture(scope="module")
@@ -237,15 +221,7 @@ def test_planted_overshooting_mstep_decreases_q():
     # a biased maximiser: theta = E[s] + 3 overshoots the maximiser of Q
     bad = dp.ExponentialFamily(statistic=lambda s: s, maximize=lambda m: {"theta": m[0] + 3})
     model = poisson_model(callable_likelihood(bad))
-    fit = dp.mcem(
-        model,
-        mech(0.2),
-        37.4,
-        start={"theta": 1.0},
-        rng=11,
-        schedule=dp.StagedSchedule(stages=((10_000, 1e-3),)),
-        progressbar=False,
-    )
+    fit = fit_release_37(model, rng=11, schedule=dp.StagedSchedule(stages=((10_000, 1e-3),)))
     assert not q_increase_ok(fit, 37.4, 0.2, 1.0)
 
 
@@ -261,9 +237,7 @@ def test_exponential_and_general_paths_agree(pymc_model):
 
 def test_general_path_without_a_declared_family():
     model = poisson_model(callable_likelihood(family=None))
-    fit = dp.mcem(
-        model, mech(0.2), 37.4, start={"theta": 5.0}, rng=2, schedule=SMALL, progressbar=False
-    )
+    fit = fit_release_37(model, start=5.0, rng=2, schedule=SMALL)
     assert fit.attrs["mstep"] == "general"
     assert mle_ok(fit, exact_mle(37.4, 0.2))
     assert fit.naive_estimate["theta"] == pytest.approx(37.4, abs=1e-6)
@@ -272,9 +246,7 @@ def test_general_path_without_a_declared_family():
 def test_ascent_schedule_matches_exact():
     model = poisson_model(callable_likelihood())
     schedule = dp.AscentSchedule(information_size=100_000, max_size=10**6)
-    fit = dp.mcem(
-        model, mech(0.2), 37.4, start={"theta": 1.0}, rng=4, schedule=schedule, progressbar=False
-    )
+    fit = fit_release_37(model, rng=4, schedule=schedule)
     assert fit.converged and fit.attrs["schedule"] == "ascent"
     assert mle_ok(fit, exact_mle(37.4, 0.2))
     info = exact_derivatives(fit.estimate["theta"], 37.4, 0.2)[1]
@@ -286,15 +258,8 @@ def test_ascent_schedule_matches_exact():
 def test_staged_schedule_reports_non_convergence():
     model = poisson_model(callable_likelihood())
     with pytest.warns(dp.MCEMConvergenceWarning, match="not converged after 3 iterations"):
-        fit = dp.mcem(
-            model,
-            mech(0.2),
-            37.4,
-            start={"theta": 1.0},
-            rng=4,
-            schedule=dp.StagedSchedule(stages=((1000, 1e-3),), max_iterations=3),
-            progressbar=False,
-        )
+        schedule = dp.StagedSchedule(stages=((1000, 1e-3),), max_iterations=3)
+        fit = fit_release_37(model, rng=4, schedule=schedule)
     assert not fit.converged
     assert fit.iterations == 3
     assert "NOT converged" in repr(fit)

@@ -10,6 +10,8 @@ from scipy.special import gammaln
 import dpinfer as dp
 from dpinfer.likelihood import ParameterSpace
 
+from ._helpers import poisson_model
+
 
 # --- derivatives by autodiff against closed forms -----------------------------------------
 def test_pymc_poisson_derivatives_are_exact():
@@ -123,20 +125,20 @@ def test_parameter_space_transforms_round_trip_with_chain_rule():
     ],
 )
 def test_start_is_validated(value, match):
-    model = _poisson_model()
+    model = poisson_model()
     with pytest.raises(ValueError, match=match):
         dp.mcem(model, _mech(), 37.4, start=value, progressbar=False)
 
 
 def test_start_must_be_a_dict():
     with pytest.raises(TypeError, match="start must be a dict"):
-        dp.mcem(_poisson_model(), _mech(), 37.4, start=1.0, progressbar=False)
+        dp.mcem(poisson_model(), _mech(), 37.4, start=1.0, progressbar=False)
 
 
 @pytest.mark.parametrize("released", [np.nan, np.inf, [1.0, 2.0]])
 def test_release_is_validated(released):
     with pytest.raises(ValueError, match="released must"):
-        dp.mcem(_poisson_model(), _mech(), released, start={"theta": 1.0}, progressbar=False)
+        dp.mcem(poisson_model(), _mech(), released, start={"theta": 1.0}, progressbar=False)
 
 
 def test_model_without_likelihood_is_refused_with_what_mcem_needs():
@@ -165,7 +167,7 @@ def test_model_without_likelihood_is_refused_with_what_mcem_needs():
 
 
 def test_other_options_are_validated():
-    model = _poisson_model()
+    model = poisson_model()
     kwargs = dict(start={"theta": 1.0}, progressbar=False)
     with pytest.raises(ValueError, match="schedule must be"):
         dp.mcem(model, _mech(), 37.4, schedule="fast", **kwargs)
@@ -260,19 +262,3 @@ def test_model_from_pymc_errors():
 # --- helpers ---------------------------------------------------------------------------------
 def _mech():
     return dp.Laplace.from_privacy(epsilon=0.2, sensitivity=1.0)
-
-
-def _poisson_model():
-    lik = dp.Likelihood.from_callables(
-        lambda s, p: s * np.log(p["theta"]) - p["theta"] - gammaln(s + 1),
-        score=lambda s, p: (s / p["theta"] - 1)[:, None],
-        hessian=lambda s, p: (-s / p["theta"] ** 2)[:, None, None],
-        params=["theta"],
-        support={"theta": "positive"},
-        exponential_family=dp.ExponentialFamily(lambda s: s, lambda m: {"theta": m[0]}),
-    )
-    return dp.Model(
-        prior={"theta": st.gamma(25)},
-        simulate=lambda p, rng: rng.poisson(p["theta"]),
-        likelihood=lik,
-    )

@@ -9,28 +9,13 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 import numpy as np
 import pytest
 import scipy.stats as st
-from scipy.special import gammaln
 
 import dpinfer as dp
 from dpinfer.samplers import _estep
 
+from ._helpers import poisson_model
+
 SCHEDULE = dp.StagedSchedule(stages=((2000, 1e-3), (20_000, 1e-4)))
-
-
-def _poisson_model():
-    lik = dp.Likelihood.from_callables(
-        lambda s, p: s * np.log(p["theta"]) - p["theta"] - gammaln(s + 1),
-        score=lambda s, p: (s / p["theta"] - 1)[:, None],
-        hessian=lambda s, p: (-s / p["theta"] ** 2)[:, None, None],
-        params=["theta"],
-        support={"theta": "positive"},
-        exponential_family=dp.ExponentialFamily(lambda s: s, lambda m: {"theta": m[0]}),
-    )
-    return dp.Model(
-        prior={"theta": st.gamma(25)},
-        simulate=lambda p, rng: rng.poisson(p["theta"]),
-        likelihood=lik,
-    )
 
 
 def _gaussian_model():
@@ -75,31 +60,31 @@ def _same(a, b):
 
 @pytest.fixture(scope="module")
 def serial():
-    return _fit(_poisson_model())
+    return _fit(poisson_model())
 
 
 def test_same_seed_same_fit(serial):
-    assert _same(_fit(_poisson_model()), serial)
-    assert _same(_fit(_poisson_model(), rng=np.random.SeedSequence(21)), serial)
-    assert not _same(_fit(_poisson_model(), rng=22), serial)
+    assert _same(_fit(poisson_model()), serial)
+    assert _same(_fit(poisson_model(), rng=np.random.SeedSequence(21)), serial)
+    assert not _same(_fit(poisson_model(), rng=22), serial)
 
 
 def test_same_fit_with_a_thread_pool(serial):
     with ThreadPoolExecutor(2) as pool:
-        assert _same(_fit(_poisson_model(), executor=pool), serial)
+        assert _same(_fit(poisson_model(), executor=pool), serial)
 
 
 def test_same_fit_with_a_process_pool(serial):
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(2, mp_context=context) as pool:
-        assert _same(_fit(_poisson_model(), executor=pool), serial)
+        assert _same(_fit(poisson_model(), executor=pool), serial)
 
 
 def test_same_fit_with_the_ascent_schedule_under_threads():
     schedule = dp.AscentSchedule(start=500, max_size=50_000, information_size=20_000)
-    a = _fit(_poisson_model(), schedule=schedule)
+    a = _fit(poisson_model(), schedule=schedule)
     with ThreadPoolExecutor(2) as pool:
-        b = _fit(_poisson_model(), executor=pool, schedule=schedule)
+        b = _fit(poisson_model(), executor=pool, schedule=schedule)
     assert _same(a, b)
 
 
@@ -185,7 +170,7 @@ def test_compression_keeps_every_weighted_mean(shape):
 
 def test_progress_bar_runs(capsys):
     fit = dp.mcem(
-        _poisson_model(),
+        poisson_model(),
         dp.Laplace.from_privacy(epsilon=0.2, sensitivity=1.0),
         37.4,
         start={"theta": 1.0},
@@ -199,5 +184,5 @@ def test_progress_bar_runs(capsys):
 def test_global_numpy_state_is_untouched():
     np.random.seed(123)  # noqa: NPY002 - the legacy global state is what we guard
     before = np.random.get_state()[1].copy()  # noqa: NPY002
-    _fit(_poisson_model(), schedule=dp.StagedSchedule(stages=((500, 1e-2),)))
+    _fit(poisson_model(), schedule=dp.StagedSchedule(stages=((500, 1e-2),)))
     assert np.array_equal(np.random.get_state()[1], before)  # noqa: NPY002

@@ -45,20 +45,10 @@ class TightBound(dp.Gaussian):
         return super().log_max_density_at(released) - math.log(2.0)
 
 
-def _rejection(
-    mechanism, released, *, model=None, draws=4000, rng=20240501, batch_size=2000, chains=4
-):
+def _rejection(mechanism, released, *, model=None, draws=4000, rng=20240501, **options):
     model = normal_model() if model is None else model
-    return dp.rejection_abc(
-        model,
-        mechanism,
-        released,
-        draws=draws,
-        chains=chains,
-        rng=rng,
-        batch_size=batch_size,
-        progressbar=False,
-    )
+    options = {"chains": 4, "batch_size": 2000, "progressbar": False, **options}
+    return dp.rejection_abc(model, mechanism, released, draws=draws, rng=rng, **options)
 
 
 # --- scalar Gaussian release: posterior is normal in closed form ------------------------------
@@ -179,15 +169,8 @@ def test_exactly_draws_are_returned_and_simulations_are_whole_batches():
 
 def test_budget_exceeded_reports_rate_and_expected_cost():
     with pytest.raises(dp.SimulationBudgetExceeded) as info:
-        dp.rejection_abc(
-            normal_model(),
-            dp.Gaussian(SIGMA),
-            S_DP,
-            draws=10**6,
-            rng=3,
-            batch_size=1000,
-            max_simulations=5000,
-            progressbar=False,
+        _rejection(
+            dp.Gaussian(SIGMA), S_DP, draws=10**6, rng=3, batch_size=1000, max_simulations=5000
         )
     message = str(info.value)
     assert "max_simulations=5000" in message

@@ -39,6 +39,7 @@ from scipy.special import logsumexp
 import dpinfer as dp
 from dpinfer.samplers import _transforms
 
+from ._helpers import global_state_equal, prior_without_logpdf_model, wrong_shape_model
 from ._oracles import gaussian_log_evidence, gaussian_posterior, normal_model
 
 Z_MAX = 4.0  # |z| threshold: nominal false-failure rate 6e-5 per two-sided test
@@ -528,27 +529,21 @@ def test_seed_sequence_and_generator_are_accepted(sampler, reference):
     _assert_same_run(a, b)
 
 
-def _global_state_equal(a, b):
-    return all(
-        np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y
-        for x, y in zip(a, b, strict=True)
-    )
-
-
 def test_global_numpy_random_state_is_untouched():
     before = np.random.get_state()  # noqa: NPY002
     for sampler in SAMPLERS:
         _small_run(sampler, rng=3)
-    assert _global_state_equal(np.random.get_state(), before)  # noqa: NPY002
+    assert global_state_equal(np.random.get_state(), before)  # noqa: NPY002
 
 
 def test_global_state_check_detects_a_change():
-    # Companion: the comparison above sees the global state advance by one word.
+    # Companion: the comparison above (also used by test_executors.py) sees the global state
+    # advance by one word (the planted bug moves the Mersenne Twister position, as a draw would).
     before = np.random.get_state()  # noqa: NPY002
     name, key, pos, has_gauss, cached = before
     try:
         np.random.set_state((name, key, (pos + 1) % len(key), has_gauss, cached))  # noqa: NPY002
-        assert not _global_state_equal(np.random.get_state(), before)  # noqa: NPY002
+        assert not global_state_equal(np.random.get_state(), before)  # noqa: NPY002
     finally:
         np.random.set_state(before)  # noqa: NPY002
 
@@ -612,21 +607,13 @@ def test_release_of_the_wrong_shape(released):
 
 
 def test_simulator_of_the_wrong_shape():
-    model = dp.Model(
-        prior={"theta": st.norm(0.0, 1.0)},
-        simulate=lambda p, rng: np.zeros((len(p["theta"]), 2)),
-    )
     with pytest.raises(ValueError, match=re.escape("simulate returned an array of shape (20, 2)")):
-        _call(model=model)
+        _call(model=wrong_shape_model(2))
 
 
 def test_prior_without_logpdf():
-    model = dp.Model(
-        prior=dp.Prior(lambda n, rng: {"theta": rng.standard_normal(n)}),
-        simulate=lambda p, rng: p["theta"] + rng.standard_normal(len(p["theta"])),
-    )
     with pytest.raises(ValueError, match="smc_abc needs a prior with a logpdf"):
-        _call(model=model)
+        _call(model=prior_without_logpdf_model())
 
 
 def test_callable_prior_with_logpdf_is_accepted():

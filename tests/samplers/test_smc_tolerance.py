@@ -17,10 +17,10 @@ import re
 
 import numpy as np
 import pytest
-import scipy.stats as st
 
 import dpinfer as dp
 
+from ._helpers import prior_without_logpdf_model, wrong_shape_model
 from ._oracles import gaussian_posterior, normal_model
 from .test_smc import check_draws_match
 
@@ -201,18 +201,10 @@ def test_release_of_the_wrong_shape():
 
 
 def test_simulator_of_the_wrong_shape():
-    model = dp.Model(
-        prior={"theta": st.norm(0.0, 1.0)},
-        simulate=lambda p, rng: np.zeros((len(p["theta"]), 3)),
-    )
     with pytest.raises(ValueError, match=re.escape("simulate returned an array of shape (20, 3)")):
-        _call(model=model)
+        _call(model=wrong_shape_model(3))
 
 
 def test_prior_without_logpdf():
-    model = dp.Model(
-        prior=dp.Prior(lambda n, rng: {"theta": rng.standard_normal(n)}),
-        simulate=lambda p, rng: p["theta"] + rng.standard_normal(len(p["theta"])),
-    )
     with pytest.raises(ValueError, match="tolerance_smc_abc needs a prior with a logpdf"):
-        _call(model=model)
+        _call(model=prior_without_logpdf_model())
