@@ -3,8 +3,8 @@
 * :func:`release_reference`: the NUTS reference of a release (the naive Bayes
   and linear regression examples), with the mechanism, its privacy and its
   constants recorded in the InferenceData;
-* :data:`NUTS_OPTIONS` and :func:`nuts_options`: the NUTS settings of an
-  example's ``run``;
+* :data:`NUTS_DRAWS`, :data:`NUTS_OPTIONS` and :func:`nuts_options`: the
+  NUTS settings of an example's ``run``;
 * :func:`fit_each`: one NUTS fit per analysis of one table, from seeds spawned
   from one root (the county rates and pageviews examples).
 
@@ -30,8 +30,12 @@ from dpinfer._rng import RNGLike, as_seed_sequence
 
 from ._example import Option, integer
 
-__all__ = ["NUTS_OPTIONS", "fit_each", "nuts_options", "release_reference"]
+__all__ = ["NUTS_DRAWS", "NUTS_OPTIONS", "fit_each", "nuts_options", "release_reference"]
 
+#: The NUTS option of an example with a NUTS reference: as many tuning steps as draws, 2 chains.
+NUTS_DRAWS = Option(
+    "nuts_draws", 1000, "draws and tuning steps per chain of NUTS", integer(100, 10_000)
+)
 #: The NUTS options of an example fitted with PyMC, as in ``dpinfer run``.
 NUTS_OPTIONS = (
     Option("draws", 300, "NUTS draws per chain", integer(100)),

@@ -254,6 +254,10 @@ def run(
 ) -> Result:
     """Fit the naive and the exact model to the release and compare them.
 
+    The table of :func:`simulate` is fitted twice by :func:`sample`, the naive
+    model first; the report shows ``mu``, ``tau`` and the rates of the
+    :data:`SHOWN` counties whose two posteriors differ most (:func:`differences`).
+
     Parameters
     ----------
     rho : float

@@ -110,7 +110,7 @@ from ._linear_regression_posteriors import (
     naive_posterior,
 )
 from ._linear_regression_pymc import pymc_model, pymc_reference
-from ._nuts import nuts_options
+from ._nuts import NUTS_DRAWS, nuts_options
 from ._regression_records import record_model
 from ._report import (
     Report,
@@ -170,12 +170,7 @@ EXAMPLE = Example(
         ),
         Option("epsilon", EPSILON, "privacy budget of the release", between(0.5, 100)),
         Option("particles", 2000, "SMC-ABC particles", integer(100, 20_000)),
-        Option(
-            "nuts_draws",
-            1000,
-            "draws and tuning steps per chain of the NUTS reference",
-            integer(100, 10_000),
-        ),
+        NUTS_DRAWS,
     ),
 )
 
@@ -191,6 +186,9 @@ def run(
     verbose: bool = False,
 ) -> Result:
     """Fit exact SMC-ABC, the PyMC data-augmentation reference and the naive posterior of ``beta``.
+
+    The two samplers draw from two seeds spawned from ``rng`` (SMC-ABC the
+    first); the report compares them with the naive posterior and the truth.
 
     Parameters
     ----------

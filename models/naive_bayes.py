@@ -70,7 +70,7 @@ import numpy as np
 
 from dpinfer._rng import RNGLike, as_seed_sequence
 
-from ._example import Example, Option, between, integer, vector
+from ._example import Example, Option, between, vector
 from ._naive_bayes_data import (
     ALPHA,
     CELL_NAMES,
@@ -91,7 +91,7 @@ from ._naive_bayes_data import (
 )
 from ._naive_bayes_exact import log_likelihood, pymc_model, pymc_reference
 from ._naive_bayes_records import exact_posterior, record_model
-from ._nuts import nuts_options
+from ._nuts import NUTS_DRAWS, nuts_options
 from ._report import (
     Report,
     Result,
@@ -145,12 +145,7 @@ EXAMPLE = Example(
             flag="--release",
         ),
         Option("epsilon", EPSILON, "privacy budget of the release", between(0.5, 1000)),
-        Option(
-            "nuts_draws",
-            1000,
-            "draws and tuning steps per chain of NUTS",
-            integer(100, 10_000),
-        ),
+        NUTS_DRAWS,
     ),
 )
 

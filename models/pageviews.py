@@ -276,6 +276,9 @@ def run(
 ) -> Result:
     """Fit the three analyses to the synthetic release and compare them with the truth.
 
+    :func:`sample` fits the table of :func:`simulate` once per analysis, in the
+    order of ``ANALYSES`` (published cells only, suppressed as zero, exact).
+
     Parameters
     ----------
     days : int
