@@ -129,6 +129,9 @@ __all__ = [
     "run",
 ]
 
+#: The check of a release: eight proportions plus noise, each from -1 to 2.
+_CELLS = vector(len(CELL_NAMES), between(-1, 2, hint="a proportion lies in [0, 1]"))
+
 EXAMPLE = Example(
     name="naive-bayes",
     title="Naive Bayes from Laplace-noised cell proportions: exact-likelihood NUTS vs naive",
@@ -137,13 +140,7 @@ EXAMPLE = Example(
     module=__name__,
     smallest={"nuts_draws": 100},
     options=(
-        Option(
-            "released",
-            RELEASED,
-            "the eight released proportions",
-            vector(8, between(-1, 2, hint="a proportion lies in [0, 1]")),
-            flag="--release",
-        ),
+        Option("released", RELEASED, "the eight released proportions", _CELLS, flag="--release"),
         Option("epsilon", EPSILON, "privacy budget of the release", between(0.5, 1000)),
         NUTS_DRAWS,
     ),
