@@ -12,9 +12,8 @@ import math
 import numpy as np
 
 from dpinfer import _validate
-from dpinfer._rng import RNGLike
 
-from .linear_regression import (
+from ._linear_regression_data import (
     CLAMP,
     EPSILON,
     NOISE_VARIANCE,
@@ -25,6 +24,7 @@ from .linear_regression import (
     P,
     mechanism,
 )
+from ._nuts import release_reference
 
 __all__ = ["pymc_model", "pymc_reference"]
 
@@ -99,26 +99,17 @@ def pymc_model(released=RELEASED, *, epsilon: float = EPSILON, n: int = N):
     return pymc_m
 
 
-def pymc_reference(
-    released=RELEASED,
-    *,
-    epsilon: float = EPSILON,
-    n: int = N,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 2,
-    rng: RNGLike = None,
-    progressbar: bool = False,
-    **nuts_kwargs,
-):
+def pymc_reference(released=RELEASED, *, epsilon: float = EPSILON, n: int = N, **nuts):
     """Sample the data-augmentation model of :func:`pymc_model` with NUTS.
 
     Parameters
     ----------
     released, epsilon, n
         As in :func:`pymc_model`.
-    draws, tune, chains, rng, progressbar, **nuts_kwargs
-        As in :func:`dpinfer.reference.sample_nuts`.
+    **nuts
+        Passed to :func:`dpinfer.reference.sample_nuts`: ``draws``, ``tune``
+        and ``chains`` (1000, 1000 and 2 unless given), ``rng``,
+        ``progressbar`` (off unless given) and :func:`pymc.sample`'s options.
 
     Returns
     -------
@@ -142,22 +133,8 @@ def pymc_reference(
     0.02 (depth 7-8) and at ε = 100 to 0.004 (depth 10, the default limit),
     still without divergences and with R-hat below 1.01.
     """
-    from dpinfer.reference import sample_nuts
-    from dpinfer.samplers._common import mechanism_constants, privacy_attrs
-
     mech = mechanism(epsilon=epsilon, n=n)
     released = mech._check_released(released)
     pymc_m = pymc_model(released, epsilon=epsilon, n=n)
-    return sample_nuts(
-        pymc_m,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        rng=rng,
-        progressbar=progressbar,
-        var_names=["beta", "n_clamped"],
-        observed=released,
-        constant_data=mechanism_constants(mech),
-        attrs={"mechanism": repr(mech), **privacy_attrs(mech), "model": REFERENCE},
-        **nuts_kwargs,
-    )
+    attrs = {"model": REFERENCE}
+    return release_reference(pymc_m, mech, released, ["beta", "n_clamped"], attrs, **nuts)

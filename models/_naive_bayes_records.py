@@ -1,7 +1,7 @@
 r"""The naive Bayes example as records, and its exact posterior by finite sums.
 
-Used by :func:`dpinfer.models.naive_bayes.record_model` and
-:func:`dpinfer.models.naive_bayes.exact_posterior`. A record is
+:func:`record_model` and :func:`exact_posterior`, exposed by
+:mod:`dpinfer.models.naive_bayes`. A record is
 ``(y, x_1, x_2)`` with values in ``{1, 2}``; its statistic is its one-hot cell
 in each of the ``K`` class-by-feature tables, divided by ``n``.
 
@@ -31,12 +31,34 @@ import scipy.stats as st
 from scipy.special import betainc, betaln, gammaln, logsumexp
 
 import dpinfer as dp
+from dpinfer import _validate
 
-from . import naive_bayes as nb
+from . import _naive_bayes_data as nb
+
+__all__ = ["BetaMixture", "exact_posterior", "record_model"]
 
 
-def build(n: int) -> dp.RecordModel:
-    """Build the record model of :func:`dpinfer.models.naive_bayes.record_model`."""
+def record_model(*, n: int = nb.N) -> dp.RecordModel:
+    """Return the model as a :class:`dpinfer.RecordModel` of ``n`` records.
+
+    Beta(2, 2) priors over :data:`PARAMETER_NAMES`; records ``(y, x_1, x_2)``
+    in ``{1, 2}``, shape ``(batch, n, 3)``; the per-record statistic, each
+    record's one-hot cell of the ``K`` tables over ``n``, shape ``(batch, n,
+    8)`` in the order of :data:`CELL_NAMES` (pass the same ``n`` to
+    :func:`dpinfer.da_mcmc`); the conjugate Beta ``update`` and the Bernoulli
+    ``loglik``.
+
+    Examples
+    --------
+    >>> m, rng = record_model(), np.random.default_rng(0)
+    >>> records = m.simulate_records({k: np.full(2, 0.5) for k in nb.PARAMETER_NAMES}, 100, rng)
+    >>> t = m.statistics(records)
+    >>> records.shape, t.shape
+    ((2, 100, 3), (2, 100, 8))
+    >>> bool(np.allclose(t[0].sum(axis=0), nb.statistics(records[0, :, 0], records[0, :, 1:])))
+    True
+    """
+    n = _validate.positive_int("n", n)
     return dp.RecordModel(
         prior={name: st.beta(nb.ALPHA, nb.ALPHA) for name in nb.PARAMETER_NAMES},
         simulate=simulate_records,
@@ -136,8 +158,38 @@ class BetaMixture:
         return float(so.brentq(lambda x: self.cdf(x) - q, 0.0, 1.0, xtol=1e-12))
 
 
-def exact_posterior(released, *, epsilon: float, n: int) -> dict[str, BetaMixture]:
-    """Exact marginal posteriors of the five probabilities, by finite sums (module Notes)."""
+def exact_posterior(
+    released=nb.RELEASED, *, epsilon: float = nb.EPSILON, n: int = nb.N
+) -> dict[str, BetaMixture]:
+    r"""Exact marginal posteriors of the five probabilities given a release, by finite sums.
+
+    Parameters
+    ----------
+    released, epsilon, n
+        As in :func:`dpinfer.models.naive_bayes.log_likelihood`.
+
+    Returns
+    -------
+    dict
+        Per parameter name, a mixture of Beta laws with ``mean()``, ``std()``,
+        ``cdf(x)`` and ``ppf(q)``.
+
+    Notes
+    -----
+    The Beta priors integrate out in closed form (Beta-binomial tables), the
+    posterior of the class count is a sum over ``n + 1`` values, and given the
+    counts each probability is conjugate (the module's notes).
+    ``O(n^2)`` work, no sampling:
+    an independent reference for any sampler, at any epsilon.
+
+    Examples
+    --------
+    >>> post = exact_posterior(nb.RELEASED, epsilon=10.0)
+    >>> round(post["p_class"].mean(), 3)
+    0.768
+    """
+    n = _validate.positive_int("n", n)
+    released = nb.mechanism(epsilon=epsilon, n=n)._check_released(released)
     scale = nb.sensitivity(n=n) / epsilon
     r = np.asarray(released, dtype=float).reshape(2, nb.N_FEATURES, 2)
     a = np.arange(n + 1)

@@ -1,6 +1,6 @@
 """The linear regression example as records, for :func:`dpinfer.da_mcmc`.
 
-Used by :func:`dpinfer.models.linear_regression.record_model`.
+:func:`record_model`, exposed by :mod:`dpinfer.models.linear_regression`.
 A record is one subject ``(x_1, x_2, y)``, unclamped; its statistic is its
 share of the nine released statistics, ``t(x_i) / n`` on the clamped and
 normalised scale, so that the released vector is the plain sum over records.
@@ -12,12 +12,49 @@ import numpy as np
 import scipy.stats as st
 
 import dpinfer as dp
+from dpinfer import _validate
 
-from . import linear_regression as lr
+from . import _linear_regression_data as lr
+
+__all__ = ["record_model"]
 
 
-def build(n: int) -> dp.RecordModel:
-    """Build the record model of :func:`dpinfer.models.linear_regression.record_model`."""
+def record_model(*, n: int = lr.N) -> dp.RecordModel:
+    r"""Return the regression as a :class:`dpinfer.RecordModel` of ``n`` subjects.
+
+    Parameters
+    ----------
+    n : int, default 100
+        Number of subjects; the per-record statistic is divided by it, so
+        pass the same ``n`` to :func:`dpinfer.da_mcmc`.
+
+    Returns
+    -------
+    dpinfer.RecordModel
+        Prior ``beta ~ N(0, I_3)``; records of shape ``(batch, n, 3)``
+        holding ``(x_1, x_2, y)``; the per-record statistic, shape
+        ``(batch, n, 9)``, in the order of :data:`STATISTIC_NAMES`; the
+        conjugate ``update`` and the complete-data ``loglik``.
+
+    Notes
+    -----
+    Given the unclamped records the posterior of ``beta`` is the conjugate
+    Gaussian of :func:`confidential_posterior`: precision
+    :math:`I + X^\top X / \sigma^2`, mean :math:`(I + X^\top X/\sigma^2)^{-1}
+    X^\top y / \sigma^2` with :math:`X = (1, x)`. The clamp acts on the
+    statistics only, never on the model of the records.
+
+    Examples
+    --------
+    >>> m, rng = record_model(), np.random.default_rng(0)
+    >>> records = m.simulate_records({"beta": np.zeros((2, 3))}, 100, rng)
+    >>> t = m.statistics(records)
+    >>> records.shape, t.shape
+    ((2, 100, 3), (2, 100, 9))
+    >>> bool(np.allclose(t.sum(axis=1), lr.statistics(records[..., :2], records[..., 2])))
+    True
+    """
+    n = _validate.positive_int("n", n)
     return dp.RecordModel(
         prior={"beta": st.multivariate_normal(np.zeros(lr.P + 1), np.eye(lr.P + 1))},
         simulate=simulate_records,

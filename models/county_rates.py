@@ -53,10 +53,11 @@ import numpy as np
 
 import dpinfer as dp
 from dpinfer import _validate
-from dpinfer._rng import RNGLike, as_seed_sequence
+from dpinfer._rng import RNGLike
 from dpinfer.results import effective_sample_size, rhat
 
-from ._example import Example, Option, between, integer, positive
+from ._example import Example, Option, between, integer
+from ._nuts import NUTS_OPTIONS, fit_each, nuts_options
 from ._report import Report, Result, draw_rows, idata_draws, new_figure, nuts_note, value_rows
 
 __all__ = [
@@ -93,13 +94,8 @@ PER = 1e5  # the report gives rates per 100,000 persons
 LABELS = {"naive": "naive (release as counts)", "exact": "exact (counts summed out)"}
 
 
-def _rho(name: str, value) -> float:
-    """Check a zCDP budget from 1e-4 (sigma about 71) to 100 (sigma about 0.07)."""
-    rho = positive(name, value)
-    if not 1e-4 <= rho <= 100:
-        raise ValueError(f"{name} must be from 0.0001 to 100, got {value!r}")
-    return rho
-
+#: The check of a zCDP budget: from 1e-4 (sigma about 71) to 100 (sigma about 0.07).
+_RHO = between(1e-4, 100, hint="a positive zCDP budget; the noise sd is 1 / sqrt(2 rho)")
 
 EXAMPLE = Example(
     name="county-rates",
@@ -108,11 +104,9 @@ EXAMPLE = Example(
     seconds=150,
     module=__name__,
     options=(
-        Option("rho", RHO, "zCDP budget of each count", between(1e-4, 100)),
+        Option("rho", RHO, "zCDP budget of each count", _RHO),
         Option("counties", COUNTIES, "number of synthetic counties", integer(10, 50_000)),
-        Option("draws", 300, "NUTS draws per chain", integer(100)),
-        Option("tune", 300, "NUTS tuning steps per chain", integer(100)),
-        Option("chains", 2, "NUTS chains (run one after the other)", integer(2, 16)),
+        *NUTS_OPTIONS,
     ),
 )
 
@@ -125,7 +119,7 @@ def mechanism(rho: float = RHO) -> dp.DiscreteGaussian:
     >>> float(mechanism(0.5).sigma), str(mechanism(0.5).privacy)
     (1.0, '0.5-zCDP')
     """
-    rho = _rho("rho", rho)
+    rho = _RHO("rho", rho)
     return dp.DiscreteGaussian.from_zcdp(rho=rho, sensitivity=1)
 
 
@@ -253,14 +247,16 @@ def run(
     *,
     rho: float = RHO,
     counties: int = COUNTIES,
-    draws: int = 300,
-    tune: int = 300,
-    chains: int = 2,
     rng: RNGLike = None,
     progressbar: bool = True,
     verbose: bool = False,
+    **nuts: int,
 ) -> Result:
     """Fit the naive and the exact model to the release and compare them.
+
+    The table of :func:`simulate` is fitted twice by :func:`sample`, the naive
+    model first; the report shows ``mu``, ``tau`` and the rates of the
+    :data:`SHOWN` counties whose two posteriors differ most (:func:`differences`).
 
     Parameters
     ----------
@@ -268,12 +264,13 @@ def run(
         zCDP budget of each count (from 1e-4 to 100).
     counties : int
         Number of synthetic counties (default 3,143).
-    draws, tune, chains : int
-        NUTS draws and tuning steps per chain, and the chains (one after the other).
     rng : None, int, SeedSequence or Generator
         Seed of the two NUTS runs (the table has its own, :data:`DATA_SEED`).
     progressbar, verbose : bool
         PyMC's progress bars are shown when both are true.
+    **nuts : int
+        ``draws`` and ``tune`` per chain, and ``chains`` (one after the
+        other), of NUTS: 300, 300 and 2 unless given.
 
     Returns
     -------
@@ -282,12 +279,10 @@ def run(
     """
     mech = mechanism(rho)
     table = simulate(counties=counties, rho=rho)
-    seeds = as_seed_sequence(rng).spawn(2)
-    nuts = {"draws": draws, "tune": tune, "chains": chains, "progressbar": progressbar and verbose}
-    fits = {
-        "naive": sample(table, mech, naive=True, rng=seeds[0], **nuts),
-        "exact": sample(table, mech, rng=seeds[1], **nuts),
-    }
+    nuts = nuts_options(progressbar=progressbar, verbose=verbose, **nuts)
+    fits = fit_each(
+        lambda key, **kw: sample(table, mech, naive=key == "naive", **kw), LABELS, rng=rng, **nuts
+    )
     rates = {k: idata_draws(fit, ["rate"])["rate"] for k, fit in fits.items()}
     gaps = differences(rates["naive"], rates["exact"])
     shown = np.argsort(-gaps, kind="stable")[:SHOWN]

@@ -66,10 +66,11 @@ import math
 import numpy as np
 
 import dpinfer as dp
-from dpinfer._rng import RNGLike, as_seed_sequence
+from dpinfer._rng import RNGLike
 from dpinfer.results import effective_sample_size, rhat
 
 from ._example import Example, Option, between, choice, integer
+from ._nuts import NUTS_OPTIONS, fit_each, nuts_options
 from ._report import Report, Result, draw_rows, idata_draws, new_figure, nuts_note, value_rows
 
 __all__ = [
@@ -124,9 +125,7 @@ EXAMPLE = Example(
             choice("at_least", "above"),
         ),
         Option("sensitivity", SENSITIVITY, "l2 sensitivity of a device-day", between(0.01, 100)),
-        Option("draws", 300, "NUTS draws per chain", integer(100)),
-        Option("tune", 300, "NUTS tuning steps per chain", integer(100)),
-        Option("chains", 2, "NUTS chains (run one after the other)", integer(2, 16)),
+        *NUTS_OPTIONS,
     ),
 )
 
@@ -270,14 +269,15 @@ def run(
     days: int = 91,
     publish: str = "at_least",
     sensitivity: float = SENSITIVITY,
-    draws: int = 300,
-    tune: int = 300,
-    chains: int = 2,
     rng: RNGLike = None,
     progressbar: bool = True,
     verbose: bool = False,
+    **nuts: int,
 ) -> Result:
     """Fit the three analyses to the synthetic release and compare them with the truth.
+
+    :func:`sample` fits the table of :func:`simulate` once per analysis, in the
+    order of ``ANALYSES`` (published cells only, suppressed as zero, exact).
 
     Parameters
     ----------
@@ -287,12 +287,13 @@ def run(
         When a cell is published (see :class:`dpinfer.Thresholded`).
     sensitivity : float
         l2 sensitivity of a device-day (Wikimedia: ``sqrt(10)``).
-    draws, tune, chains : int
-        NUTS draws and tuning steps per chain, and the chains.
     rng : None, int, SeedSequence or Generator
-        Seed of the three NUTS runs (the table has its own, :data:`DATA_SEED`).
+        Root seed of the three fits; the table is drawn from :data:`DATA_SEED`.
     progressbar, verbose : bool
-        PyMC's progress bars are shown when both are true.
+        With both true, PyMC shows its progress bars.
+    **nuts : int
+        The NUTS settings ``draws``, ``tune`` and ``chains``
+        (:data:`~dpinfer.models._nuts.NUTS_OPTIONS`).
 
     Returns
     -------
@@ -301,12 +302,10 @@ def run(
     """
     mech = mechanism(days=days, publish=publish, sensitivity=sensitivity)
     table = simulate(days=days, publish=publish, sensitivity=sensitivity)
-    seeds = as_seed_sequence(rng).spawn(len(ANALYSES))
-    nuts = {"draws": draws, "tune": tune, "chains": chains, "progressbar": progressbar and verbose}
-    fits = {
-        key: sample(table, mech, analysis=key, rng=seed, **nuts)
-        for key, seed in zip(ANALYSES, seeds, strict=True)
-    }
+    nuts = nuts_options(progressbar=progressbar, verbose=verbose, **nuts)
+    fits = fit_each(
+        lambda key, **kw: sample(table, mech, analysis=key, **kw), ANALYSES, rng=rng, **nuts
+    )
     rows, notes, diagnostics = _compare(fits)
     shares = suppressed_share(table)
     setting = [

@@ -65,7 +65,7 @@ def test_figure_is_written(small, tmp_path):
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"rho": 0.0}, "rho must be a positive finite number"),
+        ({"rho": 0.0}, "rho must be from 0.0001 to 100, got 0.0: a positive zCDP budget"),
         ({"rho": 1e3}, "rho must be from 0.0001 to 100"),
         ({"counties": 0}, "counties"),
     ],

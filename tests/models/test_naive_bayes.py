@@ -191,15 +191,6 @@ def test_pymc_model_density_matches_numpy(released):
 # --- validation ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("eps", [0.0, -2.0, float("nan"), float("inf")])
-def test_bad_epsilon(eps):
-    y, x = nb.confidential_data(rng=0)
-    with pytest.raises(ValueError, match="epsilon"):
-        nb.mechanism(epsilon=eps)
-    with pytest.raises(ValueError, match="epsilon"):
-        nb.release(y, x, epsilon=eps, rng=1)
-
-
 def test_wrong_shapes_and_values():
     y, x = nb.confidential_data(rng=0)
     with pytest.raises(ValueError, match="shape"):

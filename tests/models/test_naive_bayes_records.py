@@ -15,6 +15,7 @@ import scipy.stats as st
 from scipy.special import betaln
 
 from dpinfer.models import naive_bayes as nb
+from dpinfer.models._naive_bayes_data import _column
 
 
 def _brute_force_means(released, epsilon, n):
@@ -33,7 +34,7 @@ def _brute_force_means(released, epsilon, n):
                 a = int(np.sum((y == i) & (records[:, 1 + k] == 1)))
                 b = int(np.sum((y == i) & (records[:, 1 + k] == 2)))
                 lp += betaln(2 + a, 2 + b) - betaln(2, 2)
-                mean[nb.PARAMETER_NAMES[nb._column(i - 1, k)]] = (2 + a) / (4 + a + b)
+                mean[nb.PARAMETER_NAMES[_column(i - 1, k)]] = (2 + a) / (4 + a + b)
         stats = nb.statistics(y, records[:, 1:])
         lp += st.laplace.logpdf(released, loc=stats, scale=scale).sum()
         log_w.append(lp)
