@@ -70,6 +70,7 @@ import numpy as np
 
 from dpinfer._rng import RNGLike, as_seed_sequence
 
+from . import _report
 from ._example import Example, Option, between, vector
 from ._naive_bayes_data import (
     ALPHA,
@@ -92,15 +93,7 @@ from ._naive_bayes_data import (
 from ._naive_bayes_exact import log_likelihood, pymc_model, pymc_reference
 from ._naive_bayes_records import exact_posterior, record_model
 from ._nuts import NUTS_DRAWS, nuts_options
-from ._report import (
-    Report,
-    Result,
-    distribution_rows,
-    draw_rows,
-    idata_draws,
-    nuts_note,
-    value_rows,
-)
+from ._report import Report, Result
 
 __all__ = [
     # data, model, mechanism and the naive posterior
@@ -190,11 +183,15 @@ def run(
     )
     exact = pymc_reference(released, epsilon=epsilon, rng=as_seed_sequence(rng), **nuts)
     rows = [
-        *draw_rows("NUTS, counts summed out", "exact", idata_draws(exact, PARAMETER_NAMES)),
-        *distribution_rows("naive (release as counts)", "naive", naive_posterior(released)),
-        *value_rows("truth", "truth", TRUE_PARAMS),
+        *_report.draw_rows(
+            "NUTS, counts summed out", "exact", _report.idata_draws(exact, PARAMETER_NAMES)
+        ),
+        *_report.distribution_rows(
+            "naive (release as counts)", "naive", naive_posterior(released)
+        ),
+        *_report.value_rows("truth", "truth", TRUE_PARAMS),
     ]
-    nuts_text, diagnostics = nuts_note("NUTS", exact, "nuts")
+    nuts_text, diagnostics = _report.nuts_note("NUTS", exact, "nuts")
     notes = [
         nuts_text,
         f"privacy: {mech.privacy} (replace-one neighbours, sensitivity {sensitivity():g})",

@@ -204,7 +204,6 @@ EXAMPLE = Example(
     paper="Park, Vinaroz & Jitkrittum (2021), Section 6.3",
     seconds=17,
     module=__name__,
-    smallest={"records": 10, "proposals": 100, "noise_repetitions": 2},
     options=(
         Option(
             "records",
@@ -251,6 +250,7 @@ EXAMPLE = Example(
             yes_no,
         ),
     ),
+    smallest={"records": 10, "proposals": 100, "noise_repetitions": 2},
 )
 
 
