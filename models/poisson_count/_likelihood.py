@@ -29,7 +29,8 @@ REFERENCE = (
     "Section 5.1 and Appendix E."
 )
 
-# Relative truncation error allowed in the sums over the count.
+# Relative truncation error allowed in the sums over the count (the evidence's, and the
+# likelihood's through dpinfer.to_pymc, which bounds it per cell).
 _SUM_TOL = 1e-15
 
 
@@ -88,8 +89,10 @@ def log_likelihood(
     released, epsilon : float
         The release and the privacy-loss budget of its Laplace mechanism.
     method : {"incomplete_gamma", "sum"}
-        Appendix E's closed form, or the sum over the count (truncated where
-        the neglected terms are provably below ``1e-15`` of the total).
+        Appendix E's closed form, or the sum over the count by the library's
+        marginalisation of table cells (:func:`dpinfer.to_pymc`, one cell per
+        ``theta``; truncated where the neglected terms are provably below
+        ``1e-15`` of the total).
 
     Returns
     -------
@@ -271,20 +274,25 @@ def _terms_needed(ratio: float) -> int:
 
 def _loglik_sum(theta, x, eps):
     flat = theta.ravel()
-    out = np.empty(flat.shape)
-    upper = max(math.ceil(x), 0) + 64
-    for start in range(0, flat.size, 512):
-        th = flat[start : start + 512]
-        while True:
-            s = np.arange(upper + 1)
-            terms = st.poisson.logpmf(s[None, :], th[:, None]) + _log_laplace(x, s, eps)
-            total = sc.logsumexp(terms, axis=1)
-            tail = _log_laplace(x, upper + 1.0, eps) + st.poisson.logsf(upper, th)
-            if np.all(tail - total <= math.log(_SUM_TOL)):
-                break
-            upper *= 2
-        out[start : start + th.size] = total
-    return out.reshape(theta.shape)
+    return _compiled_sum(x, eps, flat.size)(flat).reshape(theta.shape)
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled_sum(x: float, eps: float, cells: int):
+    """The tables' summation (:func:`dpinfer.to_pymc`), compiled once per release and size."""
+    import pymc as pm
+    import pytensor
+    import pytensor.tensor as pt
+
+    theta = pt.dvector("theta")
+    with pm.Model() as pymc_model:
+        dp.to_pymc(
+            "release",
+            pm.Poisson.dist(mu=theta),
+            observed=[(mechanism(epsilon=eps), np.full(cells, x))],
+            tol=_SUM_TOL,
+        )
+    return pytensor.function([theta], pymc_model.logp(sum=False)[0])
 
 
 @functools.lru_cache(maxsize=64)
