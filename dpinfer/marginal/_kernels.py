@@ -513,49 +513,60 @@ def _poisson_gaussian(lam, kinds, released, coef, table, j, tol, row, out):
     """
     if not (lam > 0.0 and math.isfinite(lam) and row[MODE] >= 0.0):
         return False
-    _at(kinds, released, coef, table, j, row, row[MODE])
+    if row[AT] != row[MODE]:
+        _at(kinds, released, coef, table, j, row, row[MODE])
     mode = _poisson_mode(lam, row)
     if math.isnan(mode):
         return False
-    _at(kinds, released, coef, table, j, row, mode)
-    step, up = row[STEP], row[UP]
+    if row[AT] != mode:
+        _at(kinds, released, coef, table, j, row, mode)
+    return _poisson_sum(lam, tol, row, out)
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _poisson_sum(lam, tol, row, out):
+    """The sum of :func:`_poisson_gaussian` from the mode ``row[AT]``."""
+    mode, step, up = row[AT], row[STEP], row[UP]
     down = step / up  # exp(B (mode - 1) - A)
     if not (0.0 < up < math.inf and 0.0 < down < math.inf):
         return False
     half = 0.5 * tol
     inv_lam = 1.0 / lam
-    total, moment = 1.0, 0.0  # sums of t(s) / t(mode) and of (s - mode) t(s) / t(mode)
-    w_right, s_right, right = 1.0, mode, True
-    w_left, s_left, left = 1.0, mode, mode > 0.0
+    # each side's sums of t(s) / t(mode) and of (s - mode) t(s) / t(mode), apart so that the
+    # two sides' additions do not wait for each other
+    total_right, moment_right, total_left, moment_left = 1.0, 0.0, 0.0, 0.0
+    w_right, d_right, right = 1.0, 0.0, True
+    w_left, d_left, left = 1.0, 0.0, mode > 0.0
     count = 1
     while (right or left) and count < _MAX_TERMS:
         if right:
-            ratio = lam / (s_right + 1.0) * up
+            ratio = lam / (mode + d_right + 1.0) * up
             up *= step
-            s_right += 1.0
+            d_right += 1.0
             w_right *= ratio
-            total += w_right
-            moment += w_right * (s_right - mode)
+            total_right += w_right
+            moment_right += w_right * d_right
             count += 1
             # the geometric bound w ratio / (1 - ratio) <= half total, undivided
-            right = not (w_right == 0.0 or w_right * ratio <= half * total * (1.0 - ratio))
+            bound = half * (total_right + total_left) * (1.0 - ratio)
+            right = not (w_right == 0.0 or w_right * ratio <= bound)
         if left:
-            back = s_left * inv_lam * down
+            back = (mode + d_left) * inv_lam * down
             down *= step
-            s_left -= 1.0
+            d_left -= 1.0
             w_left *= back
-            total += w_left
-            moment += w_left * (s_left - mode)
+            total_left += w_left
+            moment_left += w_left * d_left
             count += 1
-            left = s_left > 0.0 and not (
-                w_left == 0.0 or w_left * back <= half * total * (1.0 - back)
-            )
+            bound = half * (total_right + total_left) * (1.0 - back)
+            left = mode + d_left > 0.0 and not (w_left == 0.0 or w_left * back <= bound)
+    total = total_right + total_left
     row[MODE], out[3], out[4] = mode, count, mode
     if count >= _MAX_TERMS:
         out[0] = math.nan
         return True
     out[0] = mode * math.log(lam) - lam + row[CONST] + math.log(total)
-    out[1], out[2] = mode + moment / total, 0.0
+    out[1], out[2] = mode + (moment_right + moment_left) / total, 0.0
     return True
 
 
