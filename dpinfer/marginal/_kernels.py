@@ -525,7 +525,7 @@ def _poisson_gaussian(lam, kinds, released, coef, table, j, tol, row, out):
 
 @nb.njit(cache=True, error_model="numpy")
 def _poisson_sum(lam, tol, row, out):
-    """The sum of :func:`_poisson_gaussian` from the mode ``row[AT]``."""
+    """Sum the cell of :func:`_poisson_gaussian` outward from its mode ``row[AT]``."""
     mode, step, up = row[AT], row[STEP], row[UP]
     down = step / up  # exp(B (mode - 1) - A)
     if not (0.0 < up < math.inf and 0.0 < down < math.inf):
