@@ -452,9 +452,10 @@ def _cell(family, a, b, kinds, released, coef, table, j, tol, hint, out):
 # every entry is a function of the cell's releases and of the mode ``AT``, or a starting point,
 # so no result depends on it. ``MODE``: last mode (NaN: unknown); ``STEP``: exp(-B) of the
 # Gaussian releases (NaN: not prepared yet, -1: the cell takes the general path); ``GA, GB``:
-# A and B of exp(A - B s); ``UP, CONST``: exp(A - B AT) and -lgamma(AT + 1) + mechanisms(AT).
-MODE, AT, UP, CONST, STEP, GA, GB = range(7)
-STATE = 7
+# A and B of exp(A - B s); ``UP, DOWN, CONST``: exp(A - B AT), exp(B (AT - 1) - A) and
+# -lgamma(AT + 1) + mechanisms(AT).
+MODE, AT, UP, DOWN, CONST, STEP, GA, GB = range(8)
+STATE = 8
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -475,6 +476,7 @@ def _at(kinds, released, coef, table, j, row, s):
     """Make ``row``'s mode-dependent constants those of ``s``."""
     if row[AT] != s:
         row[UP] = math.exp(row[GA] - row[GB] * s)
+        row[DOWN] = math.exp(row[GB] * (s - 1.0) - row[GA])
         row[CONST] = _mechanisms(kinds, released, coef, table, j, s) - math.lgamma(s + 1.0)
         row[AT] = s
 
@@ -526,8 +528,7 @@ def _poisson_gaussian(lam, kinds, released, coef, table, j, tol, row, out):
 @nb.njit(cache=True, error_model="numpy")
 def _poisson_sum(lam, tol, row, out):
     """Sum the cell of :func:`_poisson_gaussian` outward from its mode ``row[AT]``."""
-    mode, step, up = row[AT], row[STEP], row[UP]
-    down = step / up  # exp(B (mode - 1) - A)
+    mode, step, up, down = row[AT], row[STEP], row[UP], row[DOWN]
     if not (0.0 < up < math.inf and 0.0 < down < math.inf):
         return False
     half = 0.5 * tol
@@ -563,10 +564,11 @@ def _poisson_sum(lam, tol, row, out):
     total = total_right + total_left
     row[MODE], out[3], out[4] = mode, count, mode
     if count >= _MAX_TERMS:
-        out[0] = math.nan
+        out[0], out[1] = math.nan, math.nan
         return True
     out[0] = mode * math.log(lam) - lam + row[CONST] + math.log(total)
-    out[1], out[2] = mode + (moment_right + moment_left) / total, 0.0
+    # the score E[s] / lam - 1, as _scores
+    out[1] = (mode + (moment_right + moment_left) / total) * inv_lam - 1.0
     return True
 
 
@@ -615,15 +617,16 @@ def marginal_sweep(
     for j in range(pa.size):
         a, b = pa[j], pb[j]
         row = state[j]
-        done = False
         if family == POISSON:
             if math.isnan(row[STEP]):
                 _prepare(kinds, released, coef, j, row)
-            if row[STEP] > 0.0:
-                done = _poisson_gaussian(a, kinds, released, coef, table, j, tol, row, out)
-        if not done:
-            _cell(family, a, b, kinds, released, coef, table, j, tol, row[MODE], out)
-            row[MODE] = out[4]
+            if row[STEP] > 0.0 and _poisson_gaussian(
+                a, kinds, released, coef, table, j, tol, row, out
+            ):
+                logp[j], terms[j], score_a[j], score_b[j] = out[0], out[3], out[1], 0.0
+                continue
+        _cell(family, a, b, kinds, released, coef, table, j, tol, row[MODE], out)
+        row[MODE] = out[4]
         logp[j], terms[j] = out[0], out[3]
         if not math.isfinite(out[0]):
             score_a[j], score_b[j] = (math.nan, math.nan) if math.isnan(out[0]) else (0.0, 0.0)
