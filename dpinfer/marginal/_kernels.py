@@ -25,6 +25,12 @@ ends at the support). Terms are added until both bounds together are below
 the neglected mass is at most ``tol`` relative to the result: the
 log-likelihood is within ``tol`` (absolute) of the exact value, wherever the
 parameters are.
+
+**The common case.** A Poisson latent whose releases are all published Gaussian
+ones (discrete or continuous) is summed by :func:`_poisson_gaussian` once the
+cell's mode is known from an earlier evaluation (:func:`marginal_sweep` keeps it,
+with the constants of the releases, in a per-cell state): the same terms and the
+same geometric bounds, both sides at once, each side to ``tol / 2``.
 """
 
 from __future__ import annotations
