@@ -4,10 +4,11 @@ The model is the county-rates one (``dpinfer run county-rates``) in its centred 
 hierarchical Poisson counts ``cases_i ~ Poisson(pop_i exp(log_rate_i))``, ``log_rate_i ~
 Normal(mu, tau)`` over ``n`` cells, each released through the discrete Gaussian mechanism at
 ``rho`` zCDP per count (sensitivity 1, so sigma = 1 / sqrt(2 rho)). Most counts are in the tens
-to hundreds, so each rate is pinned by its own count and the centred form mixes where the
-non-centred one (``log_rate = mu + tau z``) does not: with 10,000 cells the non-centred naive
-model took over 4 minutes for a bulk ESS of 45. Three likelihoods of the same release, on the
-same model:
+to hundreds, so each rate is pinned by its own count; the centred form mixes at 1,000 cells
+(bulk ESS of about 1,500 of 1,000 draws). With 10,000 cells it is still slow: the naive model
+had not finished 2 x (500 + 500) draws after 14 CPU minutes (nor, in the non-centred form
+``log_rate = mu + tau z``, after 4 minutes, with a bulk ESS of 45).
+Three likelihoods of the same release, on the same model:
 
 * ``naive``: the releases taken as the counts (``pm.Poisson(..., observed=max(y, 0))``);
 * ``dpinfer``: ``mech.to_pymc("cases", pm.Poisson.dist(mu=lam), observed=y)``, the exact
