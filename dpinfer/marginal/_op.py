@@ -8,7 +8,7 @@ from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_impl
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-from ._kernels import marginal_cells
+from ._kernels import STATE, marginal_sweep
 
 
 class MarginalLogp(Op):
@@ -27,7 +27,10 @@ class MarginalLogp(Op):
     def __init__(self, family: int, tol: float):
         self.family = int(family)
         self.tol = float(tol)
-        self._hints = np.empty(0)  # each cell's last mode: a starting point, not a result
+        # each cell's last mode and constants of its releases (_kernels.marginal_sweep): valid
+        # for the releases they were computed with, the arrays held in _state_of
+        self._state = np.empty((0, STATE))
+        self._state_of = ()
 
     def make_node(self, a, b, kinds, released, coef, table):
         a = pt.as_tensor_variable(a).astype("float64")
@@ -42,18 +45,19 @@ class MarginalLogp(Op):
         n = a.size
         logp, score_a, score_b = np.empty(n), np.empty(n), np.empty(n)
         terms = np.empty(n, dtype=np.int64)
-        if self._hints.size != n:
-            self._hints = np.full(n, np.nan)
-        marginal_cells(
+        constants = [np.ascontiguousarray(x) for x in (kinds, released, coef, table)]
+        if len(self._state_of) != 4 or any(
+            x is not y for x, y in zip(constants, self._state_of, strict=True)
+        ):
+            self._state = np.full((n, STATE), np.nan)
+            self._state_of = tuple(constants)
+        marginal_sweep(
             self.family,
             np.ascontiguousarray(a, dtype=float),
             np.ascontiguousarray(b, dtype=float),
-            np.ascontiguousarray(kinds),
-            np.ascontiguousarray(released),
-            np.ascontiguousarray(coef),
-            np.ascontiguousarray(table),
+            *constants,
             self.tol,
-            self._hints,
+            self._state,
             logp,
             score_a,
             score_b,

@@ -1,0 +1,146 @@
+"""The kernel's state between evaluations: Poisson cells with Gaussian releases on the fast path.
+
+``marginal_sweep`` keeps each cell's last mode and the constants of its releases; a
+Poisson cell whose releases are all published Gaussian ones (discrete or continuous) is then
+summed by ``_poisson_gaussian``, which the first evaluation of a cell (no mode yet) does not
+reach. These tests run it from warm states, including stale ones (the mode of parameters far
+from the present ones), against the independent wide-window sums of ``_brute``, and check that
+the Op never reuses a state left by other releases.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import dpinfer as dp
+from dpinfer.marginal import _kernels as K
+from dpinfer.marginal._cells import Cells, release_cells
+from dpinfer.marginal._op import MarginalLogp
+
+from ._brute import log_marginal
+
+TOL = 1e-10
+GAUSSIANS = {
+    "discrete gaussian": [(dp.DiscreteGaussian(3.0), 37)],
+    "gaussian": [(dp.Gaussian(0.7), 37.4)],
+    "twice": [(dp.DiscreteGaussian(1.0), 41), (dp.DiscreteGaussian(5.0), 30)],
+    "wide": [(dp.DiscreteGaussian(300.0), 37)],
+}
+# extreme and ordinary rates: NUTS warm-up goes far from the data
+RATES = [1e-8, 0.3, 37.0, 38.5, 900.0, 4e5]
+
+
+@functools.cache
+def reference(mech, rate):
+    """The brute-force log-likelihood of a Poisson cell at ``rate`` with ``GAUSSIANS[mech]``."""
+    return log_marginal("poisson", rate, 0, GAUSSIANS[mech])
+
+
+def constants(pairs, cells=1):
+    forms = [
+        release_cells(m, np.full((cells, *m.event_shape), r), latent_discrete=True)
+        for m, r in pairs
+    ]
+    return Cells.stack(forms)
+
+
+def sweep(rates, pairs, state, tol=TOL):
+    """``marginal_sweep`` of a Poisson latent at ``rates``: (logp, score, terms)."""
+    rates = np.asarray(rates, dtype=float)
+    n = rates.size
+    out = [np.empty(n) for _ in range(3)]
+    terms = np.empty(n, dtype=np.int64)
+    K.marginal_sweep(K.POISSON, rates, np.zeros(n), *constants(pairs, n), tol, state, *out, terms)
+    return out[0], out[1], terms
+
+
+def fresh(n):
+    return np.full((n, K.STATE), np.nan)
+
+
+@pytest.mark.parametrize("mech", GAUSSIANS)
+@pytest.mark.parametrize("start", [1e-8, 37.0, 4e5])
+def test_warm_states_give_the_brute_force_sums(mech, start):
+    pairs = GAUSSIANS[mech]
+    state = fresh(len(RATES))
+    sweep(np.full(len(RATES), start), pairs, state)  # every cell's mode is that of `start`
+    logp, _, _ = sweep(RATES, pairs, state)
+    for rate, value in zip(RATES, logp, strict=True):
+        exact = reference(mech, rate)
+        assert abs(value - exact) <= 2 * TOL + 1e-12 * abs(exact), rate
+    # the cells that did not need to walk far took the fast path: its constants are set
+    assert np.all(state[:, K.STEP] > 0)
+    again, _, _ = sweep(RATES, pairs, state)
+    assert np.all(state[:, K.AT] == state[:, K.MODE])
+    np.testing.assert_allclose(again, logp, rtol=0, atol=2 * TOL)  # both within tol
+
+
+@pytest.mark.parametrize("mech", ["discrete gaussian", "gaussian", "twice"])
+@pytest.mark.parametrize("rate", [0.3, 37.0, 900.0])
+def test_warm_scores_are_the_gradient_of_the_exact_log_likelihood(mech, rate):
+    pairs = GAUSSIANS[mech]
+    state = fresh(1)
+    sweep([rate], pairs, state)
+    _, score, _ = sweep([rate], pairs, state)
+    assert state[0, K.AT] == state[0, K.MODE]  # the fast path
+    h = 1e-5 * rate
+    fd = (reference(mech, rate + h) - reference(mech, rate - h)) / (2 * h)
+    assert score[0] == pytest.approx(fd, rel=1e-5, abs=1e-7)
+
+
+def test_cells_off_the_fast_path_keep_the_general_sum():
+    # a release on a bounded support and a suppressed cell take the general path, warm or not
+    cases = [
+        [(dp.BinomialRelease(n=200, m=50, population=1000, length=1), 9)],
+        [(dp.Thresholded(dp.DiscreteGaussian(2.0), threshold=10), np.nan)],
+        [(dp.DiscreteLaplace(4.0), 37)],
+    ]
+    for pairs in cases:
+        state = fresh(1)
+        for rate in (37.0, 900.0):
+            logp, _, _ = sweep([rate], pairs, state)
+            assert state[0, K.STEP] == -1.0
+            reference = log_marginal("poisson", rate, 0, pairs)
+            assert abs(logp[0] - reference) <= 2 * TOL + 1e-12 * abs(reference)
+
+
+def test_the_fast_path_takes_the_terms_its_bound_needs():
+    # the window follows the noise: about +-6.5 sigma at tol 1e-10 for sigma 1
+    pairs = [(dp.DiscreteGaussian(1.0), 70)]
+    state = fresh(1)
+    sweep([70.0], pairs, state)
+    _, _, terms = sweep([70.0], pairs, state)
+    assert 10 <= terms[0] <= 20
+    _, _, loose = sweep([70.0], pairs, state, tol=1e-3)
+    assert loose[0] < terms[0]
+
+
+def op_logp(op, rate, pairs):
+    node_inputs = [np.array([rate]), np.zeros(1), *constants(pairs)]
+    storage = [[None] for _ in range(3)]
+    op.perform(None, node_inputs, storage)
+    return storage[0][0][0]
+
+
+def test_the_op_does_not_reuse_the_state_of_other_releases():
+    op = MarginalLogp(K.POISSON, TOL)
+    first = [(dp.DiscreteGaussian(1.0), 40)]
+    second = [(dp.DiscreteGaussian(1.0), 400)]
+    for pairs in (first, first, second, second, first):
+        reference = log_marginal("poisson", 41.0, 0, pairs)
+        assert op_logp(op, 41.0, pairs) == pytest.approx(reference, abs=2 * TOL)
+
+
+def test_companion_a_state_of_other_releases_is_caught():
+    # Planted bug: the state left by releases at 40 reused for releases at 400 (what the Op's
+    # check prevents). The comparison with the brute-force sum above must catch it.
+    first = [(dp.DiscreteGaussian(1.0), 40)]
+    second = [(dp.DiscreteGaussian(1.0), 400)]
+    state = fresh(1)
+    sweep([41.0], first, state)
+    sweep([41.0], first, state)
+    stale, _, _ = sweep([41.0], second, state)
+    assert abs(stale[0] - log_marginal("poisson", 41.0, 0, second)) > 1.0
