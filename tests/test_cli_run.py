@@ -34,7 +34,8 @@ EXAMPLES = discover()
 #: Small settings of every example: a few seconds each.
 TINY = {
     "poisson-count": ["--draws", "500"],
-    "lalonde": ["--draws", "100", "--nuts-draws", "100", "--mle-simulations", "100000"],
+    # 200 NUTS tuning steps adapt (tree depth ~6); 100 leave steps tiny (depth ~9), a dearer run
+    "lalonde": ["--draws", "100", "--nuts-draws", "200", "--mle-simulations", "10000"],
     "mixture-uniform": ["--proposals", "300", "--observations", "1000", "--c", "10"],
     "covid-polynomial": ["--proposals", "300"],
     "sir": ["--particles", "100"],
