@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _kernels as k
+from ._quadrature import has_quantile_function
 
 # PyTensor's and PyMC's random variable ops by class name -> kernel family
 _KERNEL_FAMILIES = {
@@ -18,6 +19,7 @@ _KERNEL_FAMILIES = {
 }
 _SUPPORTED = (
     "Poisson, Binomial, NegativeBinomial, Geometric, DiscreteUniform, DiracDelta, Normal, "
+    "continuous distributions with an inverse CDF in PyMC (Gamma, LogNormal, Beta, ...), "
     "and mixtures of them (Mixture with a list of components, ZeroInflatedPoisson, "
     "ZeroInflatedBinomial, ZeroInflatedNegativeBinomial)"
 )
@@ -31,7 +33,8 @@ class Latent:
     ----------
     kind : str
         ``"kernel"`` (a discrete family summed by the compiled kernel),
-        ``"normal"`` (closed forms) or ``"mixture"`` (a weighted sum of
+        ``"normal"`` (closed forms), ``"quadrature"`` (another continuous
+        family, integrated numerically) or ``"mixture"`` (a weighted sum of
         component latents: the marginal of a mixture is the mixture of the
         components' marginals).
     family : int
@@ -42,6 +45,9 @@ class Latent:
         Whether the latent takes integer values.
     components : tuple of Latent
         The components of a mixture.
+    op : RandomVariable or None
+        The distribution's PyTensor op (quadrature kind only), which rebuilds it
+        at other parameters.
     """
 
     kind: str
@@ -49,6 +55,7 @@ class Latent:
     params: tuple
     discrete: bool
     components: tuple = ()
+    op: object = None
 
     def tensors(self) -> list:
         """Every parameter tensor, the components' after the mixture's weights."""
@@ -84,6 +91,8 @@ class Latent:
             return np.take_along_axis(draws, pick, axis=-1)[..., 0]
         if self.kind == "normal":
             return rng.normal(own[0], own[1], size=size)
+        if self.kind == "quadrature":
+            return self.op.rng_fn(rng, *own, size)
         a = own[0]
         if self.family == k.POISSON:
             return rng.poisson(a, size=size)
@@ -143,6 +152,10 @@ def read_latent(dist) -> Latent:
                 "discrete or all continuous"
             )
         return Latent("mixture", -1, (weights,), parts[0].discrete, parts)
+    if dist.dtype.startswith("float") and getattr(op, "ndim_supp", None) == 0:
+        params = tuple(op.dist_params(dist.owner))
+        if has_quantile_function(op, params):
+            return Latent("quadrature", -1, params, False, op=op)
     raise ValueError(
         f"cannot marginalise a confidential value distributed as {name.removesuffix('RV')}: "
         f"no bound on its tail is available here; supported: {_SUPPORTED}"

@@ -8,6 +8,7 @@ from ..mechanisms._coordinate import GAUSSIAN, LAPLACE
 from ..mechanisms.thresholded import Thresholded
 from ._cells import Cells, release_cells
 from ._latent import Latent
+from ._quadrature import check_noise, quadrature_logp
 
 
 def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float):
@@ -18,6 +19,8 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float):
     for mechanism, _ in pairs:
         _check_shape(mechanism, cells)
     forms = [release_cells(m, r, latent.discrete) for m, r in pairs]
+    if _uses_quadrature(latent):
+        check_noise(forms)
     released = [_observed(m, np.asarray(r, dtype=float)) for m, r in pairs]
     discrete = all(mechanism.discrete for mechanism, _ in pairs)
     value = released[0] if len(pairs) == 1 else np.stack(released, axis=-1)
@@ -48,6 +51,8 @@ def _latent_logp(latent: Latent, params, forms, cells, tol):
         return _kernel_logp(latent.family, own, forms, cells, tol)
     if latent.kind == "normal":
         return _normal_logp(own, forms, cells)
+    if latent.kind == "quadrature":
+        return quadrature_logp(latent.op, own, forms, cells, tol)
     components = pt.stack(
         [
             _latent_logp(c, p, forms, cells, tol)
@@ -57,6 +62,10 @@ def _latent_logp(latent: Latent, params, forms, cells, tol):
     )
     log_weights = pt.log(pt.broadcast_to(own[0], (*cells, len(latent.components))))
     return pt.logsumexp(log_weights + components, axis=-1)
+
+
+def _uses_quadrature(latent: Latent) -> bool:
+    return latent.kind == "quadrature" or any(_uses_quadrature(c) for c in latent.components)
 
 
 def _cells_shape(pairs) -> tuple[int, ...]:
