@@ -279,7 +279,7 @@ def _loglik_sum(theta, x, eps):
 
 @functools.lru_cache(maxsize=16)
 def _compiled_sum(x: float, eps: float, cells: int):
-    """The tables' summation (:func:`dpinfer.to_pymc`), compiled once per release and size."""
+    """Compile the tables' summation (:func:`dpinfer.to_pymc`) once per release and size."""
     import pymc as pm
     import pytensor
     import pytensor.tensor as pt
