@@ -100,8 +100,8 @@ def quadrature_logp(op, params, forms, cells, tol):
         y, scale = form.released[:, None], form.coef[:, 0][:, None]
         gaussian = form.kinds[:, None] == GAUSSIAN
         reach = np.where(gaussian, noise_reach(GAUSSIAN, tol), noise_reach(LAPLACE, tol))
-        # breakpoints at y, y +- 2 (in units of the Laplace reach ln(1/tol) ~ 23 scales) and
-        # the reach: the noise's own pieces are then exact to ~1e-15 with 16 nodes
+        # breakpoints at y and y +- (2/23, 1/4, 1/2, 1) of the reach: the noise's own pieces
+        # are then exact to ~1e-15 with 16 nodes
         points.append(pt.constant(y + reach * scale * _NOISE_STEPS))
     support = pm.icdf(latent, np.array([[0.0, 1.0]]))
     lo, hi = support[:, :1], support[:, 1:]
@@ -183,13 +183,9 @@ def _pieces(left, right, *, median):
 
 
 def _log_noise(form, s):
+    import pytensor.tensor as pt
+
     a, c = form.coef[:, 0][:, None], form.coef[:, 2][:, None]
     distance = (form.released[:, None] - s) / a
     gaussian = form.kinds[:, None] == GAUSSIAN
-    return c - _where(gaussian, distance**2 / 2, abs(distance))
-
-
-def _where(mask, yes, no):
-    import pytensor.tensor as pt
-
-    return pt.switch(mask, yes, no)
+    return c - pt.switch(gaussian, distance**2 / 2, abs(distance))
