@@ -8,7 +8,8 @@ from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_impl
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-from ._kernels import STATE, marginal_sweep
+from ._poisson import STATE
+from ._sweep import marginal_sweep
 
 
 class MarginalLogp(Op):
