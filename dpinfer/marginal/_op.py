@@ -20,7 +20,7 @@ class MarginalLogp(Op):
     releases ``(m, n)``, the coefficients ``(m, n, 8)`` and the log-CDF table
     (:mod:`dpinfer.marginal._cells`). Outputs: the log-likelihood per cell and
     the two scores ``d logp / da``, ``d logp / db`` that its gradient uses. See
-    :mod:`dpinfer.marginal._kernels`.
+    :mod:`dpinfer.marginal._kernels` and :mod:`dpinfer.marginal._poisson`.
     """
 
     __props__ = ("family", "tol")
@@ -28,7 +28,7 @@ class MarginalLogp(Op):
     def __init__(self, family: int, tol: float):
         self.family = int(family)
         self.tol = float(tol)
-        # each cell's last mode and constants of its releases (_kernels.marginal_sweep): valid
+        # each cell's last mode and constants of its releases (_sweep.marginal_sweep): valid
         # for the releases they were computed with, the arrays held in _state_of
         self._state = np.empty((0, STATE))
         self._state_of = ()
