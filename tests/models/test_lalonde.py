@@ -28,14 +28,19 @@ Z_LIMIT = 4.0
 
 @pytest.fixture(scope="module")
 def fits():
+    """Rejection ABC, the NUTS reference and the naive posterior of one release.
+
+    The reference tunes 500 steps (1000 cost 9 CPU s more): R-hat 1.0061, bulk ESS 561,
+    no divergences; the naive fit, a planted bug 22 standard errors off, 500 draws.
+    """
     released = ll.release(rng=2022)
     return {
         "released": released,
         "abc": dp.rejection_abc(
             ll.model(), ll.mechanism(), released, draws=4000, rng=1, progressbar=False
         ),
-        "reference": ll.pymc_reference(released, draws=1000, tune=1000, chains=2, rng=2),
-        "naive": ll.naive_posterior(released, draws=1000, tune=1000, chains=2, rng=3),
+        "reference": ll.pymc_reference(released, draws=1000, tune=500, chains=2, rng=2),
+        "naive": ll.naive_posterior(released, draws=500, tune=500, chains=2, rng=3),
     }
 
 
