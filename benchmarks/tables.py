@@ -1,13 +1,17 @@
 """Marginalised tables in PyMC: dpinfer's compiled sums against the naive and the dense models.
 
-The model is the county-rates one (``dpinfer run county-rates``) in its centred form:
-hierarchical Poisson counts ``cases_i ~ Poisson(pop_i exp(log_rate_i))``, ``log_rate_i ~
-Normal(mu, tau)`` over ``n`` cells, each released through the discrete Gaussian mechanism at
-``rho`` zCDP per count (sensitivity 1, so sigma = 1 / sqrt(2 rho)). Most counts are in the tens
-to hundreds, so each rate is pinned by its own count; the centred form mixes at 1,000 cells
-(bulk ESS of about 1,500 of 1,000 draws). With 10,000 cells it is still slow: the naive model
-had not finished 2 x (500 + 500) draws after 14 CPU minutes (nor, in the non-centred form
-``log_rate = mu + tau z``, after 4 minutes, with a bulk ESS of 45).
+The model is the county-rates one (``dpinfer run county-rates``): hierarchical Poisson counts
+``cases_i ~ Poisson(pop_i exp(log_rate_i))``, ``log_rate_i ~ Normal(mu, tau)`` over ``n``
+cells, each released through the discrete Gaussian mechanism at ``rho`` zCDP per count
+(sensitivity 1, so sigma = 1 / sqrt(2 rho)). Most counts are in the tens to hundreds, so each
+rate is pinned by its own count and is sampled in the centred form; the cells released below
+10 are sampled in the non-centred form ``log_rate = mu + tau z`` (the usual choice for
+rates the data leave to the prior; it is made from the release, the same for every variant).
+
+NumPy's BLAS runs on one thread here (set below, before NumPy loads): PyMC's NUTS takes dot
+products of 10,000-long vectors at every step, and a multithreaded BLAS on a machine whose
+cores are busy spends most of its time waiting (the naive model at 10,000 cells had not
+finished after 14 CPU minutes; on one thread it takes about 0.7 ms a step).
 Three likelihoods of the same release, on the same model:
 
 * ``naive``: the releases taken as the counts (``pm.Poisson(..., observed=max(y, 0))``);
@@ -19,10 +23,11 @@ Three likelihoods of the same release, on the same model:
 
 Sections:
 
-* ``sampling``: NUTS with 2 chains x (500 tune + 500 draws), run one after the other in this
-  process (``cores=1``), at 1,000 and 10,000 cells (``dense`` only up to ``--dense-max``
-  cells): wall and CPU time, the leapfrog steps taken, the CPU time per step, the smallest bulk
-  ESS of (mu, tau), ESS per wall second, and the ratios of wall and CPU time to ``naive``.
+* ``sampling``: NUTS with 2 chains x (``--tune`` 500 + ``--draws`` 500), run one after the
+  other in this process (``cores=1``), at 1,000 and 10,000 cells (``dense`` only up to
+  ``--dense-max`` cells): wall and CPU time, the leapfrog steps taken, the CPU time per step,
+  the smallest bulk ESS of (mu, tau), ESS per wall second, and the ratios of wall and CPU time
+  to ``naive``.
   Target: ``dpinfer`` at most 2x ``naive``. On a shared machine wall time is noisy; CPU time
   and the per-evaluation times are the stable figures.
 * ``evaluation``: one log-density-and-gradient evaluation of the compiled model from 10**2
@@ -37,12 +42,16 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import time
 import tracemalloc
 
-import numpy as np
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 
-import dpinfer as dp
+import numpy as np  # noqa: E402
+
+import dpinfer as dp  # noqa: E402
 
 KINDS = ("naive", "dpinfer", "dense")
 
@@ -64,12 +73,16 @@ def table(n: int, rho: float, seed: int = 0):
 def model(kind: str, population, mechanism, released):
     """The hierarchical Poisson model with the release attached by ``kind``."""
     import pymc as pm
+    import pytensor.tensor as pt
 
-    n = population.size
+    small = np.asarray(released) < 10
     with pm.Model() as m:
         mu = pm.Normal("mu", -6.0, 2.0)
         tau = pm.HalfNormal("tau", 1.0)
-        log_rate = pm.Normal("log_rate", mu, tau, shape=n)
+        centred = pm.Normal("log_rate", mu, tau, shape=int((~small).sum()))
+        z = pm.Normal("z", 0.0, 1.0, shape=int(small.sum()))
+        log_rate = pt.set_subtensor(pt.zeros(small.size)[~small], centred)
+        log_rate = pt.set_subtensor(log_rate[small], mu + tau * z)
         lam = population * pm.math.exp(log_rate)
         if kind == "naive":
             pm.Poisson("cases", lam, observed=np.maximum(released, 0))
@@ -93,7 +106,7 @@ def dense_loglik(lam, mechanism, released):
     return pt.logsumexp(latent + noise, axis=0)
 
 
-def sampling(cells, rho, dense_max):
+def sampling(cells, rho, dense_max, *, tune=500, draws=500):
     """NUTS wall and CPU time, leapfrog steps and ESS per second for each likelihood."""
     rows = []
     for n in cells:
@@ -103,7 +116,7 @@ def sampling(cells, rho, dense_max):
             if kind == "dense" and n > dense_max:
                 print(f"{n:>7,} {kind:>8}  skipped (more than --dense-max={dense_max:,} cells)")
                 continue
-            row = _run(model(kind, *data))
+            row = _run(model(kind, *data), tune=tune, draws=draws)
             base = base or row
             rows.append((n, kind, *row))
             wall, cpu, steps, ess = row
@@ -116,7 +129,7 @@ def sampling(cells, rho, dense_max):
     return rows
 
 
-def _run(m):
+def _run(m, *, tune, draws):
     """Sample ``m``: (wall s, CPU s, leapfrog steps, smallest bulk ESS of mu and tau)."""
     import pymc as pm
 
@@ -125,8 +138,8 @@ def _run(m):
     wall, cpu = time.perf_counter(), time.process_time()
     with m:
         idata = pm.sample(
-            500,
-            tune=500,
+            draws,
+            tune=tune,
             chains=2,
             cores=1,
             random_seed=1,
@@ -179,10 +192,13 @@ def main(argv=None) -> None:
     parser.add_argument("--cells", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--rho", type=float, default=0.5)
     parser.add_argument("--dense-max", type=int, default=1_000)
+    parser.add_argument("--tune", type=int, default=500)
+    parser.add_argument("--draws", type=int, default=500)
     args = parser.parse_args(argv)
     if args.section in (None, "sampling"):
-        print("== sampling: 2 chains x (500 + 500) in sequence; ESS of (mu, tau) ==")
-        sampling(args.cells, args.rho, args.dense_max)
+        shape = f"2 chains x ({args.tune} + {args.draws})"
+        print(f"== sampling: {shape} in sequence; ESS of (mu, tau) ==")
+        sampling(args.cells, args.rho, args.dense_max, tune=args.tune, draws=args.draws)
     if args.section in (None, "evaluation"):
         print("== evaluation: one log-density and gradient ==")
         evaluation([10**k for k in range(2, 7)], args.rho)

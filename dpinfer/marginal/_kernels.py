@@ -27,10 +27,10 @@ log-likelihood is within ``tol`` (absolute) of the exact value, wherever the
 parameters are.
 
 **The common case.** A Poisson latent whose releases are all published Gaussian
-ones (discrete or continuous) is summed by :func:`_poisson_gaussian` once the
-cell's mode is known from an earlier evaluation (:func:`marginal_sweep` keeps it,
-with the constants of the releases, in a per-cell state): the same terms and the
-same geometric bounds, both sides at once, each side to ``tol / 2``.
+ones (discrete or continuous) is summed by :mod:`._poisson` once the cell's
+mode is known from an earlier evaluation (:func:`._sweep.marginal_sweep` keeps
+it, with the constants of the releases, in a per-cell state): the same terms
+and the same geometric bounds, both sides at once, each side to ``tol / 2``.
 """
 
 from __future__ import annotations
@@ -454,130 +454,6 @@ def _cell(family, a, b, kinds, released, coef, table, j, tol, hint, out):
     out[2] = sum_psi / total
 
 
-# Columns of the per-cell state that the Op keeps between evaluations (``marginal_sweep``):
-# every entry is a function of the cell's releases and of the mode ``AT``, or a starting point,
-# so no result depends on it. ``MODE``: last mode (NaN: unknown); ``STEP``: exp(-B) of the
-# Gaussian releases (NaN: not prepared yet, -1: the cell takes the general path); ``GA, GB``:
-# A and B of exp(A - B s); ``UP, DOWN, CONST``: exp(A - B AT), exp(B (AT - 1) - A) and
-# -lgamma(AT + 1) + mechanisms(AT).
-MODE, AT, UP, DOWN, CONST, STEP, GA, GB = range(8)
-STATE = 8
-
-
-@nb.njit(cache=True, error_model="numpy")
-def _prepare(kinds, released, coef, j, row):
-    """Fill the constants of cell j in ``row``: the Poisson-Gaussian path or the general one."""
-    row[STEP], row[AT] = -1.0, math.nan
-    gauss_a, gauss_b = _gaussian_ratio(kinds, released, coef, j)
-    if not math.isfinite(gauss_a):
-        return
-    for m in range(coef.shape[0]):
-        if coef[m, j, LOWER] > 0.0 or coef[m, j, UPPER] < math.inf:
-            return
-    row[GA], row[GB], row[STEP] = gauss_a, gauss_b, math.exp(-gauss_b)
-
-
-@nb.njit(cache=True, error_model="numpy")
-def _at(kinds, released, coef, table, j, row, s):
-    """Make ``row``'s mode-dependent constants those of ``s``."""
-    if row[AT] != s:
-        row[UP] = math.exp(row[GA] - row[GB] * s)
-        row[DOWN] = math.exp(row[GB] * (s - 1.0) - row[GA])
-        row[CONST] = _mechanisms(kinds, released, coef, table, j, s) - math.lgamma(s + 1.0)
-        row[AT] = s
-
-
-@nb.njit(cache=True, error_model="numpy")
-def _poisson_mode(lam, row):
-    """Walk from the last mode to the first s where ``t`` stops rising; NaN after 8 steps."""
-    s, up, step = row[AT], row[UP], row[STEP]
-    for _ in range(8):
-        if lam * up > s + 1.0:  # t(s + 1) / t(s) = lam / (s + 1) exp(A - B s) > 1
-            s += 1.0
-            up *= step
-        elif s > 0.0 and not lam * up > s * step:  # t(s) / t(s - 1) <= 1
-            s -= 1.0
-            up /= step
-        else:
-            return s
-    return math.nan
-
-
-@nb.njit(cache=True, error_model="numpy")
-def _poisson_gaussian(lam, kinds, released, coef, table, j, tol, row, out):
-    """:func:`_cell` for a Poisson latent and published Gaussian releases; False if it cannot.
-
-    The same sum and the same bound as :func:`_cell`, written for the common case:
-    terms are added on both sides at once (no data-dependent choice of side),
-    each side stops when its own bound is below ``tol / 2`` of the partial sum
-    (so the two together are below ``tol``), the Poisson ratios are
-    ``lam / (s + 1)`` on the right and ``s / lam`` on the left, a bound is
-    compared without a division, and the constants of the mode come from
-    ``row`` when the mode has not moved. Any starting point gives the same sum
-    (the bounds hold wherever the walk starts); starting at the mode keeps the
-    terms below 1. Returns False, leaving ``out`` to :func:`_cell`, when ``lam``
-    is not positive and finite, the mode is unknown or far, or ``exp(A - B s)``
-    leaves the floating-point range.
-    """
-    if not (lam > 0.0 and math.isfinite(lam) and row[MODE] >= 0.0):
-        return False
-    if row[AT] != row[MODE]:
-        _at(kinds, released, coef, table, j, row, row[MODE])
-    mode = _poisson_mode(lam, row)
-    if math.isnan(mode):
-        return False
-    if row[AT] != mode:
-        _at(kinds, released, coef, table, j, row, mode)
-    return _poisson_sum(lam, tol, row, out)
-
-
-@nb.njit(cache=True, error_model="numpy")
-def _poisson_sum(lam, tol, row, out):
-    """Sum the cell of :func:`_poisson_gaussian` outward from its mode ``row[AT]``."""
-    mode, step, up, down = row[AT], row[STEP], row[UP], row[DOWN]
-    if not (0.0 < up < math.inf and 0.0 < down < math.inf):
-        return False
-    half = 0.5 * tol
-    inv_lam = 1.0 / lam
-    # each side's sums of t(s) / t(mode) and of (s - mode) t(s) / t(mode), apart so that the
-    # two sides' additions do not wait for each other
-    total_right, moment_right, total_left, moment_left = 1.0, 0.0, 0.0, 0.0
-    w_right, d_right, right = 1.0, 0.0, True
-    w_left, d_left, left = 1.0, 0.0, mode > 0.0
-    count = 1
-    while (right or left) and count < _MAX_TERMS:
-        if right:
-            ratio = lam / (mode + d_right + 1.0) * up
-            up *= step
-            d_right += 1.0
-            w_right *= ratio
-            total_right += w_right
-            moment_right += w_right * d_right
-            count += 1
-            # the geometric bound w ratio / (1 - ratio) <= half total, undivided
-            bound = half * (total_right + total_left) * (1.0 - ratio)
-            right = not (w_right == 0.0 or w_right * ratio <= bound)
-        if left:
-            back = (mode + d_left) * inv_lam * down
-            down *= step
-            d_left -= 1.0
-            w_left *= back
-            total_left += w_left
-            moment_left += w_left * d_left
-            count += 1
-            bound = half * (total_right + total_left) * (1.0 - back)
-            left = mode + d_left > 0.0 and not (w_left == 0.0 or w_left * back <= bound)
-    total = total_right + total_left
-    row[MODE], out[3], out[4] = mode, count, mode
-    if count >= _MAX_TERMS:
-        out[0], out[1] = math.nan, math.nan
-        return True
-    out[0] = mode * math.log(lam) - lam + row[CONST] + math.log(total)
-    # the score E[s] / lam - 1, as _scores
-    out[1] = (mode + (moment_right + moment_left) / total) * inv_lam - 1.0
-    return True
-
-
 @nb.njit(cache=True, error_model="numpy")
 def _scores(family, a, b, mean_s, mean_psi):
     if family == POISSON:
@@ -589,57 +465,3 @@ def _scores(family, a, b, mean_s, mean_psi):
     if family == GEOMETRIC:
         return 1.0 / a - (mean_s - 1.0) / (1.0 - a), 0.0
     return 0.0, 0.0
-
-
-@nb.njit(cache=True, error_model="numpy")
-def marginal_cells(
-    family, pa, pb, kinds, released, coef, table, tol, hints, logp, score_a, score_b, terms
-):
-    """Fill ``logp``, the scores and the term counts of every cell; update the mode ``hints``.
-
-    ``hints`` are only starting points for the search of each cell's mode: the
-    result does not depend on them. :func:`marginal_sweep` with a fresh state.
-    """
-    state = np.full((pa.size, STATE), math.nan)
-    state[:, MODE] = hints
-    marginal_sweep(
-        family, pa, pb, kinds, released, coef, table, tol, state, logp, score_a, score_b, terms
-    )
-    hints[:] = state[:, MODE]
-
-
-@nb.njit(cache=True, error_model="numpy")
-def marginal_sweep(
-    family, pa, pb, kinds, released, coef, table, tol, state, logp, score_a, score_b, terms
-):
-    """:func:`marginal_cells` with the per-cell ``state`` (``(n, STATE)``) of the last call.
-
-    ``state`` must be all NaN, or left by a call with the same releases
-    (``kinds``, ``released``, ``coef``, ``table``): it holds each cell's last
-    mode and constants of the releases, so that a Poisson cell with Gaussian
-    releases is summed by :func:`_poisson_gaussian` without recomputing them.
-    """
-    out = np.empty(5)
-    for j in range(pa.size):
-        a, b = pa[j], pb[j]
-        row = state[j]
-        if family == POISSON:
-            if math.isnan(row[STEP]):
-                _prepare(kinds, released, coef, j, row)
-            if row[STEP] > 0.0 and _poisson_gaussian(
-                a, kinds, released, coef, table, j, tol, row, out
-            ):
-                logp[j], terms[j], score_a[j], score_b[j] = out[0], out[3], out[1], 0.0
-                continue
-        _cell(family, a, b, kinds, released, coef, table, j, tol, row[MODE], out)
-        row[MODE] = out[4]
-        logp[j], terms[j] = out[0], out[3]
-        if not math.isfinite(out[0]):
-            score_a[j], score_b[j] = (math.nan, math.nan) if math.isnan(out[0]) else (0.0, 0.0)
-        elif family == POISSON and a == 0.0:
-            # the limit of E[s] / mu - 1 at mu = 0: t(1) / t(0) - 1
-            lo, hi = _support(family, a, b, coef, j)
-            up = _mechanisms_ratio(kinds, released, coef, table, j, 0.0) if hi >= 1.0 else 0.0
-            score_a[j], score_b[j] = up - 1.0, 0.0
-        else:
-            score_a[j], score_b[j] = _scores(family, a, b, out[1], out[2])

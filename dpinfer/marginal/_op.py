@@ -8,7 +8,8 @@ from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_impl
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-from ._kernels import STATE, marginal_sweep
+from ._poisson import STATE
+from ._sweep import marginal_sweep
 
 
 class MarginalLogp(Op):
@@ -19,7 +20,7 @@ class MarginalLogp(Op):
     releases ``(m, n)``, the coefficients ``(m, n, 8)`` and the log-CDF table
     (:mod:`dpinfer.marginal._cells`). Outputs: the log-likelihood per cell and
     the two scores ``d logp / da``, ``d logp / db`` that its gradient uses. See
-    :mod:`dpinfer.marginal._kernels`.
+    :mod:`dpinfer.marginal._kernels` and :mod:`dpinfer.marginal._poisson`.
     """
 
     __props__ = ("family", "tol")
@@ -27,7 +28,7 @@ class MarginalLogp(Op):
     def __init__(self, family: int, tol: float):
         self.family = int(family)
         self.tol = float(tol)
-        # each cell's last mode and constants of its releases (_kernels.marginal_sweep): valid
+        # each cell's last mode and constants of its releases (_sweep.marginal_sweep): valid
         # for the releases they were computed with, the arrays held in _state_of
         self._state = np.empty((0, STATE))
         self._state_of = ()

@@ -101,10 +101,15 @@ def statistics_posterior(
     from dpinfer.reference import sample_nuts
 
     stats = np.asarray(statistics, dtype=float)
-    if stats.shape != (4,) or not np.all(np.isfinite(stats)):
-        raise ValueError(f"statistics must be 4 finite numbers, got {statistics!r}")
+    # the statistics are the confidential data's: messages name shapes and positions only
+    if stats.shape != (4,):
+        raise ValueError(f"statistics must be 4 numbers, got shape {stats.shape}")
+    if not np.all(np.isfinite(stats)):
+        bad = np.flatnonzero(~np.isfinite(stats)).tolist()
+        raise ValueError(f"statistics must be finite; not finite at positions {bad}")
     if not np.all(stats[2:] > 0):
-        raise ValueError(f"the sample variances must be positive, got {stats[2:].tolist()}")
+        bad = (2 + np.flatnonzero(~(stats[2:] > 0))).tolist()
+        raise ValueError(f"the sample variances must be positive; not at positions {bad}")
     with pm.Model() as pymc_model:
         tau, mu, sig_t, sig_c = _pymc_priors()
         pm.Normal("ybar_t", mu + tau, sig_t / math.sqrt(N_TREATED), observed=stats[0])

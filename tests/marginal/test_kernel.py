@@ -15,6 +15,7 @@ import pytest
 import dpinfer as dp
 from dpinfer.marginal import _kernels as K
 from dpinfer.marginal._cells import Cells, release_cells
+from dpinfer.marginal._sweep import marginal_cells
 
 from ._brute import log_marginal
 
@@ -49,7 +50,7 @@ def kernel(family, a, b, pairs, tol=TOL):
     ]
     out = [np.empty(1) for _ in range(3)]
     terms = np.empty(1, dtype=np.int64)
-    K.marginal_cells(
+    marginal_cells(
         FAMILIES[family],
         np.array([float(a)]),
         np.array([float(b)]),

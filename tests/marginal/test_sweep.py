@@ -2,10 +2,10 @@
 
 ``marginal_sweep`` keeps each cell's last mode and the constants of its releases; a
 Poisson cell whose releases are all published Gaussian ones (discrete or continuous) is then
-summed by ``_poisson_gaussian``, which the first evaluation of a cell (no mode yet) does not
-reach. These tests run it from warm states, including stale ones (the mode of parameters far
-from the present ones), against the independent wide-window sums of ``_brute``, and check that
-the Op never reuses a state left by other releases.
+summed by ``dpinfer.marginal._poisson``, which the first evaluation of a cell (no mode yet)
+does not reach. These tests run it from warm states, including stale ones (the mode of
+parameters far from the present ones), against the independent wide-window sums of ``_brute``,
+and check that the Op never reuses a state left by other releases.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ import pytest
 
 import dpinfer as dp
 from dpinfer.marginal import _kernels as K
+from dpinfer.marginal import _poisson as P
 from dpinfer.marginal._cells import Cells, release_cells
 from dpinfer.marginal._op import MarginalLogp
+from dpinfer.marginal._sweep import marginal_sweep
 
 from ._brute import log_marginal
 
@@ -53,12 +55,12 @@ def sweep(rates, pairs, state, tol=TOL):
     n = rates.size
     out = [np.empty(n) for _ in range(3)]
     terms = np.empty(n, dtype=np.int64)
-    K.marginal_sweep(K.POISSON, rates, np.zeros(n), *constants(pairs, n), tol, state, *out, terms)
+    marginal_sweep(K.POISSON, rates, np.zeros(n), *constants(pairs, n), tol, state, *out, terms)
     return out[0], out[1], terms
 
 
 def fresh(n):
-    return np.full((n, K.STATE), np.nan)
+    return np.full((n, P.STATE), np.nan)
 
 
 @pytest.mark.parametrize("mech", GAUSSIANS)
@@ -72,9 +74,9 @@ def test_warm_states_give_the_brute_force_sums(mech, start):
         exact = reference(mech, rate)
         assert abs(value - exact) <= 2 * TOL + 1e-12 * abs(exact), rate
     # the cells that did not need to walk far took the fast path: its constants are set
-    assert np.all(state[:, K.STEP] > 0)
+    assert np.all(state[:, P.STEP] > 0)
     again, _, _ = sweep(RATES, pairs, state)
-    assert np.all(state[:, K.AT] == state[:, K.MODE])
+    assert np.all(state[:, P.AT] == state[:, P.MODE])
     np.testing.assert_allclose(again, logp, rtol=0, atol=2 * TOL)  # both within tol
 
 
@@ -85,7 +87,7 @@ def test_warm_scores_are_the_gradient_of_the_exact_log_likelihood(mech, rate):
     state = fresh(1)
     sweep([rate], pairs, state)
     _, score, _ = sweep([rate], pairs, state)
-    assert state[0, K.AT] == state[0, K.MODE]  # the fast path
+    assert state[0, P.AT] == state[0, P.MODE]  # the fast path
     h = 1e-5 * rate
     fd = (reference(mech, rate + h) - reference(mech, rate - h)) / (2 * h)
     assert score[0] == pytest.approx(fd, rel=1e-5, abs=1e-7)
@@ -102,7 +104,7 @@ def test_cells_off_the_fast_path_keep_the_general_sum():
         state = fresh(1)
         for rate in (37.0, 900.0):
             logp, _, _ = sweep([rate], pairs, state)
-            assert state[0, K.STEP] == -1.0
+            assert state[0, P.STEP] == -1.0
             reference = log_marginal("poisson", rate, 0, pairs)
             assert abs(logp[0] - reference) <= 2 * TOL + 1e-12 * abs(reference)
 
@@ -116,6 +118,34 @@ def test_the_fast_path_takes_the_terms_its_bound_needs():
     assert 10 <= terms[0] <= 20
     _, _, loose = sweep([70.0], pairs, state, tol=1e-3)
     assert loose[0] < terms[0]
+
+
+@pytest.mark.parametrize("mech", ["discrete gaussian", "wide"])
+def test_where_the_checks_start_does_not_decide_where_the_sum_stops(mech):
+    # the first ceil(z SD) terms a side are added untested; with SD shrunk to nothing (one term
+    # a side) every further term is added by the bound, and the sum is still exact within tol
+    pairs = GAUSSIANS[mech]
+    state = fresh(len(RATES))
+    sweep(RATES, pairs, state)
+    logp, _, terms = sweep(RATES, pairs, state)
+    state[:, P.SD] = 1e-300
+    early, _, early_terms = sweep(RATES, pairs, state)
+    for rate, value in zip(RATES, early, strict=True):
+        exact = reference(mech, rate)
+        assert abs(value - exact) <= 2 * TOL + 1e-12 * abs(exact), rate
+    assert np.all(early_terms <= terms)  # the untested terms overshoot, never fall short
+    np.testing.assert_allclose(early, logp, rtol=0, atol=2 * TOL)
+
+
+def test_a_cell_sums_the_same_alone_and_among_others():
+    pairs = GAUSSIANS["twice"]
+    state = fresh(len(RATES))
+    sweep(RATES, pairs, state)
+    together, _, _ = sweep(RATES, pairs, state)
+    for i, rate in enumerate(RATES):
+        alone = fresh(1)
+        sweep([rate], pairs, alone)
+        assert sweep([rate], pairs, alone)[0][0] == together[i]
 
 
 def op_logp(op, rate, pairs):

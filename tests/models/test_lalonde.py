@@ -7,6 +7,7 @@ error, while the naive analysis and ABC with a wrong mechanism must not.
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 from types import SimpleNamespace
 
@@ -92,8 +93,16 @@ def test_naive_statistics_floor_negative_variances():
     with pytest.warns(UserWarning, match="undefined"):
         stats, clamped = ll.naive_statistics([6.0, 4.0, -3.0, 30.0])
     assert clamped == 1 and stats[2] == 0.01
-    with pytest.raises(ValueError, match="variances must be positive"):
+    with pytest.raises(ValueError, match="variances must be positive") as info:
         ll.statistics_posterior([6.0, 4.0, -3.0, 30.0])
+    assert "positions [2]" in str(info.value) and "-3" not in str(info.value)
+
+
+def test_statistics_posterior_names_positions_never_the_confidential_values():
+    for stats, expected in (([6.0, np.nan, 51.5, 30.0], "positions [1]"), ([6.0, 4.0], "(2,)")):
+        with pytest.raises(ValueError, match=re.escape(expected)) as info:
+            ll.statistics_posterior(stats)
+        assert "51.5" not in str(info.value) and "6.0" not in str(info.value)
 
 
 # --- ABC against the reference -------------------------------------------------------

@@ -1,0 +1,168 @@
+r"""The common case: a Poisson latent whose releases are all published Gaussian ones.
+
+A Poisson cell whose releases are all published Gaussian ones (discrete or
+continuous, on the whole line) has the terms of :func:`._kernels._cell` in a
+form with no transcendental function: to the right of the mode
+:math:`t(s+1)/t(s) = \lambda / (s + 1) \, e^{A - Bs}`, to the left
+:math:`t(s-1)/t(s) = s / \lambda \, e^{B(s-1) - A}`, and the exponentials are
+updated by products with :math:`e^{-B}`. The sum, its bound and its tolerance
+are those of :func:`._kernels._cell`; what differs is the order of work.
+
+**Blo**Where the bounds are checked.** Cell :math:`j` first takes :math:`K_j`
+terms on each side of its mode with no test between them, where
+
+.. math:: K_j = \lceil z \sigma_j \rceil, \qquad
+   z = \sqrt{2 \log(2 / \mathrm{tol})} - 1, \qquad
+   \sigma_j^{-2} = B_j + 1 / \max(\mathrm{mode}_j, 1),
+
+the curvature of :math:`\log t` at the mode: about the terms a Gaussian-shaped
+:math:`t` needs. Then each side's geometric bound is checked, and a side whose
+bound is not yet below ``tol / 2`` of the partial sum goes on term by term
+until it is. :math:`K_j` only decides where the checks start (a loop without
+tests runs about a fifth faster than one that tests every term); the bound
+decides where the sum stops, and the terms of a cell depend on that cell alone.
+
+te.** The mode of each cell and the constants of its releases are kept
+between evaluations (columns below), so that a cell whose mode has not moved
+costs no ``exp`` and no ``lgamma``; any starting point gives the same sum.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+
+from ._kernels import _MAX_TERMS, LOWER, UPPER, _gaussian_ratio, _mechanisms
+
+# Columns of the per-cell state kept between evaluations: every entry is a function of the
+# cell's releases and of the mode ``AT``, or a starting point, so no result depends on it.
+# ``MODE``: last mode (NaN: unknown); ``STEP``: exp(-B) of the Gaussian releases (NaN: not
+# prepared yet, -1: the cell takes the general path); ``GA, GB``: A and B of exp(A - B s);
+# ``UP, DOWN, CONST``: exp(A - B AT), exp(B (AT - 1) - A) and -lgamma(AT + 1) + mechanisms(AT);
+# ``SD``: (B + 1 / max(AT, 1))^(-1/2), the width of t at AT.
+MODE, AT, UP, DOWN, CONST, STEP, GA, GB, SD = range(9)
+STATE = 9
+
+
+@nb.njit(cache=True, error_model="numpy")
+def prepare(kinds, released, coef, j, row):
+    """Fill the constants of cell j in ``row``: this module's path, or the general one."""
+    row[STEP], row[AT] = -1.0, math.nan
+    gauss_a, gauss_b = _gaussian_ratio(kinds, released, coef, j)
+    if not math.isfinite(gauss_a):
+        return
+    for m in range(coef.shape[0]):
+        if coef[m, j, LOWER] > 0.0 or coef[m, j, UPPER] < math.inf:
+            return
+    row[GA], row[GB], row[STEP] = gauss_a, gauss_b, math.exp(-gauss_b)
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _at(kinds, released, coef, table, j, row, s):
+    """Make ``row``'s mode-dependent constants those of ``s``."""
+    if row[AT] != s:
+        row[UP] = math.exp(row[GA] - row[GB] * s)
+        row[DOWN] = math.exp(row[GB] * (s - 1.0) - row[GA])
+        row[CONST] = _mechanisms(kinds, released, coef, table, j, s) - math.lgamma(s + 1.0)
+        row[SD] = 1.0 / math.sqrt(row[GB] + 1.0 / max(s, 1.0))
+        row[AT] = s
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _walk(lam, row):
+    """Walk from the last mode to the first s where ``t`` stops rising; NaN after 8 steps."""
+    s, up, step = row[AT], row[UP], row[STEP]
+    for _ in range(8):
+        if lam * up > s + 1.0:  # t(s + 1) / t(s) = lam / (s + 1) exp(A - B s) > 1
+            s += 1.0
+            up *= step
+        elif s > 0.0 and not lam * up > s * step:  # t(s) / t(s - 1) <= 1
+            s -= 1.0
+            up /= step
+        else:
+            return s
+    return math.nan
+
+
+@nb.njit(cache=True, error_model="numpy")
+def ready(lam, kinds, released, coef, table, j, row):
+    """Find cell j's mode from its last one and set its constants; False if this path cannot.
+
+    False, leaving the cell to :func:`._kernels._cell`, when ``lam`` is not
+    positive and finite, the mode is unknown or more than 8 steps away, or
+    ``exp(A - B s)`` leaves the floating-point range.
+    """
+    if not (lam > 0.0 and math.isfinite(lam) and row[MODE] >= 0.0):
+        return False
+    if row[AT] != row[MODE]:
+        _at(kinds, released, coef, table, j, row, row[MODE])
+    mode = _walk(lam, row)
+    if math.isnan(mode):
+        return False
+    _at(kinds, released, coef, table, j, row, mode)
+    if not (0.0 < row[UP] < math.inf and 0.0 < row[DOWN] < math.inf):
+        return False
+    row[MODE] = mode
+    return True
+
+
+@nb.njit(cache=True, error_model="numpy")
+def sum_cell(lam, row, z, half):
+    """Sum a cell made :func:`ready`: (logp, score, terms)."""
+    mode, step, up, down = row[AT], row[STEP], row[UP], row[DOWN]
+    inv_lam = 1.0 / lam
+    k = math.ceil(z * row[SD])
+    w_r, sum_r, mom_r, ratio = 1.0, 1.0, 0.0, 0.0
+    w_l, sum_l, mom_l, back = 1.0, 0.0, 0.0, 0.0
+    # the first k terms on each side with no test between them: the bounds are checked after
+    for i in range(int(k)):
+        d = float(i)
+        ratio = lam / (mode + d + 1.0) * up
+        back = (mode - d) * inv_lam * down  # 0 once s reaches 0: the left side ends
+        up *= step
+        down *= step
+        w_r *= ratio
+        w_l *= back
+        sum_r += w_r
+        sum_l += w_l
+        mom_r += w_r * (d + 1.0)
+        mom_l -= w_l * (d + 1.0)
+    d_r, d_l = k, -k
+    count = 1 + k + min(k, mode)
+    right = not (w_r == 0.0 or w_r * ratio <= half * (sum_r + sum_l) * (1.0 - ratio))
+    left = mode + d_l > 0.0 and not (
+        w_l == 0.0 or w_l * back <= half * (sum_r + sum_l) * (1.0 - back)
+    )
+    while (right or left) and count < _MAX_TERMS:
+        if right:
+            ratio = lam / (mode + d_r + 1.0) * up
+            up *= step
+            d_r += 1.0
+            w_r *= ratio
+            sum_r += w_r
+            mom_r += w_r * d_r
+            count += 1
+            right = not (w_r == 0.0 or w_r * ratio <= half * (sum_r + sum_l) * (1.0 - ratio))
+        if left:
+            back = (mode + d_l) * inv_lam * down
+            down *= step
+            d_l -= 1.0
+            w_l *= back
+            sum_l += w_l
+            mom_l += w_l * d_l
+            count += 1
+            left = mode + d_l > 0.0 and not (
+                w_l == 0.0 or w_l * back <= half * (sum_r + sum_l) * (1.0 - back)
+            )
+    if count >= _MAX_TERMS:
+        return math.nan, math.nan, count
+    total = sum_r + sum_l
+    logp = mode * math.log(lam) - lam + row[CONST] + math.log(total)
+    return logp, (mode + (mom_r + mom_l) / total) * inv_lam - 1.0, count
+
+
+@nb.njit(cache=True, error_model="numpy")
+def width_factor(tol):
+    """``z`` of :func:`sum_cell`'s first ``ceil(z sigma)`` terms a side at tolerance ``tol``."""
+    return max(math.sqrt(2.0 * math.log(2.0 / tol)) - 1.0, 1.0)
