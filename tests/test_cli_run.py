@@ -42,14 +42,17 @@ TINY = {
     "linear-regression": ["--particles", "100", "--nuts-draws", "100"],
     "naive-bayes": ["--nuts-draws", "100"],
     "tuberculosis": ["--records", "10", "--proposals", "100", "--noise-repetitions", "2"],
-    "county-rates": ["--counties", "20", "--draws", "100", "--tune", "100"],
+    "county-rates": ["--counties", "20", "--draws", "100", "--tune", "100", "--rho", "0.125"],
     "pageviews": ["--days", "14", "--draws", "100", "--tune", "100"],
 }
-#: Seeds other than 7: pageviews' own tests check the statistics of this run (seed 3).
-SEED = {"pageviews": 3}
+#: Seeds other than 7: pageviews' and county-rates' own tests check these runs (seed 3).
+SEED = {"pageviews": 3, "county-rates": 3}
 #: Examples whose end-to-end run is made, with the checks below, by their own test module
-#: (which then tests the statistics of the same run), not here.
-RUN_ELSEWHERE = {"pageviews": "tests/models/test_pageviews.py"}
+#: (which then tests the statistics or the report of the same run), not here.
+RUN_ELSEWHERE = {
+    "pageviews": "tests/models/test_pageviews.py",
+    "county-rates": "tests/models/test_county_rates.py",
+}
 #: Run through the console script in a subprocess (the others run in this process).
 IN_SUBPROCESS = {"poisson-count"}
 #: Roles each example's summary must contain.

@@ -236,7 +236,7 @@ def _wait_for(predicate, proc, timeout=120.0):
         if time.monotonic() > end:
             proc.kill()
             raise AssertionError("timed out")
-        time.sleep(0.001)
+        time.sleep(0.01)
 
 
 def test_a_run_killed_after_posterior_nc_appears_is_recognisably_incomplete(tmp_path, capsys):

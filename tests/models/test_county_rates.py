@@ -5,7 +5,8 @@ The marginal kernel itself is checked against brute-force sums and quadrature in
 to be wired to it correctly: its log-likelihood at a point equals ``sum_i log sum_s Poisson(s |
 pop_i r_i) eta(y_i | s)`` summed by brute force with SciPy, near the data and far from it. Two
 planted-bug companions (the naive model, and the exact model built with the wrong noise scale)
-must fail the same check. The end-to-end run is small (20 counties, 100 draws per chain).
+must fail the same check. The end-to-end run is small (20 counties, 100 draws per chain) and
+is ``tests/test_cli_run.py``'s command-line run of the example, made once, here.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import scipy.stats as st
 from scipy.special import logsumexp
 
 from dpinfer.models import county_rates as cr
+from dpinfer.results import from_netcdf
 
 # --- the example end to end, small -----------------------------------------------------------
 
@@ -26,18 +28,30 @@ COUNTIES = 20
 
 
 @pytest.fixture(scope="module")
-def small():
-    return cr.run(counties=COUNTIES, rho=0.125, draws=100, tune=100, rng=3, progressbar=False)
+def small(tmp_path_factory):
+    """The command-line run of ``tests/test_cli_run.py`` (its checks included), made once here.
+
+    Returns the saved summary and the output folder.
+    """
+    from test_cli_run import RUN_ELSEWHERE, SEED, TINY, check_end_to_end  # tests/ is on the path
+
+    assert "county-rates" in RUN_ELSEWHERE and SEED["county-rates"] == 3
+    tiny = ["--counties", "20", "--draws", "100", "--tune", "100", "--rho", "0.125"]
+    assert TINY["county-rates"] == tiny
+    out = tmp_path_factory.mktemp("county-rates")
+    summary = check_end_to_end("county-rates", out)
+    return summary, out / "out"
 
 
 def test_report_has_hyperparameters_counties_and_privacy(small):
-    rows = small.report.rows
-    params = list(dict.fromkeys(r.parameter for r in rows))
+    summary, out = small
+    rows = summary["rows"]
+    params = list(dict.fromkeys(r["parameter"] for r in rows))
     assert params[:2] == ["mu", "tau"] and len(params) == 2 + cr.SHOWN
     assert all(p.startswith("rate[") for p in params[2:])
     for p in params:
-        assert {r.role for r in rows if r.parameter == p} == {"naive", "exact", "truth"}
-    d = small.report.diagnostics
+        assert {r["role"] for r in rows if r["parameter"] == p} == {"naive", "exact", "truth"}
+    d = summary["diagnostics"]
     assert d["privacy_rho"] == pytest.approx(0.125, rel=1e-12)
     assert d["privacy_epsilon"] == pytest.approx(0.125 + 2 * math.sqrt(0.125 * math.log(1e6)))
     for key in ("naive", "exact"):
@@ -45,21 +59,25 @@ def test_report_has_hyperparameters_counties_and_privacy(small):
             assert math.isfinite(d[f"{key}_{name}_rhat"]) and d[f"{key}_{name}_ess"] > 0
             assert d[f"{key}_{name}_ess_per_second"] > 0
         assert d[f"{key}_wall_seconds"] > 0 and math.isfinite(d[f"{key}_rhat_max"])
-    assert small.posterior.posterior["rate"].shape == (2, 100, COUNTIES)
-    assert small.extra["naive"].attrs["likelihood"] == "releases as counts (naive)"
+    assert from_netcdf(out / "posterior.nc").posterior["rate"].shape == (2, 100, COUNTIES)
+    assert from_netcdf(out / "naive.nc").attrs["likelihood"] == "releases as counts (naive)"
 
 
 def test_most_different_counties_come_first(small):
-    rates = [np.asarray(f.posterior["rate"]) for f in (small.extra["naive"], small.posterior)]
+    summary, out = small
+    rates = [
+        np.asarray(from_netcdf(out / name).posterior["rate"])
+        for name in ("naive.nc", "posterior.nc")
+    ]
     gaps = cr.differences(*(r.reshape(-1, COUNTIES) for r in rates))
-    params = list(dict.fromkeys(r.parameter for r in small.report.rows))[2:]
+    params = list(dict.fromkeys(r["parameter"] for r in summary["rows"]))[2:]
     shown = [int(p.removeprefix("rate[").removesuffix("]")) for p in params]
     assert gaps[shown].tolist() == sorted(gaps, reverse=True)[: cr.SHOWN]
 
 
-def test_figure_is_written(small, tmp_path):
-    small.figure(tmp_path / "f.png")
-    assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+def test_figure_is_written(small):
+    _, out = small
+    assert (out / "county_rates.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize(

@@ -240,8 +240,14 @@ def test_reproducibility():
 
 @pytest.fixture(scope="module")
 def reference(released):
-    """NUTS on the exact marginal likelihood, 2 chains x 500 draws (about 15 s)."""
-    return nb.pymc_reference(released, epsilon=EPS, draws=500, tune=500, chains=2, rng=8)
+    """NUTS on the exact marginal likelihood, 2 chains x 500 draws (about 20 CPU s).
+
+    A target acceptance of 0.65 (PyMC's default is 0.8) takes trees of depth 2.1 instead
+    of 2.4, for a larger bulk ESS (1051 against 821): R-hat 1.0052, no divergences.
+    """
+    return nb.pymc_reference(
+        released, epsilon=EPS, draws=500, tune=500, chains=2, target_accept=0.65, rng=8
+    )
 
 
 @pytest.fixture(scope="module")
