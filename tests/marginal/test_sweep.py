@@ -174,3 +174,39 @@ def test_companion_a_state_of_other_releases_is_caught():
     sweep([41.0], first, state)
     stale, _, _ = sweep([41.0], second, state)
     assert abs(stale[0] - log_marginal("poisson", 41.0, 0, second)) > 1.0
+
+
+def test_a_sampler_walk_on_the_in_place_check_sums_as_the_mode_search():
+    # A sampler's trajectory: small steps keep most modes where they were, jumps move them.
+    # A cell that ``stays`` must sum, bit for bit, as one whose mode is searched for afresh.
+    pairs = GAUSSIANS["twice"]
+    rng = np.random.default_rng(3)
+    rates, state, in_place = np.array(RATES), fresh(len(RATES)), 0
+    for step in range(30):
+        scale = 1.0 if step % 10 == 9 else 0.01  # every tenth step a jump
+        rates = rates * np.exp(scale * rng.standard_normal(rates.size))
+        stayed = np.array([P.stays(rate, row) for rate, row in zip(rates, state, strict=True)])
+        warm, warm_score, _ = sweep(rates, pairs, state)
+        searched = fresh(len(RATES))
+        sweep(rates, pairs, searched)  # the general sum, which finds each mode
+        cold, cold_score, _ = sweep(rates, pairs, searched)  # then the search from it
+        assert np.array_equal(warm[stayed], cold[stayed])
+        assert np.array_equal(warm_score[stayed], cold_score[stayed])
+        in_place += stayed.sum()
+    assert in_place > len(RATES) * 20  # the in-place check decided most cells
+
+
+@pytest.mark.parametrize(
+    ("rate", "expected"),
+    [(37.0, True), (38.0, True), (60.0, False), (20.0, False), (np.nan, False), (np.inf, False)],
+)
+def test_the_in_place_check_refuses_a_mode_that_moves(rate, expected):
+    pairs = GAUSSIANS["discrete gaussian"]
+    state = fresh(1)
+    sweep([37.0], pairs, state)
+    sweep([37.0], pairs, state)
+    assert P.stays(rate, state[0]) is expected
+    if expected:  # where it says so, the search agrees: the mode stays
+        mode = state[0, P.MODE]
+        sweep([rate], pairs, state)
+        assert state[0, P.MODE] == mode
