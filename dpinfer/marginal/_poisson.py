@@ -128,7 +128,8 @@ def ready(lam, kinds, released, coef, table, j, row):
     return True
 
 
-@nb.njit(cache=True, error_model="numpy")
+# inlined into the sweep's loop (numba IR): as a call it costs about a seventh of the sweep
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def sum_cell(lam, row, z, half):
     """Sum a cell made :func:`ready`: (logp, score, terms)."""
     mode, step, up, down = row[AT], row[STEP], row[UP], row[DOWN]
