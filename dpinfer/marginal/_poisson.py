@@ -134,54 +134,61 @@ def sum_cell(lam, row, z, half):
     """Sum a cell made :func:`ready`: (logp, score, terms)."""
     mode, step, up, down = row[AT], row[STEP], row[UP], row[DOWN]
     inv_lam = 1.0 / lam
-    k = math.ceil(z * row[SD])
+    k = int(math.ceil(z * row[SD]))
     w_r, sum_r, mom_r, ratio = 1.0, 1.0, 0.0, 0.0
     w_l, sum_l, mom_l, back = 1.0, 0.0, 0.0, 0.0
     # the first k terms on each side with no test between them: the bounds are checked after
-    for i in range(int(k)):
-        d = float(i)
-        ratio = lam / (mode + d + 1.0) * up
-        back = (mode - d) * inv_lam * down  # 0 once s reaches 0: the left side ends
-        up *= step
-        down *= step
-        w_r *= ratio
-        w_l *= back
-        sum_r += w_r
-        sum_l += w_l
-        mom_r += w_r * (d + 1.0)
-        mom_l -= w_l * (d + 1.0)
-    d_r, d_l = k, -k
-    count = 1 + k + min(k, mode)
-    right = not (w_r == 0.0 or w_r * ratio <= half * (sum_r + sum_l) * (1.0 - ratio))
-    left = mode + d_l > 0.0 and not (
-        w_l == 0.0 or w_l * back <= half * (sum_r + sum_l) * (1.0 - back)
-    )
-    while (right or left) and count < _MAX_TERMS:
+    for d in range(k):
+        ratio, up, w_r, sum_r, mom_r = _right(lam, mode, d, step, up, w_r, sum_r, mom_r)
+        back, down, w_l, sum_l, mom_l = _left(inv_lam, mode, d, step, down, w_l, sum_l, mom_l)
+    d_r = d_l = k
+    right = not _below(w_r, ratio, half * (sum_r + sum_l))
+    left = mode > d_l and not _below(w_l, back, half * (sum_r + sum_l))
+    while (right or left) and _count(d_r, d_l, mode) < _MAX_TERMS:
         if right:
-            ratio = lam / (mode + d_r + 1.0) * up
-            up *= step
-            d_r += 1.0
-            w_r *= ratio
-            sum_r += w_r
-            mom_r += w_r * d_r
-            count += 1
-            right = not (w_r == 0.0 or w_r * ratio <= half * (sum_r + sum_l) * (1.0 - ratio))
+            ratio, up, w_r, sum_r, mom_r = _right(lam, mode, d_r, step, up, w_r, sum_r, mom_r)
+            d_r += 1
+            right = not _below(w_r, ratio, half * (sum_r + sum_l))
         if left:
-            back = (mode + d_l) * inv_lam * down
-            down *= step
-            d_l -= 1.0
-            w_l *= back
-            sum_l += w_l
-            mom_l += w_l * d_l
-            count += 1
-            left = mode + d_l > 0.0 and not (
-                w_l == 0.0 or w_l * back <= half * (sum_r + sum_l) * (1.0 - back)
+            back, down, w_l, sum_l, mom_l = _left(
+                inv_lam, mode, d_l, step, down, w_l, sum_l, mom_l
             )
+            d_l += 1
+            left = mode > d_l and not _below(w_l, back, half * (sum_r + sum_l))
+    count = _count(d_r, d_l, mode)
     if count >= _MAX_TERMS:
         return math.nan, math.nan, count
     total = sum_r + sum_l
     logp = mode * math.log(lam) - lam + row[CONST] + math.log(total)
     return logp, (mode + (mom_r + mom_l) / total) * inv_lam - 1.0, count
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _right(lam, mode, d, step, up, w, total, mom):
+    """Term ``mode + d + 1`` from term ``mode + d``: (ratio, next up, term, sum, moment)."""
+    ratio = lam / (mode + d + 1.0) * up
+    w *= ratio
+    return ratio, up * step, w, total + w, mom + w * (d + 1.0)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _left(inv_lam, mode, d, step, down, w, total, mom):
+    """Term ``mode - d - 1`` from term ``mode - d`` (0 once s reaches 0): as :func:`_right`."""
+    back = (mode - d) * inv_lam * down
+    w *= back
+    return back, down * step, w, total + w, mom - w * (d + 1.0)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _count(d_r, d_l, mode):
+    """Count the terms: the mode, ``d_r`` to its right, ``d_l`` to its left but none below 0."""
+    return 1 + d_r + (d_l if d_l <= mode else int(mode))
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _below(w, ratio, small):
+    """Whether the geometric bound of a side's tail after term ``w`` is at most ``small``."""
+    return w == 0.0 or w * ratio <= small * (1.0 - ratio)
 
 
 @nb.njit(cache=True, error_model="numpy")
