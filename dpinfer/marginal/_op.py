@@ -47,9 +47,7 @@ class MarginalLogp(Op):
         logp, score_a, score_b = np.empty(n), np.empty(n), np.empty(n)
         terms = np.empty(n, dtype=np.int64)
         constants = [np.ascontiguousarray(x) for x in (kinds, released, coef, table)]
-        if len(self._state_of) != 4 or any(
-            x is not y for x, y in zip(constants, self._state_of, strict=True)
-        ):
+        if not self._state_fits(constants):
             self._state = np.full((n, STATE), np.nan)
             self._state_of = tuple(constants)
         marginal_sweep(
@@ -74,6 +72,15 @@ class MarginalLogp(Op):
             )
         for storage, value in zip(output_storage, (logp, score_a, score_b), strict=True):
             storage[0] = value
+
+    def _state_fits(self, constants):
+        """Whether the kept state was left by these releases (the same arrays, or equal copies)."""
+        if len(self._state_of) != len(constants):
+            return False
+        return all(
+            x is y or (x.shape == y.shape and np.array_equal(x, y, equal_nan=True))
+            for x, y in zip(constants, self._state_of, strict=True)
+        )
 
     def infer_shape(self, fgraph, node, shapes):
         return [shapes[0]] * 3

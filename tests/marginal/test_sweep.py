@@ -164,6 +164,17 @@ def test_the_op_does_not_reuse_the_state_of_other_releases():
         assert op_logp(op, 41.0, pairs) == pytest.approx(reference, abs=2 * TOL)
 
 
+def test_the_op_keeps_its_state_for_equal_copies_of_the_releases():
+    # a backend that copies the graph's constants at every call keeps the mode search's work
+    op = MarginalLogp(K.POISSON, TOL)
+    pairs = [(dp.DiscreteGaussian(1.0), 40)]
+    op_logp(op, 41.0, pairs)
+    kept = op._state
+    again = op_logp(op, 41.0, pairs)  # constants() builds new arrays with the same values
+    assert op._state is kept and kept[0, P.AT] == kept[0, P.MODE]
+    assert again == pytest.approx(log_marginal("poisson", 41.0, 0, pairs), abs=2 * TOL)
+
+
 def test_companion_a_state_of_other_releases_is_caught():
     # Planted bug: the state left by releases at 40 reused for releases at 400 (what the Op's
     # check prevents). The comparison with the brute-force sum above must catch it.
