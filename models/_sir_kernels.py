@@ -20,7 +20,7 @@ import math
 import numba
 
 
-@numba.njit(cache=False)
+@numba.njit(cache=True)
 def gillespie(beta, gamma, population, times, rng, s_out, i_out):  # pragma: no cover - numba
     """Exact trajectories by Gillespie's direct method, one per parameter set."""
     for b in range(beta.shape[0]):
@@ -29,7 +29,7 @@ def gillespie(beta, gamma, population, times, rng, s_out, i_out):  # pragma: no 
         )
 
 
-@numba.njit(cache=False)
+@numba.njit(cache=True)
 def _gillespie_one(beta_k, g, population, times, rng, s_out, i_out):  # pragma: no cover - numba
     """One exact trajectory, ``beta_k = beta / K``.
 
@@ -66,7 +66,7 @@ def _gillespie_one(beta_k, g, population, times, rng, s_out, i_out):  # pragma: 
     _hold(s, i, j, s_out, i_out)
 
 
-@numba.njit(cache=False)
+@numba.njit(cache=True)
 def _hold(s, i, j, s_out, i_out):  # pragma: no cover - numba
     """Record the state ``(s, i)`` at every observation time from index ``j`` on."""
     while j < s_out.shape[0]:
@@ -75,7 +75,7 @@ def _hold(s, i, j, s_out, i_out):  # pragma: no cover - numba
         j += 1
 
 
-@numba.njit(cache=False)
+@numba.njit(cache=True)
 def _growth_integral(r, h):  # pragma: no cover - numba
     """``int_0^h exp(r u) du``, accurate for small ``r h``."""
     x = r * h
@@ -84,7 +84,7 @@ def _growth_integral(r, h):  # pragma: no cover - numba
     return math.expm1(x) / r
 
 
-@numba.njit(cache=False)
+@numba.njit(cache=True)
 def hybrid_leap(
     beta, gamma, population, times, dt, threshold, depletion, rng, s_out, i_out
 ):  # pragma: no cover - numba
@@ -96,7 +96,7 @@ def hybrid_leap(
         )
 
 
-@numba.njit(cache=False)
+@numba.njit(cache=True)
 def _leap_one(
     beta_k, g, population, times, dt, threshold, depletion, rng, s_out, i_out
 ):  # pragma: no cover - numba

@@ -12,9 +12,12 @@ once. (``--dist loadgroup`` with ``xdist_group`` marks would spread the other te
 of a module too, but pytest-xdist 3.8 cannot rename pytest 9's node ids, so its groups
 are silently ignored.)
 
-Workers take modules and classes in collection order, so the few that take a minute or
-more (``SLOW_FIRST``) are collected first: last, they would leave one worker idle while
-the other finished them.
+Workers take modules and classes in collection order, so the ones that take half a minute
+or more (``SLOW_FIRST``) are collected first, slowest first: last, they would leave one
+worker idle while the other finished them. pytest-xdist would reorder the scopes by their
+number of tests (its ``--loadscope-reorder``, on by default), which puts a heavy scope of
+one to four tests (an end-to-end run, a class of notebooks) last; ``pytest_configure``
+turns that off.
 """
 
 from __future__ import annotations
@@ -24,16 +27,41 @@ import os
 
 import pytest
 
-#: Node-id prefixes of the modules whose runs take a minute or more, slowest first.
+#: Node-id prefixes of the modules and classes whose runs take half a minute or more,
+#: slowest first (as measured by a whole run on 2 workers; the order matters, not the
+#: figures: a new slow module goes in at its place).
 SLOW_FIRST = (
-    "tests/test_tutorials.py::Test",
-    "tests/test_cli_run.py::Test",
     "tests/models/test_pageviews.py",
-    "tests/models/test_linear_regression.py",
+    "tests/test_tutorials.py::TestNotebooks3",
+    "tests/mechanisms/test_sparse_vector.py",
+    "tests/test_tutorials.py::TestNotebooks1",
+    "tests/abcdp/test_abcdp_audit.py",
     "tests/models/test_lalonde.py",
+    "tests/test_tutorials.py::TestNotebooks2",
+    "tests/calibration/test_sbc_samplers.py",
+    "tests/models/test_linear_regression.py",
     "tests/models/test_naive_bayes.py",
-    "tests/models/test_county_rates.py",
+    "tests/neural/test_correctness.py",
+    "tests/models/test_option_grid.py",
+    "tests/samplers/test_da_mcmc_examples.py",
+    "tests/samplers/test_smc.py",
+    "tests/test_cli_run.py::TestEndToEndLalonde",
+    "tests/samplers/test_da_mcmc.py",
+    "tests/test_tutorials.py::TestNotebooks0",
+    "tests/models/test_sir_posterior.py",
+    "tests/calibration/test_sbc_neural.py",
     "tests/samplers/test_mcem_lalonde.py",
+    "tests/samplers/test_smc_pseudo_marginal.py",
+    "tests/marginal/test_quadrature.py",
+    "tests/models/test_doctests.py",
+    "tests/models/test_smc_examples.py",
+    "tests/test_outputs.py",
+    "tests/marginal/test_pymc.py",
+    "tests/mechanisms/test_mechanism_contract.py",
+    "tests/models/test_poisson_count.py",
+    "tests/marginal/test_kernel.py",
+    "tests/models/test_county_rates.py",
+    "tests/samplers/test_mcem_profile.py",
 )
 
 _AUDIT_ROWS: list[dict] = []
@@ -77,6 +105,8 @@ def pytest_collection_modifyitems(session, config, items):
 def pytest_configure(config):
     global _IN_WORKER
     _IN_WORKER = hasattr(config, "workerinput")
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: keep SLOW_FIRST's order
+        config.option.loadscopereorder = False
 
 
 def pytest_runtest_logreport(report):
