@@ -76,10 +76,10 @@ def _walk(lam, row):
     """Walk from the last mode to the first s where ``t`` stops rising; NaN after 8 steps."""
     s, up, step = row[AT], row[UP], row[STEP]
     for _ in range(8):
-        if lam * up > s + 1.0:  # t(s + 1) / t(s) = lam / (s + 1) exp(A - B s) > 1
+        if _rises(lam, up, s):
             s += 1.0
             up *= step
-        elif s > 0.0 and not lam * up > s * step:  # t(s) / t(s - 1) <= 1
+        elif _fell(lam, up, s, step):
             s -= 1.0
             up /= step
         else:
@@ -95,15 +95,32 @@ def stays(lam, row):
     step of a sampler that leaves the mode where it was; False sends the cell to
     :func:`ready` (a NaN or infinite ``lam``, an unknown mode, constants out of range).
     """
-    s, up, down = row[AT], row[UP], row[DOWN]
+    s, up = row[AT], row[UP]
     return (
         s == row[MODE]
-        and lam * up <= s + 1.0  # t(s + 1) <= t(s)
-        and (s == 0.0 or lam * up > s * row[STEP])  # t(s) > t(s - 1)
         and 0.0 < lam < math.inf
-        and 0.0 < up < math.inf
-        and 0.0 < down < math.inf
+        and _in_range(row)
+        and not _rises(lam, up, s)
+        and not _fell(lam, up, s, row[STEP])
     )
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _rises(lam, up, s):
+    """Whether t(s + 1) > t(s), from t(s + 1) / t(s) = lam / (s + 1) exp(A - B s)."""
+    return lam * up > s + 1.0
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _fell(lam, up, s, step):
+    """Whether s > 0 and t(s) <= t(s - 1), from t(s) / t(s - 1) = lam / s exp(A - B (s - 1))."""
+    return s > 0.0 and not lam * up > s * step
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _in_range(row):
+    """Whether the exponentials ``UP`` and ``DOWN`` of the row are positive and finite."""
+    return 0.0 < row[UP] < math.inf and 0.0 < row[DOWN] < math.inf
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -122,7 +139,7 @@ def ready(lam, kinds, released, coef, table, j, row):
     if math.isnan(mode):
         return False
     _at(kinds, released, coef, table, j, row, mode)
-    if not (0.0 < row[UP] < math.inf and 0.0 < row[DOWN] < math.inf):
+    if not _in_range(row):
         return False
     row[MODE] = mode
     return True
