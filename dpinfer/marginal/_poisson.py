@@ -148,52 +148,62 @@ def ready(lam, kinds, released, coef, table, j, row):
 # inlined into the sweep's loop (numba IR): as a call it costs about a seventh of the sweep
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def sum_cell(lam, row, z, half):
-    """Sum a cell made :func:`ready`: (logp, score, terms)."""
-    mode, step, up, down = row[AT], row[STEP], row[UP], row[DOWN]
+    """Sum a cell made :func:`ready`: (logp, score, terms).
+
+    Each side keeps its partial sums ``S_d`` and their running total ``acc``:
+    the side's moment ``sum_d d w_d`` is ``D S_D - sum_{d<D} S_d``, which costs
+    an addition a term where the moment itself would cost a product.
+    """
+    mode, step = row[AT], row[STEP]
     inv_lam = 1.0 / lam
     k = int(math.ceil(z * row[SD]))
-    w_r, sum_r, mom_r, ratio = 1.0, 1.0, 0.0, 0.0
-    w_l, sum_l, mom_l, back = 1.0, 0.0, 0.0, 0.0
+    lift, den = lam * row[UP], mode
+    fall, num = inv_lam * row[DOWN], mode
+    w_r, sum_r, acc_r, ratio = 1.0, 1.0, 0.0, 0.0
+    w_l, sum_l, acc_l, back = 1.0, 0.0, 0.0, 0.0
     # the first k terms on each side with no test between them: the bounds are checked after
-    for d in range(k):
-        ratio, up, w_r, sum_r, mom_r = _right(lam, mode, d, step, up, w_r, sum_r, mom_r)
-        back, down, w_l, sum_l, mom_l = _left(inv_lam, mode, d, step, down, w_l, sum_l, mom_l)
+    for _ in range(k):
+        ratio, lift, den, w_r, sum_r, acc_r = _right(lift, den, step, w_r, sum_r, acc_r)
+        back, fall, num, w_l, sum_l, acc_l = _left(fall, num, step, w_l, sum_l, acc_l)
     d_r = d_l = k
     right = not _below(w_r, ratio, half * (sum_r + sum_l))
     left = mode > d_l and not _below(w_l, back, half * (sum_r + sum_l))
     while (right or left) and _count(d_r, d_l, mode) < _MAX_TERMS:
         if right:
-            ratio, up, w_r, sum_r, mom_r = _right(lam, mode, d_r, step, up, w_r, sum_r, mom_r)
+            ratio, lift, den, w_r, sum_r, acc_r = _right(lift, den, step, w_r, sum_r, acc_r)
             d_r += 1
             right = not _below(w_r, ratio, half * (sum_r + sum_l))
         if left:
-            back, down, w_l, sum_l, mom_l = _left(
-                inv_lam, mode, d_l, step, down, w_l, sum_l, mom_l
-            )
+            back, fall, num, w_l, sum_l, acc_l = _left(fall, num, step, w_l, sum_l, acc_l)
             d_l += 1
             left = mode > d_l and not _below(w_l, back, half * (sum_r + sum_l))
     count = _count(d_r, d_l, mode)
     if count >= _MAX_TERMS:
         return math.nan, math.nan, count
     total = sum_r + sum_l
+    moment = (d_r * sum_r - acc_r) - (d_l * sum_l - acc_l)
     logp = mode * math.log(lam) - lam + row[CONST] + math.log(total)
-    return logp, (mode + (mom_r + mom_l) / total) * inv_lam - 1.0, count
+    return logp, (mode + moment / total) * inv_lam - 1.0, count
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
-def _right(lam, mode, d, step, up, w, total, mom):
-    """Term ``mode + d + 1`` from term ``mode + d``: (ratio, next up, term, sum, moment)."""
-    ratio = lam / (mode + d + 1.0) * up
+def _right(lift, den, step, w, total, acc):
+    """Take the next term to the right, ``lift / den`` times the last (``lift = lam up``).
+
+    Returns (ratio, next lift, next den, term, partial sum, running total of the sums before).
+    """
+    den += 1.0
+    ratio = lift / den
     w *= ratio
-    return ratio, up * step, w, total + w, mom + w * (d + 1.0)
+    return ratio, lift * step, den, w, total + w, acc + total
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
-def _left(inv_lam, mode, d, step, down, w, total, mom):
-    """Term ``mode - d - 1`` from term ``mode - d`` (0 once s reaches 0): as :func:`_right`."""
-    back = (mode - d) * inv_lam * down
+def _left(fall, num, step, w, total, acc):
+    """Take the next term to the left, ``num fall`` times the last (0 once s is 0); as _right."""
+    back = num * fall
     w *= back
-    return back, down * step, w, total + w, mom - w * (d + 1.0)
+    return back, fall * step, num - 1.0, w, total + w, acc + total
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")

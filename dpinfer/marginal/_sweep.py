@@ -14,6 +14,9 @@ import numpy as np
 from ._kernels import POISSON, _cell, _mechanisms_ratio, _scores, _support
 from ._poisson import MODE, STATE, STEP, prepare, ready, stays, sum_cell, width_factor
 
+# numba's cache of these functions holds the code of what they call, but is keyed on this
+# file alone: after changing ._poisson or ._kernels, remove this folder's __pycache__.
+
 
 @nb.njit(cache=True, error_model="numpy")
 def marginal_cells(
