@@ -24,10 +24,11 @@ Three likelihoods of the same release, on the same model:
 Sections:
 
 * ``sampling``: NUTS with 2 chains x (``--tune`` 500 + ``--draws`` 500), run one after the
-  other in this process (``cores=1``), at 1,000 and 10,000 cells (``dense`` only up to
-  ``--dense-max`` cells): wall and CPU time, the leapfrog steps taken, the CPU time per step,
-  the smallest bulk ESS of (mu, tau), ESS per wall second, and the ratios of wall and CPU time
-  to ``naive``.
+  other in this process (``cores=1``) and alternating between the likelihoods (so that a
+  change in the machine's load falls on all of them), at 1,000 and 10,000 cells (``dense``
+  only up to ``--dense-max`` cells): wall and CPU time, the leapfrog steps taken, the CPU
+  time per step, the smallest bulk ESS of (mu, tau), ESS per wall second, and the ratios of
+  wall and CPU time to ``naive``.
   Target: ``dpinfer`` at most 2x ``naive``. On a shared machine wall time is noisy; CPU time
   and the per-evaluation times are the stable figures.
 * ``evaluation``: one log-density-and-gradient evaluation of the compiled model from 10**2
@@ -109,17 +110,26 @@ def dense_loglik(lam, mechanism, released):
     return pt.logsumexp(latent + noise, axis=0)
 
 
-def sampling(cells, rho, dense_max, *, tune=500, draws=500):
-    """NUTS wall and CPU time, leapfrog steps and ESS per second for each likelihood."""
+def sampling(cells, rho, dense_max, *, tune=500, draws=500, chains=2):
+    """NUTS wall and CPU time, leapfrog steps and ESS per second for each likelihood.
+
+    The chains of the likelihoods alternate (naive's first chain, dpinfer's first chain, ...,
+    naive's second chain, ...), so that a change in the machine's load falls on all of them
+    rather than on whichever ran during it.
+    """
     rows = []
     for n in cells:
         data = table(n, rho)
+        kinds = [k for k in KINDS if k != "dense" or n <= dense_max]
+        if len(kinds) < len(KINDS):
+            print(f"{n:>7,}    dense  skipped (more than --dense-max={dense_max:,} cells)")
+        runs = {kind: [] for kind in kinds}
+        for chain in range(chains):
+            for kind in kinds:
+                runs[kind].append(_run(model(kind, *data), tune=tune, draws=draws, chain=chain))
         base = None
-        for kind in KINDS:
-            if kind == "dense" and n > dense_max:
-                print(f"{n:>7,} {kind:>8}  skipped (more than --dense-max={dense_max:,} cells)")
-                continue
-            row = _run(model(kind, *data), tune=tune, draws=draws)
+        for kind in kinds:
+            row = _combine(runs[kind])
             base = base or row
             rows.append((n, kind, *row))
             wall, cpu, steps, ess = row
@@ -132,28 +142,34 @@ def sampling(cells, rho, dense_max, *, tune=500, draws=500):
     return rows
 
 
-def _run(m, *, tune, draws):
-    """Sample ``m``: (wall s, CPU s, leapfrog steps, smallest bulk ESS of mu and tau)."""
+def _run(m, *, tune, draws, chain):
+    """Sample one chain of ``m``: (wall s, CPU s, leapfrog steps, draws of mu and tau)."""
     import pymc as pm
-
-    from dpinfer.results import effective_sample_size
 
     wall, cpu = time.perf_counter(), time.process_time()
     with m:
         idata = pm.sample(
             draws,
             tune=tune,
-            chains=2,
+            chains=1,
             cores=1,
-            random_seed=1,
+            random_seed=1 + chain,
             progressbar=False,
             compute_convergence_checks=False,
             discard_tuned_samples=False,
         )
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     steps = int(idata.warmup_sample_stats["n_steps"].sum() + idata.sample_stats["n_steps"].sum())
-    ess = min(effective_sample_size(idata.posterior[v].values) for v in ("mu", "tau"))
-    return wall, cpu, steps, ess
+    return wall, cpu, steps, {v: idata.posterior[v].values[0] for v in ("mu", "tau")}
+
+
+def _combine(chains):
+    """Add the chains' times and steps: (wall, CPU, steps, smallest bulk ESS of mu and tau)."""
+    from dpinfer.results import effective_sample_size
+
+    wall, cpu, steps = (sum(run[i] for run in chains) for i in range(3))
+    draws = {v: np.stack([run[3][v] for run in chains]) for v in ("mu", "tau")}
+    return wall, cpu, steps, min(effective_sample_size(x) for x in draws.values())
 
 
 def evaluation(sizes, rho, repeats=15):
@@ -200,7 +216,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.section in (None, "sampling"):
         shape = f"2 chains x ({args.tune} + {args.draws})"
-        print(f"== sampling: {shape} in sequence; ESS of (mu, tau) ==")
+        print(f"== sampling: {shape}, the likelihoods' chains alternating; ESS of (mu, tau) ==")
         sampling(args.cells, args.rho, args.dense_max, tune=args.tune, draws=args.draws)
     if args.section in (None, "evaluation"):
         print("== evaluation: one log-density and gradient ==")
