@@ -151,18 +151,24 @@ def _below(mechanism: AdditiveNoise, cells: np.ndarray) -> tuple[Cells, np.ndarr
 
 
 def _log_cdf_tables(sigma: np.ndarray, coef: np.ndarray) -> np.ndarray:
-    """One log-CDF table per distinct sigma; fill each cell's offset and bounds in ``coef``."""
+    """One log-CDF table per distinct sigma; fill each cell's offset and bounds in ``coef``.
+
+    Each table of ``log F(k)``, ``k`` in ``[low, high]``, is followed by one of the same
+    length holding ``F(k - 1) / F(k)``: the ratio of consecutive terms of a suppressed
+    cell, which the kernel then reads instead of taking an ``exp`` of two entries.
+    """
     tables, offset = [], 0
     for s in np.unique(sigma):
         low, high = -math.ceil(TABLE_LOW * s) - 1, math.ceil(TABLE_HIGH * s) + 1
-        if high - low + 1 + offset > MAX_TABLE:
+        if 2 * (high - low + 1) + offset > MAX_TABLE:
             raise ValueError(
                 f"suppressed cells with discrete Gaussian noise of sigma {s:g} need a log-CDF "
-                f"table of {high - low + 1:,} entries, more than {MAX_TABLE:,}"
+                f"table of {2 * (high - low + 1):,} entries, more than {MAX_TABLE:,}"
             )
         at = sigma == s
         coef[at, 1], coef[at, 2] = offset, discrete_gaussian_log_normaliser(float(s))
         coef[at, 3], coef[at, 4] = low, high
-        tables.append(discrete_gaussian_log_cdf(np.arange(low, high + 1, dtype=float), s))
-        offset += tables[-1].size
+        log_cdf = discrete_gaussian_log_cdf(np.arange(low - 1, high + 1, dtype=float), s)
+        tables += [log_cdf[1:], np.exp(log_cdf[:-1] - log_cdf[1:])]
+        offset += 2 * (high - low + 1)
     return np.concatenate(tables) if tables else np.zeros(0)

@@ -195,22 +195,24 @@ def _discrete_gaussian_lower_tail(m, sigma, log_norm):
 def _log_below(kind, k, coef, m, j, table):
     """``log P(X <= k)`` for the noise of a suppressed cell (``k`` real; integer if discrete)."""
     a = coef[m, j, 0]
+    # the discrete Gaussian first: tested last, it cost as much as the other kinds' formulas
+    if kind == DISCRETE_GAUSSIAN_BELOW:
+        # a table of log F(k) on [d, e], 0 above it, a direct sum below it
+        if k > coef[m, j, 4]:
+            return 0.0
+        if k < coef[m, j, 3]:
+            return _discrete_gaussian_lower_tail(-k, a, coef[m, j, 2])
+        return table[int(coef[m, j, 1] + k - coef[m, j, 3])]
     if kind == LAPLACE_BELOW:
         z = k / a
         return z - _LOG2 if z < 0.0 else math.log1p(-0.5 * math.exp(-z))
     if kind == GAUSSIAN_BELOW:
         return _log_ndtr(k / a)
-    if kind == DISCRETE_LAPLACE_BELOW:
-        log1p_p = coef[m, j, 1]
-        if k < 0.0:
-            return k / a - log1p_p
-        return math.log1p(-math.exp(-(k + 1.0) / a - log1p_p))
-    # discrete Gaussian: a table of log F(k) on [d, e], 0 above it, a direct sum below it
-    if k > coef[m, j, 4]:
-        return 0.0
-    if k < coef[m, j, 3]:
-        return _discrete_gaussian_lower_tail(-k, a, coef[m, j, 2])
-    return table[int(coef[m, j, 1] + k - coef[m, j, 3])]
+    # the discrete Laplace
+    log1p_p = coef[m, j, 1]
+    if k < 0.0:
+        return k / a - log1p_p
+    return math.log1p(-math.exp(-(k + 1.0) / a - log1p_p))
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -266,10 +268,29 @@ def _mechanisms(kinds, released, coef, table, j, s):
 @nb.njit(cache=True, error_model="numpy")
 def _mechanisms_ratio(kinds, released, coef, table, j, s):
     """``prod_m eta_m(s + 1) / eta_m(s)``."""
-    total = 0.0
+    total, product = 0.0, 1.0
     for m in range(kinds.shape[0]):
-        total += _term_log_ratio(kinds, released, coef, table, m, j, s)
-    return math.exp(total)
+        tabled = _tabled_ratio(kinds, released, coef, table, m, j, s)
+        if tabled >= 0.0:
+            product *= tabled
+        else:
+            total += _term_log_ratio(kinds, released, coef, table, m, j, s)
+    return product if total == 0.0 else product * math.exp(total)
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _tabled_ratio(kinds, released, coef, table, m, j, s):
+    """``eta_m(s + 1) / eta_m(s)`` of a suppressed discrete Gaussian release, from its table.
+
+    ``F(k - 1) / F(k)`` at ``k = cut - s``, stored after the log-CDF table
+    (:func:`._cells._log_cdf_tables`); -1 for any other release, or ``k`` outside the table.
+    """
+    if kinds[m, j] != DISCRETE_GAUSSIAN_BELOW:
+        return -1.0
+    k, low, high = released[m, j] - s, coef[m, j, 3], coef[m, j, 4]
+    if not low <= k <= high:
+        return -1.0
+    return table[int(coef[m, j, 1] + (high - low + 1.0) + (k - low))]
 
 
 @nb.njit(cache=True, error_model="numpy")
