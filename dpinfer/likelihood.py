@@ -647,9 +647,7 @@ class _PytensorEvaluator:
         if order >= 1:
             outputs.append(_flat_grad(lp.sum(), param_vars, space, n))
         if order >= 2:
-            score = outputs[1]
-            rows = [_flat_grad(score[:, j].sum(), param_vars, space, n) for j in range(space.size)]
-            outputs.append(pt.stack(rows, axis=1))
+            outputs.append(_flat_hessian(outputs[1], param_vars, space, n))
         return pytensor.function(inputs, outputs, on_unused_input="ignore")
 
 
@@ -658,7 +656,8 @@ def _pregrad(inputs, outputs):
 
     PyMC simplifies a model's logp in the same way before taking its gradient. The
     derivatives of the simplified graph are smaller: the Hessian of the Lalonde example's
-    likelihood compiles in 8.4 CPU s instead of 10 to 12.6. (Simplifying the score again
+    likelihood, built as one gradient per column, compiled in 8.4 CPU s instead of 10 to 12.6
+    (:func:`_flat_hessian` now builds it in one vectorised pass). (Simplifying the score again
     before the Hessian is not safe: it can assert a broadcast dimension of 1 equal to the
     other operand's.)
     """
@@ -686,3 +685,24 @@ def _flat_grad(cost, param_vars, space, n):
     )
     parts = [g.reshape((n, space.sizes[k])) for k, g in zip(param_vars, grads, strict=True)]
     return pt.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+
+
+def _flat_hessian(score, param_vars, space, n):
+    """Return the rows' Hessians, shape ``(n, p, p)``, from their scores ``(n, p)``.
+
+    The rows are independent, so the Jacobian of ``score.sum(axis=0)`` in the ``(n, ...)``
+    parameters holds each row's Hessian. PyTensor builds it as one backward pass vectorised
+    over the ``p`` columns: one pass per column, as separate gradients, made a graph that
+    took 2.3 times as long to compile (8.5 against 3.7 CPU s for the Lalonde example).
+    """
+    import pytensor
+    import pytensor.tensor as pt
+
+    jac = pytensor.gradient.jacobian(
+        score.sum(axis=0), list(param_vars.values()), vectorize=True, disconnected_inputs="ignore"
+    )
+    parts = [
+        j.reshape((space.size, n, space.sizes[k])) for k, j in zip(param_vars, jac, strict=True)
+    ]
+    columns = pt.concatenate(parts, axis=2) if len(parts) > 1 else parts[0]
+    return columns.dimshuffle(1, 0, 2)
