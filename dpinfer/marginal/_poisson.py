@@ -45,6 +45,9 @@ from ._kernels import _MAX_TERMS, LOWER, UPPER, _gaussian_ratio, _mechanisms
 # ``SD``: (B + 1 / max(AT, 1))^(-1/2), the width of t at AT.
 MODE, AT, UP, DOWN, CONST, STEP, GA, GB, SD = range(9)
 STATE = 9
+# the smallest rate of this path: the smallest normal float, whose reciprocal is finite (the
+# sums divide by the rate; a subnormal rate, which NUTS warm-up can reach, takes _kernels._cell)
+_SMALLEST = 2.0**-1022
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -93,12 +96,13 @@ def stays(lam, row):
 
     The answer :func:`ready` would give without its search, for the common
     step of a sampler that leaves the mode where it was; False sends the cell to
-    :func:`ready` (a NaN or infinite ``lam``, an unknown mode, constants out of range).
+    :func:`ready` (a ``lam`` that is NaN, infinite or below ``_SMALLEST``, an unknown mode,
+    constants out of range).
     """
     s, up = row[AT], row[UP]
     return (
         s == row[MODE]
-        and 0.0 < lam < math.inf
+        and _SMALLEST <= lam < math.inf
         and _in_range(row)
         and not _rises(lam, up, s)
         and not _fell(lam, up, s, row[STEP])
@@ -128,10 +132,10 @@ def ready(lam, kinds, released, coef, table, j, row):
     """Find cell j's mode from its last one and set its constants; False if this path cannot.
 
     False, leaving the cell to :func:`._kernels._cell`, when ``lam`` is not
-    positive and finite, the mode is unknown or more than 8 steps away, or
-    ``exp(A - B s)`` leaves the floating-point range.
+    finite and at least ``_SMALLEST``, the mode is unknown or more than 8 steps away,
+    or ``exp(A - B s)`` leaves the floating-point range.
     """
-    if not (lam > 0.0 and math.isfinite(lam) and row[MODE] >= 0.0):
+    if not (_SMALLEST <= lam < math.inf and row[MODE] >= 0.0):
         return False
     if row[AT] != row[MODE]:
         _at(kinds, released, coef, table, j, row, row[MODE])

@@ -221,3 +221,17 @@ def test_the_in_place_check_refuses_a_mode_that_moves(rate, expected):
         mode = state[0, P.MODE]
         sweep([rate], pairs, state)
         assert state[0, P.MODE] == mode
+
+
+def test_a_subnormal_rate_leaves_the_fast_path_and_sums_exactly():
+    # A cell at mode 0 passes the in-place check at 1e-8; at a subnormal rate (NUTS warm-up
+    # reached 1.1e-310) 1 / rate overflows, and the fast path summed 0 * inf = NaN terms for
+    # 10^8 steps before giving up: the general sum takes such a rate.
+    pairs = GAUSSIANS["discrete gaussian"]
+    state = fresh(1)
+    sweep([1e-8], pairs, state)
+    sweep([1e-8], pairs, state)
+    assert P.stays(1e-8, state[0]) and not P.stays(1e-310, state[0])
+    logp, score, _ = sweep([1e-310], pairs, state)
+    assert abs(logp[0] - reference("discrete gaussian", 1e-310)) <= 2 * TOL
+    assert np.isfinite(score[0])
