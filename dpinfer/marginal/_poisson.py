@@ -162,7 +162,9 @@ def sum_cell(lam, row, z, half):
     inv_lam = 1.0 / lam
     k = int(math.ceil(z * row[SD]))
     lift, den = lam * row[UP], mode
-    fall, num = inv_lam * row[DOWN], mode
+    # below 1 at a mode above 0 (t(mode - 1) < t(mode)); at mode 0 there is no left side, and
+    # DOWN / lam may overflow there, which would make its zero terms 0 * inf
+    fall, num = (inv_lam * row[DOWN] if mode > 0.0 else 0.0), mode
     w_r, sum_r, acc_r, ratio = 1.0, 1.0, 0.0, 0.0
     w_l, sum_l, acc_l, back = 1.0, 0.0, 0.0, 0.0
     # the first k terms on each side with no test between them: the bounds are checked after

@@ -235,3 +235,16 @@ def test_a_subnormal_rate_leaves_the_fast_path_and_sums_exactly():
     logp, score, _ = sweep([1e-310], pairs, state)
     assert abs(logp[0] - reference("discrete gaussian", 1e-310)) <= 2 * TOL
     assert np.isfinite(score[0])
+
+
+def test_a_tiny_rate_at_mode_zero_with_a_negative_release_sums_exactly():
+    # At mode 0 the left side has no terms, but exp(B (mode - 1) - A) / rate overflows for a
+    # release far below 0 and a rate of 1e-300: its zero terms must not become 0 * inf.
+    pairs = [(dp.DiscreteGaussian(1.0), -50)]
+    state = fresh(1)
+    sweep([1e-8], pairs, state)
+    sweep([1e-8], pairs, state)
+    assert P.stays(1e-300, state[0]) and state[0, P.MODE] == 0
+    logp, score, _ = sweep([1e-300], pairs, state)
+    assert abs(logp[0] - log_marginal("poisson", 1e-300, 0, pairs)) <= 2 * TOL
+    assert np.isfinite(score[0])
