@@ -287,10 +287,14 @@ def _tabled_ratio(kinds, released, coef, table, m, j, s):
     """
     if kinds[m, j] != DISCRETE_GAUSSIAN_BELOW:
         return -1.0
-    k = released[m, j] - s
-    if not coef[m, j, 3] <= k <= coef[m, j, 4]:
-        return -1.0
-    return table[int(_ratios_at(coef, m, j) + k)]
+    ratios, low, high = _ratios_at(coef, m, j), coef[m, j, 3], coef[m, j, 4]
+    return _table_ratio(table, ratios, low, high, released[m, j] - s)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _table_ratio(table, ratios, low, high, k):
+    """``F(k - 1) / F(k)`` from the ratio table whose ``k = 0`` is at ``ratios``; -1 off it."""
+    return table[int(ratios + k)] if low <= k <= high else -1.0
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -444,9 +448,8 @@ def _cell(family, a, b, kinds, released, coef, table, j, tol, hint, out):
     half = 0.5 * tol
     # one suppressed discrete Gaussian release (Wikimedia's tables): its ratios are read here,
     # with the table's place found once (through _mechanisms_ratio a term cost 40 ns, here 7)
-    tabled = kinds.shape[0] == 1 and kinds[0, j] == DISCRETE_GAUSSIAN_BELOW
-    cut, low, high, ratios = 0.0, 0.0, -1.0, 0.0
-    if tabled:
+    cut, low, high, ratios = 0.0, 0.0, -1.0, 0.0  # an empty range: no table
+    if kinds.shape[0] == 1 and kinds[0, j] == DISCRETE_GAUSSIAN_BELOW:
         cut, low, high = released[0, j], coef[0, j, 3], coef[0, j, 4]
         ratios = _ratios_at(coef, 0, j)
     while count < _MAX_TERMS:
@@ -458,10 +461,10 @@ def _cell(family, a, b, kinds, released, coef, table, j, tol, hint, out):
             if fast:
                 mech = up
                 up *= step
-            elif tabled and low <= cut - s <= high:
-                mech = table[int(ratios + (cut - s))]
             else:
-                mech = _mechanisms_ratio(kinds, released, coef, table, j, s)
+                mech = _table_ratio(table, ratios, low, high, cut - s)
+                if mech < 0.0:
+                    mech = _mechanisms_ratio(kinds, released, coef, table, j, s)
             ratio = _latent_ratio(family, a, b, s) * mech
             if negbin:
                 psi += 1.0 / (s + a)
@@ -477,10 +480,11 @@ def _cell(family, a, b, kinds, released, coef, table, j, tol, hint, out):
             if fast:
                 mech_back = down
                 down *= step
-            elif tabled and low <= cut - s_left + 1.0 <= high:
-                mech_back = 1.0 / table[int(ratios + (cut - s_left + 1.0))]
             else:
-                mech_back = 1.0 / _mechanisms_ratio(kinds, released, coef, table, j, s_left - 1.0)
+                mech_back = _table_ratio(table, ratios, low, high, cut - s_left + 1.0)
+                if mech_back < 0.0:
+                    mech_back = _mechanisms_ratio(kinds, released, coef, table, j, s_left - 1.0)
+                mech_back = 1.0 / mech_back
             back = mech_back / _latent_ratio(family, a, b, s_left - 1.0)
             s_left -= 1.0
             if negbin:
