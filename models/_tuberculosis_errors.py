@@ -237,10 +237,8 @@ def summarise_errors(table) -> str:
             if n_public > 1:
                 per_public = np.nanmean(mae, axis=1)
                 se = np.std(per_public, ddof=1) / math.sqrt(n_public)
-            elif mae.size > 1:
-                se = np.nanstd(mae, ddof=1) / math.sqrt(np.sum(np.isfinite(mae)))
             else:
-                se = math.nan
+                se = _standard_error(mae[np.isfinite(mae)])
             paper = PAPER_ERRORS.get((int(n), setting == "with resampling"))
             paper_text = f"{paper:6.2f}" if paper and setting != "non-private" else "     -"
             se_text = f"{se:6.3f}" if math.isfinite(se) else "     -"
@@ -254,6 +252,11 @@ def summarise_errors(table) -> str:
     if n_public == 1:
         lines.append("(one set of public draws: the s.e. covers the privacy noise only)")
     return "\n".join(lines)
+
+
+def _standard_error(values) -> float:
+    """Standard error of the mean; NaN without a warning below two values."""
+    return float(np.std(values, ddof=1) / math.sqrt(values.size)) if values.size > 1 else math.nan
 
 
 def finite_mean(values) -> float:
