@@ -255,7 +255,7 @@ def summarise_errors(table) -> str:
 
 
 def _standard_error(values) -> float:
-    """Standard error of the mean; NaN without a warning below two values."""
+    """Return the standard error of the mean; NaN without a warning below two values."""
     return float(np.std(values, ddof=1) / math.sqrt(values.size)) if values.size > 1 else math.nan
 
 
