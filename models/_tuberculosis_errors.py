@@ -234,11 +234,9 @@ def summarise_errors(table) -> str:
             if setting == "non-private":
                 errors = errors.isel(noise=[0])  # no noise: one run per set of public draws
             mae = errors.mean("parameter").values  # (public, noise)
-            if n_public > 1:
-                per_public = np.nanmean(mae, axis=1)
-                se = np.std(per_public, ddof=1) / math.sqrt(n_public)
-            else:
-                se = _standard_error(mae[np.isfinite(mae)])
+            # over the public repetitions' means, or over the noise runs of the only one
+            spread = np.array([finite_mean(row) for row in mae]) if n_public > 1 else mae
+            se = _standard_error(spread[np.isfinite(spread)])
             paper = PAPER_ERRORS.get((int(n), setting == "with resampling"))
             paper_text = f"{paper:6.2f}" if paper and setting != "non-private" else "     -"
             se_text = f"{se:6.3f}" if math.isfinite(se) else "     -"

@@ -417,3 +417,29 @@ def test_a_private_run_that_accepts_nothing_is_nan_in_the_table_without_warnings
     assert means.isel(noise=0).isnull().all() and means.isel(noise=1).notnull().all()
     row = next(line for line in text.splitlines() if "with resampling" in line)
     assert row.split()[4] == "-" and float(row.split()[-1]) == 5.0  # no s.e. from one run
+
+
+def test_a_public_repetition_whose_runs_accept_nothing_leaves_the_others_s_e():
+    # privacy seed 13, one noise run per public repetition: the second public repetition's
+    # run with resampling accepts nothing, so its s.e. has one value and is not shown
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = tb.error_table(
+            10,
+            n_proposals=30,
+            noise_repetitions=1,
+            public_repetitions=2,
+            rng=3,
+            privacy_rng=13,
+            progressbar=False,
+        )
+        text = tb.summarise_errors(table)
+    accepted = table["n_accepted"].sel(n_records=10, noise=0)
+    assert accepted.sel(setting="with resampling").values.tolist() == [10, 0]
+    lines = {name: next(x for x in text.splitlines() if name in x) for name in tb.SETTINGS}
+    assert lines["with resampling"].split()[4] == "-"
+    mae = table["abs_error"].sel(n_records=10, noise=0).mean("parameter")
+    for name in ("without resampling", "non-private"):
+        per_public = mae.sel(setting=name).values
+        se = np.std(per_public, ddof=1) / math.sqrt(2)
+        assert float(lines[name].split()[1 + len(name.split()) + 1]) == pytest.approx(se, abs=1e-3)
