@@ -403,43 +403,41 @@ def test_run_resolves_the_reduced_and_the_paper_setting(options, n_values, propo
     )
 
 
-def test_a_private_run_that_accepts_nothing_is_nan_in_the_table_without_warnings():
-    # privacy seed 10 at 30 proposals: the first run with resampling accepts no draw
+def _table_without_warnings(**options):
+    """A 10-record error table at 30 proposals and its summary, any warning an error."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        table = tb.error_table(
-            10, n_proposals=30, noise_repetitions=2, rng=3, privacy_rng=10, progressbar=False
-        )
-        text = tb.summarise_errors(table)
+        table = tb.error_table(10, n_proposals=30, rng=3, progressbar=False, **options)
+        return table, tb.summarise_errors(table)
+
+
+def _summary_fields(text, setting):
+    """The summary row of ``setting`` after its name: MAE, s.e., paper, per parameter, accepted."""
+    row = next(line for line in text.splitlines() if setting in line)
+    return row.split()[1 + len(setting.split()) :]
+
+
+def test_a_private_run_that_accepts_nothing_is_nan_in_the_table_without_warnings():
+    # privacy seed 10 at 30 proposals: the first run with resampling accepts no draw
+    table, text = _table_without_warnings(noise_repetitions=2, privacy_rng=10)
     accepted = table["n_accepted"].sel(n_records=10, public=0)
     assert accepted.sel(setting="with resampling").values.tolist() == [0, 10]
     means = table["posterior_mean"].sel(n_records=10, public=0, setting="with resampling")
     assert means.isel(noise=0).isnull().all() and means.isel(noise=1).notnull().all()
-    row = next(line for line in text.splitlines() if "with resampling" in line)
-    assert row.split()[4] == "-" and float(row.split()[-1]) == 5.0  # no s.e. from one run
+    fields = _summary_fields(text, "with resampling")
+    assert fields[1] == "-" and float(fields[-1]) == 5.0  # no s.e. from one run
 
 
 def test_a_public_repetition_whose_runs_accept_nothing_leaves_the_others_s_e():
     # privacy seed 13, one noise run per public repetition: the second public repetition's
     # run with resampling accepts nothing, so its s.e. has one value and is not shown
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        table = tb.error_table(
-            10,
-            n_proposals=30,
-            noise_repetitions=1,
-            public_repetitions=2,
-            rng=3,
-            privacy_rng=13,
-            progressbar=False,
-        )
-        text = tb.summarise_errors(table)
+    table, text = _table_without_warnings(
+        noise_repetitions=1, public_repetitions=2, privacy_rng=13
+    )
     accepted = table["n_accepted"].sel(n_records=10, noise=0)
     assert accepted.sel(setting="with resampling").values.tolist() == [10, 0]
-    lines = {name: next(x for x in text.splitlines() if name in x) for name in tb.SETTINGS}
-    assert lines["with resampling"].split()[4] == "-"
+    assert _summary_fields(text, "with resampling")[1] == "-"
     mae = table["abs_error"].sel(n_records=10, noise=0).mean("parameter")
     for name in ("without resampling", "non-private"):
-        per_public = mae.sel(setting=name).values
-        se = np.std(per_public, ddof=1) / math.sqrt(2)
-        assert float(lines[name].split()[1 + len(name.split()) + 1]) == pytest.approx(se, abs=1e-3)
+        se = np.std(mae.sel(setting=name).values, ddof=1) / math.sqrt(2)
+        assert float(_summary_fields(text, name)[1]) == pytest.approx(se, abs=1e-3)
