@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _validate
 from .._rng import RNGLike, as_generator
-from .base import DataDerived
+from ._derived import DataDerived
 
 __all__ = ["GaussianKernel", "median_heuristic"]
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate
-from .base import DataDerived, recent_data_derived, record_rows
+from ._derived import DataDerived, recent_data_derived, record_rows
 from .kernels import heuristic_points, median_distance
 
 __all__ = ["RTOL", "leaked_settings"]

@@ -15,16 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..mechanisms._tails import discrete_gaussian_log_cdf
 from ..mechanisms.base import AdditiveNoise
-from ..mechanisms.discrete import (
-    DiscreteGaussian,
-    DiscreteLaplace,
-    discrete_gaussian_log_normaliser,
-)
+from ..mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
 from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.laplace import Laplace
 from ..mechanisms.thresholded import Thresholded
+from ..noise.discrete_gaussian import (
+    discrete_gaussian_log_cdf,
+    discrete_gaussian_log_normaliser,
+)
 from . import _kernels as k
 
 # the discrete Gaussian's log-CDF table spans [-TABLE_LOW sigma, TABLE_HIGH sigma]: below, the

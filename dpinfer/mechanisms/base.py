@@ -1,4 +1,4 @@
-"""The shared interface of privacy mechanisms: ``Privacy`` and ``Mechanism``.
+"""The shared interface of privacy mechanisms: ``Mechanism`` and ``AdditiveNoise``.
 
 A mechanism is the public noise distribution ``eta(s_dp | s)`` of a release
 ``s_dp`` given a confidential value ``s``. A family writes its formula once,
@@ -14,7 +14,6 @@ from __future__ import annotations
 import abc
 import copy
 import math
-from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
@@ -22,15 +21,11 @@ import scipy.special as sc
 
 from .. import _validate
 from .._rng import RNGLike, as_generator
+from ..accounting import Privacy
+from ..noise.discrete_gaussian import discrete_gaussian_log_cdf
 from ._numerics import beyond_float, difference, float_spacing
 
 __all__ = ["AdditiveNoise", "Mechanism", "Privacy"]
-
-
-def _numpy_discrete_gaussian_log_cdf(x, sigma):
-    from ._tails import discrete_gaussian_log_cdf
-
-    return discrete_gaussian_log_cdf(x, sigma)
 
 
 # The elementwise operations a family's ``_log_density`` may use, for NumPy and PyTensor;
@@ -45,7 +40,7 @@ NUMPY = SimpleNamespace(
     floor=np.floor,
     where=np.where,
     log_ndtr=sc.log_ndtr,
-    discrete_gaussian_log_cdf=_numpy_discrete_gaussian_log_cdf,
+    discrete_gaussian_log_cdf=discrete_gaussian_log_cdf,
     as_float=lambda x: np.asarray(x, dtype=float),
     is_integer=lambda x: np.asarray(x).dtype.kind in "iu",
 )
@@ -75,159 +70,6 @@ def _pytensor_namespace() -> SimpleNamespace:
         as_float=lambda x: pt.cast(x, "float64"),
         is_integer=lambda x: str(x.dtype).startswith(("int", "uint")),
     )
-
-
-@dataclass(frozen=True)
-class Privacy:
-    r"""A differential privacy guarantee, computed from mechanism parameters.
-
-    Three notions share this class: pure :math:`\varepsilon`-DP (``delta == 0``),
-    approximate :math:`(\varepsilon, \delta)`-DP, and :math:`\rho`-zCDP alone
-    (``epsilon=None``: a zero-concentrated guarantee that states no
-    :math:`(\varepsilon, \delta)` pair until a delta is chosen, as the discrete
-    Gaussian releases of the 2020 US Census and of Wikimedia are stated).
-
-    Parameters
-    ----------
-    epsilon : float or None
-        Privacy-loss bound; ``inf`` means no guarantee. None for a guarantee
-        stated in zCDP only (then ``rho`` is required and ``delta`` is 0).
-    delta : float, default 0
-        Failure probability of approximate DP; 0 for pure DP.
-    rho : float, optional
-        Zero-concentrated DP parameter, where the mechanism has one; ``inf``
-        (beyond the float64 range) means no guarantee.
-    neighbouring : str, optional
-        The neighbouring relation under which the guarantee holds.
-
-    Notes
-    -----
-    :meth:`to_approx` gives the :math:`(\varepsilon, \delta)` guarantee implied
-    at a chosen delta (for rho-zCDP, Bun & Steinke 2016, Proposition 1.3:
-    :math:`\varepsilon = \rho + 2\sqrt{\rho \log(1/\delta)}`); :meth:`to_zcdp`
-    the zCDP one (pure :math:`\varepsilon`-DP is :math:`\varepsilon^2/2`-zCDP,
-    Proposition 1.4). Composition is :func:`dpinfer.accounting.compose`.
-
-    References
-    ----------
-    .. [1] Bun and Steinke (2016). Concentrated differential privacy:
-       simplifications, extensions, and lower bounds. TCC.
-
-    Examples
-    --------
-    >>> Privacy(epsilon=0.5).notion
-    'pure'
-    >>> Privacy(epsilon=1.0, delta=1e-6, rho=0.08).notion
-    'approximate'
-    >>> zcdp = Privacy(rho=0.015)
-    >>> zcdp.notion, str(zcdp)
-    ('zCDP', '0.015-zCDP')
-    >>> print(zcdp.to_approx(1e-7))
-    (0.998405, 1e-07)-DP, 0.015-zCDP
-    """
-
-    epsilon: float | None = None
-    delta: float = 0.0
-    rho: float | None = None
-    neighbouring: str = ""
-
-    def __post_init__(self):
-        # frozen: the checked values (plain floats) are written through object.__setattr__
-        rho = None if self.rho is None else _validate.positive_or_inf("rho", self.rho)
-        if self.epsilon is None:
-            if rho is None:
-                raise ValueError(
-                    "Privacy needs epsilon (or rho, for a guarantee stated in zCDP only), "
-                    "got epsilon=None and rho=None"
-                )
-            if self.delta != 0:
-                raise ValueError(
-                    "a guarantee stated in zCDP only (epsilon=None) has no delta; got "
-                    f"delta={self.delta!r} (use to_approx(delta) for an (epsilon, delta) pair)"
-                )
-            epsilon = None
-        else:
-            epsilon = _validate.positive_or_inf("epsilon", self.epsilon)
-        checked = {"epsilon": epsilon, "delta": _validate.delta("delta", self.delta), "rho": rho}
-        if not isinstance(self.neighbouring, str):
-            raise TypeError(f"neighbouring must be a str, got {self.neighbouring!r}")
-        for key, value in checked.items():
-            object.__setattr__(self, key, value)
-
-    @property
-    def notion(self) -> str:
-        """``'zCDP'`` (rho only), ``'pure'`` (``delta == 0``) or ``'approximate'``."""
-        if self.epsilon is None:
-            return "zCDP"
-        return "pure" if self.delta == 0 else "approximate"
-
-    def to_approx(self, delta) -> Privacy:
-        r"""Return the :math:`(\varepsilon, \delta)` guarantee this one implies at ``delta``.
-
-        The smaller of the two conversions that apply: rho-zCDP gives
-        :math:`\rho + 2\sqrt{\rho \log(1/\delta)}` (Bun & Steinke 2016,
-        Proposition 1.3), and an :math:`(\varepsilon, \delta_0)` guarantee with
-        :math:`\delta_0 \le \delta` holds as it is.
-
-        Parameters
-        ----------
-        delta : float
-            The target delta, in (0, 1).
-
-        Returns
-        -------
-        Privacy
-            With ``epsilon`` and ``delta`` set, ``rho`` and ``neighbouring`` kept.
-
-        Examples
-        --------
-        >>> round(Privacy(rho=0.5).to_approx(1e-6).epsilon, 4)
-        5.7565
-        >>> Privacy(epsilon=0.3).to_approx(1e-6).epsilon
-        0.3
-        """
-        from ..accounting import zcdp_to_approx
-
-        dlt = _validate.probability_open("delta", delta)
-        candidates = []
-        if self.rho is not None:
-            candidates.append(zcdp_to_approx(self.rho, dlt))
-        if self.epsilon is not None and self.delta <= dlt:
-            candidates.append(self.epsilon)
-        if not candidates:
-            raise ValueError(
-                f"{self} implies no guarantee at the smaller delta={delta!r} (it states no rho)"
-            )
-        return Privacy(min(candidates), dlt, self.rho, self.neighbouring)
-
-    def to_zcdp(self) -> Privacy:
-        r"""Return the rho-zCDP guarantee this one implies (``epsilon=None``).
-
-        Its own ``rho`` where it states one; pure :math:`\varepsilon`-DP is
-        :math:`\varepsilon^2/2`-zCDP (Bun & Steinke 2016, Proposition 1.4);
-        approximate DP without a rho implies no zCDP guarantee (ValueError).
-
-        Examples
-        --------
-        >>> print(Privacy(epsilon=0.5).to_zcdp())
-        0.125-zCDP
-        """
-        if self.rho is not None:
-            return Privacy(rho=self.rho, neighbouring=self.neighbouring)
-        if self.delta == 0 and math.isfinite(self.epsilon):
-            # 0.5 eps eps: inf beyond the float range, where eps**2 raises OverflowError
-            return Privacy(rho=0.5 * self.epsilon * self.epsilon, neighbouring=self.neighbouring)
-        raise ValueError(
-            f"{self} implies no zCDP guarantee (approximate DP without a rho, or no guarantee)"
-        )
-
-    def __str__(self) -> str:
-        if self.epsilon is None:
-            return f"{self.rho:.6g}-zCDP"
-        text = f"({self.epsilon:.6g}, {self.delta:.3g})-DP"
-        if self.rho is not None:
-            text += f", {self.rho:.6g}-zCDP"
-        return text
 
 
 class Mechanism(abc.ABC):

@@ -9,25 +9,23 @@ from fractions import Fraction
 import numpy as np
 
 from .. import _validate, accounting
+from .._numbers import INTEGER_SCALE_MAX, check_range, fsum_or_inf
 from .._validate import integer_sensitivity as _integer_sensitivity
-from . import _exact
-from ._bits import word_source
-from ._coordinate import GAUSSIAN, LAPLACE, CoordinateForm
-from ._discrete_gaussian import (
+from ..accounting._discrete_gaussian import discrete_gaussian_epsilon, discrete_gaussian_sigma
+from ..noise.discrete_gaussian import (
     check_sigma,
     discrete_gaussian_log_normaliser,
     discrete_gaussian_sf,
-    epsilon_at,
-    solve_sigma,
 )
+from . import _exact
+from ._bits import word_source
+from ._coordinate import GAUSSIAN, LAPLACE, CoordinateForm
 from ._discrete_quantiles import discrete_gaussian_quantile, discrete_laplace_quantile
-from ._numerics import checked_add, fsum_or_inf, scaled_difference
+from ._numerics import checked_add, scaled_difference
 from ._params import (
-    INTEGER_SCALE_MAX,
     as_shape,
     budget_per_cell,
     calibrated,
-    check_range,
     compact,
     gaussian_privacy,
     neighbouring,
@@ -320,7 +318,7 @@ class DiscreteGaussian(_IntegerNoise):
         mech = calibrated(
             cls,
             "sigma",
-            solve_sigma(eps, dlt, sens, math.prod(as_shape(event_shape))),
+            discrete_gaussian_sigma(eps, dlt, sens, math.prod(as_shape(event_shape))),
             f"epsilon={epsilon!r}, delta={delta!r} and sensitivity={sensitivity!r}",
             sensitivity=sens,
             delta=dlt,
@@ -376,7 +374,7 @@ class DiscreteGaussian(_IntegerNoise):
     def _epsilon_at_delta(self, rho: float, sens) -> float:
         if self._dimension == 1:
             one_sigma, one_sens = float(self.sigma.ravel()[0]), int(np.ravel(sens)[0])
-            return epsilon_at(one_sigma, self.delta, one_sens, 1)
+            return discrete_gaussian_epsilon(one_sigma, self.delta, one_sens, 1)
         return accounting.zcdp_to_approx(rho, self.delta)
 
     @property

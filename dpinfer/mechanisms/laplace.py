@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._numbers import fsum_or_inf
 from ._coordinate import LAPLACE, CoordinateForm
-from ._numerics import fsum_or_inf, scaled_difference
+from ._numerics import scaled_difference
 from ._params import (
     budget_per_cell,
     calibrated,

@@ -1,9 +1,9 @@
-r"""The discrete Gaussian's normaliser, tail and calibration, for every supported sigma.
+r"""Privacy maps of the discrete Gaussian mechanism (Canonne, Kamath & Steinke 2020).
 
-Work and memory stay bounded whatever sigma: the tail sum runs over at most
-:data:`_DIRECT_SIGMA` x 40 points and switches to the midpoint Euler-Maclaurin
-CDF of :mod:`._discrete_quantiles` above, and the calibration searches sigma
-only within the supported range, refusing targets outside it with the reason.
+The exact delta(epsilon) of Theorem 7, the smallest epsilon at a delta, and the
+smallest sigma meeting a target, for every supported sigma: the searches stay
+within :data:`~dpinfer.noise.discrete_gaussian.SIGMA_MIN` to ``2**53`` and refuse
+targets outside it with the reason.
 """
 
 from __future__ import annotations
@@ -14,77 +14,35 @@ import numpy as np
 import scipy.optimize as so
 from scipy.special import logsumexp
 
-from ._discrete_quantiles import discrete_gaussian_log_cdf
-from ._params import INTEGER_SCALE_MAX, bracket, check_range
+from .. import _validate
+from .._numbers import INTEGER_SCALE_MAX, bracket
+from ..noise.discrete_gaussian import (
+    SIGMA_MIN,
+    check_sigma,
+    discrete_gaussian_log_normaliser,
+    discrete_gaussian_sf,
+)
+from ._zcdp import zcdp_gaussian, zcdp_to_approx
 
-__all__ = [
-    "SIGMA_MIN",
-    "check_sigma",
-    "discrete_gaussian_log_normaliser",
-    "discrete_gaussian_sf",
-]
-
-#: sigma**2 must be a normal float64: the exact sampler draws with its rational value and
-#: the accounting squares sigma. Below it, noise other than 0 has probability < exp(-1e307).
-SIGMA_MIN = math.sqrt(float(np.finfo(float).tiny))
-
-# Above this sigma the tail comes from the Euler-Maclaurin CDF: its first omitted term is
-# (y / sigma)^8 relative, below 1e-25 at the y <= 39 that a probability above 1e-324 needs,
-# and the direct sum would hold 40 sigma terms.
-_DIRECT_SIGMA = 1e4
+__all__ = ["discrete_gaussian_delta", "discrete_gaussian_epsilon", "discrete_gaussian_sigma"]
 
 
-def check_sigma(sigma: float) -> float:
-    """Refuse a discrete Gaussian sigma outside ``[SIGMA_MIN, 2**53]``, saying why."""
-    return check_range(
-        "sigma",
-        sigma,
-        SIGMA_MIN,
-        INTEGER_SCALE_MAX,
-        why_low="sigma**2 underflows float64 (the exact sampler and the accounting use it), and "
-        "such noise is 0 with probability above 1 - exp(-1e307)",
-        why_high="draws of larger noise can leave the int64 range of the releases",
-    )
+def discrete_gaussian_delta(epsilon, sigma, sensitivity=1) -> float:
+    """Exact delta(epsilon) of the discrete Gaussian mechanism.
 
-
-def discrete_gaussian_log_normaliser(sigma: float) -> float:
-    """``log sum_k exp(-k^2 / (2 sigma^2))`` to double precision.
-
-    A direct sum for small sigma; for ``sigma >= 1`` the Poisson-summation
-    dual ``sqrt(2 pi) sigma sum_k exp(-2 pi^2 sigma^2 k^2)``, which converges
-    in a handful of terms.
+    Canonne, Kamath & Steinke (2020), Theorem 7: with ``Y ~ N_Z(0, sigma^2)``
+    and integer sensitivity ``D``,
+    ``delta = P[Y > eps sigma^2/D - D/2] - e^eps P[Y > eps sigma^2/D + D/2]``,
+    evaluated as ``P[a < Y <= b] - (e^eps - 1) P[Y > b]`` (``a``, ``b`` the two
+    thresholds), which does not cancel when epsilon is small.
     """
-    if sigma < 1:
-        z = np.arange(-40, 41) / sigma
-        with np.errstate(over="ignore"):  # z^2 = inf: a term exp(-inf) = 0
-            return float(logsumexp(-(0.5 * z) * z))
-    k = np.arange(-5, 6)
-    return (
-        0.5 * math.log(2 * math.pi)
-        + math.log(sigma)
-        + float(logsumexp(-2 * math.pi**2 * sigma**2 * k**2))
-    )
+    eps = _validate.non_negative("epsilon", epsilon)
+    sig = check_sigma(_validate.positive_finite("sigma", sigma))
+    sens = _validate.integer_sensitivity(sensitivity)
+    return _exact_delta(eps, sig, sens)
 
 
-def discrete_gaussian_sf(x: float, sigma: float) -> float:
-    """``P[Y > x]`` for ``Y ~ N_Z(0, sigma^2)``.
-
-    Summing the pmf over the tail up to 40 sigma beyond 0 or ``x``; above
-    sigma = 1e4, ``F(-floor(x) - 1)`` by the Euler-Maclaurin CDF (symmetry).
-    """
-    if not math.isfinite(x):
-        return 0.0 if x > 0 else 1.0
-    if sigma > _DIRECT_SIGMA:
-        return float(np.exp(discrete_gaussian_log_cdf(-math.floor(x) - 1.0, sigma)))
-    start = math.floor(x) + 1
-    stop = max(start, 0) + math.ceil(40 * sigma) + 50
-    z = np.arange(start, stop, dtype=float) / sigma
-    with np.errstate(over="ignore"):
-        log_terms = -(0.5 * z) * z - discrete_gaussian_log_normaliser(sigma)
-    return float(np.exp(logsumexp(log_terms))) if z.size else 0.0
-
-
-def exact_delta(eps: float, sigma: float, sens: int) -> float:
+def _exact_delta(eps: float, sigma: float, sens: int) -> float:
     """CKS Theorem 7's delta(epsilon), as ``P[a < Y <= b] - (e^eps - 1) P[Y > b]``.
 
     With ``a, b = eps sigma^2 / D -+ D / 2``. The two tails of the theorem are each
@@ -123,20 +81,19 @@ def _mass_between(a: float, b: float, sigma: float) -> float:
     return float(np.exp(logsumexp(log_pmf)))
 
 
-def epsilon_at(sigma: float, delta: float, sens: int, dim: int) -> float:
+def discrete_gaussian_epsilon(sigma: float, delta: float, sens: int, dim: int) -> float:
     """Smallest epsilon of the discrete Gaussian at ``delta`` (``inf`` beyond the float range).
 
     The mechanism is D^2/(2 sigma^2)-zCDP (CKS 2020), whose conversion (Bun &
     Steinke 2016, Proposition 1.3) bounds it from above: the search stops there.
+    A release of ``dim > 1`` cells gets that bound (Theorem 7 is one-dimensional).
     """
-    from .. import accounting
-
-    cap = accounting.zcdp_to_approx(accounting.zcdp_gaussian(sigma, sens), delta)
+    cap = zcdp_to_approx(zcdp_gaussian(sigma, sens), delta)
     if dim > 1 or not math.isfinite(cap):
         return cap
 
     def excess(eps):
-        return accounting.discrete_gaussian_delta(eps, sigma, sens) - delta
+        return _exact_delta(eps, sigma, sens) - delta
 
     if excess(1e-12) <= 0:
         return 1e-12
@@ -151,7 +108,7 @@ def epsilon_at(sigma: float, delta: float, sens: int, dim: int) -> float:
     return so.brentq(excess, 0, hi, xtol=1e-13)
 
 
-def solve_sigma(epsilon: float, delta: float, sens: int, dim: int) -> float:
+def discrete_gaussian_sigma(epsilon: float, delta: float, sens: int, dim: int) -> float:
     """Smallest sigma whose exact delta(epsilon) is at most ``delta`` (the zCDP one for vectors).
 
     Refuses targets that need a sigma outside ``[SIGMA_MIN, 2**53]``.
@@ -162,10 +119,9 @@ def solve_sigma(epsilon: float, delta: float, sens: int, dim: int) -> float:
         root_log = math.sqrt(math.log(1 / delta))
         root_rho = epsilon / (math.sqrt(root_log**2 + epsilon) + root_log)
         return sens / (math.sqrt(2) * root_rho)
-    from .. import accounting
 
     def excess(log_sigma):
-        return accounting.discrete_gaussian_delta(epsilon, math.exp(log_sigma), sens) - delta
+        return _exact_delta(epsilon, math.exp(log_sigma), sens) - delta
 
     start = math.log(sens)
     lo, hi = bracket(
