@@ -45,6 +45,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate
+from ..mechanisms.base import Mechanism, register_latent_handler
 from ._latent import Latent, is_unregistered_distribution, read_latent
 
 __all__ = ["is_unregistered_distribution", "to_pymc"]
@@ -111,8 +112,6 @@ def to_pymc(name: str, dist, *, observed, tol: float = DEFAULT_TOL):
 
 
 def _pairs(observed) -> list[tuple]:
-    from ..mechanisms.base import Mechanism
-
     if isinstance(observed, tuple) and len(observed) == 2 and isinstance(observed[0], Mechanism):
         observed = [observed]
     if not isinstance(observed, list | tuple) or not observed:
@@ -131,3 +130,15 @@ def _pairs(observed) -> list[tuple]:
             )
         pairs.append((mechanism, np.asarray(released)))
     return pairs
+
+
+def _mechanism_to_pymc(mechanism, name, value, *, observed, tol):
+    """``mechanism.to_pymc`` when ``value`` is a latent distribution (else NotImplemented)."""
+    if not is_unregistered_distribution(value):
+        return NotImplemented
+    return to_pymc(name, value, observed=[(mechanism, observed)], tol=tol)
+
+
+# Mechanism.to_pymc(name, pm.Poisson.dist(...), observed=...) sums the latent out here: the
+# mechanisms sit below this package and reach it through the handler it registers
+register_latent_handler(_mechanism_to_pymc)

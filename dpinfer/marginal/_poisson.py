@@ -35,7 +35,8 @@ import math
 
 import numba as nb
 
-from ._kernels import _MAX_TERMS, LOWER, UPPER, _gaussian_ratio, _mechanisms
+from ..noise.terms import support
+from ._kernels import _MAX_TERMS, _gaussian_ratio, _mechanisms
 
 # Columns of the per-cell state kept between evaluations: every entry is a function of the
 # cell's releases and of the mode ``AT``, or a starting point, so no result depends on it.
@@ -51,25 +52,26 @@ _SMALLEST = 2.0**-1022
 
 
 @nb.njit(cache=True, error_model="numpy")
-def prepare(kinds, released, coef, j, row):
+def prepare(form, n, j, row):
     """Fill the constants of cell j in ``row``: this module's path, or the general one."""
     row[STEP], row[AT] = -1.0, math.nan
-    gauss_a, gauss_b = _gaussian_ratio(kinds, released, coef, j)
+    gauss_a, gauss_b = _gaussian_ratio(form, n, j)
     if not math.isfinite(gauss_a):
         return
-    for m in range(coef.shape[0]):
-        if coef[m, j, LOWER] > 0.0 or coef[m, j, UPPER] < math.inf:
+    for m in range(form.shape[0] // n):
+        lower, upper = support(form, m * n + j)
+        if lower > 0.0 or upper < math.inf:
             return
     row[GA], row[GB], row[STEP] = gauss_a, gauss_b, math.exp(-gauss_b)
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _at(kinds, released, coef, table, j, row, s):
+def _at(form, table, n, j, row, s):
     """Make ``row``'s mode-dependent constants those of ``s``."""
     if row[AT] != s:
         row[UP] = math.exp(row[GA] - row[GB] * s)
         row[DOWN] = math.exp(row[GB] * (s - 1.0) - row[GA])
-        row[CONST] = _mechanisms(kinds, released, coef, table, j, s) - math.lgamma(s + 1.0)
+        row[CONST] = _mechanisms(form, table, n, j, s) - math.lgamma(s + 1.0)
         row[SD] = 1.0 / math.sqrt(row[GB] + 1.0 / max(s, 1.0))
         row[AT] = s
 
@@ -128,7 +130,7 @@ def _in_range(row):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def ready(lam, kinds, released, coef, table, j, row):
+def ready(lam, form, table, n, j, row):
     """Find cell j's mode from its last one and set its constants; False if this path cannot.
 
     False, leaving the cell to :func:`._kernels._cell`, when ``lam`` is not
@@ -138,11 +140,11 @@ def ready(lam, kinds, released, coef, table, j, row):
     if not (_SMALLEST <= lam < math.inf and row[MODE] >= 0.0):
         return False
     if row[AT] != row[MODE]:
-        _at(kinds, released, coef, table, j, row, row[MODE])
+        _at(form, table, n, j, row, row[MODE])
     mode = _walk(lam, row)
     if math.isnan(mode):
         return False
-    _at(kinds, released, coef, table, j, row, mode)
+    _at(form, table, n, j, row, mode)
     if not _in_range(row):
         return False
     row[MODE] = mode

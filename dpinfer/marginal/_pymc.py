@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..mechanisms._coordinate import GAUSSIAN, LAPLACE
-from ..mechanisms.thresholded import Thresholded
-from ._cells import Cells, release_cells
+from ..noise.form import GAUSSIAN, LAPLACE, as_matrix
+from ._forms import joined_form, release_form
 from ._latent import Latent
+from ._op import STATE, MarginalLogp
 from ._quadrature import check_noise, quadrature_logp
 
 
@@ -18,10 +18,11 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float):
     cells = _cells_shape(pairs)
     for mechanism, _ in pairs:
         _check_shape(mechanism, cells)
-    forms = [release_cells(m, r, latent.discrete) for m, r in pairs]
+    forms = [release_form(m, r, latent.discrete) for m, r in pairs]
     if _uses_quadrature(latent):
         check_noise(forms)
-    released = [_observed(m, np.asarray(r, dtype=float)) for m, r in pairs]
+    # a suppressed cell is held at its cut (the form's number), or PyMC would impute the NaN
+    released = [form["released"].reshape(cells) for form in forms]
     discrete = all(mechanism.discrete for mechanism, _ in pairs)
     value = released[0] if len(pairs) == 1 else np.stack(released, axis=-1)
     core = "" if len(pairs) == 1 else str(len(pairs))
@@ -87,22 +88,30 @@ def _check_shape(mechanism, cells) -> None:
         )
 
 
-def _observed(mechanism, released: np.ndarray) -> np.ndarray:
-    """Return what PyMC holds: a suppressed cell (NaN) at its cut, or PyMC would impute it."""
-    if isinstance(mechanism, Thresholded):
-        cut = np.broadcast_to(mechanism._cut, mechanism.event_shape)
-        return np.where(np.isnan(released), cut, released)
-    return released
+def _held(mechanism, released: np.ndarray) -> np.ndarray:
+    """Return what PyMC holds of a release: a suppressed cell (NaN) at its cut.
+
+    The cuts are the numbers of the form of a release whose every cell is suppressed.
+    """
+    suppressed = np.isnan(released)
+    if not suppressed.any():
+        return released
+    shape = mechanism.event_shape
+    cuts = mechanism.cell_form(np.full(shape, np.nan))["released"].reshape(shape)
+    return np.where(suppressed, cuts, released)
 
 
 def _kernel_logp(family, params, forms, cells, tol):
+    import pytensor
     import pytensor.tensor as pt
 
-    from ._op import MarginalLogp
-
-    constants = [pt.constant(x) for x in Cells.stack(forms)]
+    form, table = joined_form(forms)
+    # each cell's last mode and constants of its releases: hints that the Op reads and
+    # updates in place (any value gives the same sums), one state per observed table
+    state = pytensor.shared(np.full((int(np.prod(cells)), STATE), np.nan), name="marginal_state")
     a, b = (pt.broadcast_to(pt.cast(p, "float64"), cells).ravel() for p in params)
-    return MarginalLogp(family, tol)(a, b, *constants)[0].reshape(cells)
+    op = MarginalLogp(family, tol)
+    return op(a, b, pt.constant(as_matrix(form)), pt.constant(table), state)[0].reshape(cells)
 
 
 def _normal_logp(params, forms, cells):
@@ -111,12 +120,14 @@ def _normal_logp(params, forms, cells):
             "a Normal confidential value can be marginalised against one release per cell; "
             "for several, use a discrete latent or combine the Gaussian releases first"
         )
-    kinds, released, coef = forms[0].kinds, forms[0].released, forms[0].coef
+    form = forms[0]
     mu, sigma = params
-    if np.all(kinds == GAUSSIAN):
-        return _normal_gaussian(mu, sigma, released.reshape(cells), coef[:, 0].reshape(cells) ** 2)
-    if np.all(kinds == LAPLACE):
-        return _normal_laplace(mu, sigma, released.reshape(cells), coef[:, 0].reshape(cells))
+    y, scale = form["released"].reshape(cells), form["scale"].reshape(cells)
+    published = not form["suppressed"].any()
+    if published and np.all(form["kind"] == GAUSSIAN):
+        return _normal_gaussian(mu, sigma, y, scale**2)
+    if published and np.all(form["kind"] == LAPLACE):
+        return _normal_laplace(mu, sigma, y, scale)
     raise ValueError(
         "a Normal confidential value needs Gaussian or Laplace noise with every cell published"
     )
@@ -148,7 +159,7 @@ def _random(latent: Latent, mechanisms, cells):
     def random(*params, rng=None, size=None):
         shape = tuple(size) if size is not None else cells
         s = latent.sample(params, rng, shape)
-        draws = [_observed(m, m.release(s, rng=rng)) for m in mechanisms]
+        draws = [_held(m, m.release(s, rng=rng)) for m in mechanisms]
         return draws[0] if len(draws) == 1 else np.stack(draws, axis=-1)
 
     return random

@@ -291,14 +291,38 @@ class Mechanism(abc.ABC):
         self._check_released(released)
         return self.log_max_density
 
-    def _coordinate_form(self, released):
-        """Return the log-density at ``released`` as per-coordinate formulas, or None.
+    def cell_form(self, released) -> np.ndarray | None:
+        """Return the per-cell form of a release, for compiled consumers, or None.
 
-        Families whose density is a sum of the formulas of
-        :mod:`dpinfer.mechanisms._coordinate` return a
-        :class:`~dpinfer.mechanisms._coordinate.CoordinateForm`; compiled
-        kernels then score confidential values without calling :meth:`logpdf`.
+        Parameters
+        ----------
+        released : array_like
+            One release, of shape ``event_shape`` (checked as :meth:`logpdf` checks it).
+
+        Returns
+        -------
+        numpy.ndarray or None
+            The noise law of every cell of ``released`` as a record of named
+            numbers (dtype :data:`dpinfer.noise.form.CELL`, one record per cell,
+            flat): the log-density is the sum over the cells of the compiled
+            :func:`dpinfer.noise.terms.term`. None for a family
+            without one, and for a subclass that rewrites the density but not
+            the form (which would otherwise be scored by its parent's formula).
+
+        Examples
+        --------
+        >>> import dpinfer as dp
+        >>> form = dp.DiscreteGaussian(2.0, event_shape=(3,)).cell_form([4, 9, 6])
+        >>> form["released"], form["scale"]
+        (array([4., 9., 6.]), array([2., 2., 2.]))
         """
+        released = self._check_released(released)
+        if _writer(type(self), "_cell_form") is not _writer(type(self), "_log_density"):
+            return None
+        return self._cell_form(released)
+
+    def _cell_form(self, released) -> np.ndarray | None:
+        """Return the family's per-cell form of a checked release (see :meth:`cell_form`)."""
         return None
 
     # --- the per-cell interface (see the class Notes) --------------------------------
@@ -373,11 +397,10 @@ class Mechanism(abc.ABC):
         ...     obs = mech.to_pymc("cases", pm.Poisson.dist(mu=rate, shape=3),
         ...                        observed=np.array([4, 9, 6]))
         """
-        from ..marginal import is_unregistered_distribution
-        from ..marginal import to_pymc as marginal_to_pymc
-
-        if is_unregistered_distribution(value):
-            return marginal_to_pymc(name, value, observed=[(self, observed)], tol=tol)
+        for handler in _LATENT_HANDLERS:
+            variable = handler(self, name, value, observed=observed, tol=tol)
+            if variable is not NotImplemented:
+                return variable
         import pymc as pm
 
         if not (isinstance(name, str) and name):
@@ -499,6 +522,23 @@ class AdditiveNoise(Mechanism):
         zero = np.zeros(self.event_shape)
         terms = self._log_density(NUMPY, zero, zero)
         return np.broadcast_to(np.asarray(terms, dtype=float), self.event_shape).copy()
+
+
+# Handlers of ``to_pymc`` with a latent distribution for ``value``: ``handler(mechanism,
+# name, value, observed=, tol=)`` returns the observed variable, or NotImplemented for a
+# value it does not take. dpinfer.marginal, above the mechanisms, registers its own.
+_LATENT_HANDLERS: list = []
+
+
+def register_latent_handler(handler) -> None:
+    """Let ``Mechanism.to_pymc`` pass values ``handler`` takes to it (see ``_LATENT_HANDLERS``)."""
+    if handler not in _LATENT_HANDLERS:
+        _LATENT_HANDLERS.append(handler)
+
+
+def _writer(cls: type, name: str) -> type:
+    """Return the class of ``cls``'s method resolution order that defines ``name``."""
+    return next(c for c in cls.__mro__ if name in vars(c))
 
 
 def exact_gap(cut, s) -> np.ndarray:

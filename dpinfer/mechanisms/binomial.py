@@ -9,7 +9,7 @@ import scipy.special as sc
 import scipy.stats as st
 
 from .. import _validate, accounting
-from ._coordinate import BINOMIAL, CoordinateForm
+from ..noise import form as cells
 from .base import NUMPY, Mechanism, Privacy
 
 __all__ = ["BinomialRelease"]
@@ -83,19 +83,17 @@ class BinomialRelease(Mechanism):
         )
         return log_choose + released * log_p + (self.n - released) * log_q
 
-    def _coordinate_form(self, released):
+    def _cell_form(self, released):
         r = np.asarray(released, dtype=float)
         log_choose = math.lgamma(self.n + 1) - sc.gammaln(r + 1) - sc.gammaln(self.n - r + 1)
         log_total = math.log(self.population + 2 * self.m)
-        return CoordinateForm.build(
-            BINOMIAL,
+        return cells.build(
+            cells.BINOMIAL,
             r,
-            a=self.m,
-            b=self.n - r,
-            c=log_choose - self.n * log_total,
-            d=self.population + self.m,
-            lower=0.0,
-            upper=self.population,
+            log_norm=log_choose - self.n * log_total,
+            trials=self.n,
+            pseudo_count=self.m,
+            population=self.population,
         )
 
     def _sample(self, value, rng):

@@ -12,6 +12,7 @@ from .. import _validate, accounting
 from .._numbers import INTEGER_SCALE_MAX, check_range, fsum_or_inf
 from .._validate import integer_sensitivity as _integer_sensitivity
 from ..accounting._discrete_gaussian import discrete_gaussian_epsilon, discrete_gaussian_sigma
+from ..noise import form as cells
 from ..noise.discrete_gaussian import (
     check_sigma,
     discrete_gaussian_log_normaliser,
@@ -19,7 +20,6 @@ from ..noise.discrete_gaussian import (
 )
 from . import _exact
 from ._bits import word_source
-from ._coordinate import GAUSSIAN, LAPLACE, CoordinateForm
 from ._discrete_quantiles import discrete_gaussian_quantile, discrete_laplace_quantile
 from ._numerics import checked_add, scaled_difference
 from ._params import (
@@ -220,8 +220,14 @@ class DiscreteLaplace(_IntegerNoise):
     def _log_noise_cdf(self, xp, x):
         return discrete_laplace_log_cdf(xp, xp.floor(x), self.scale, self._log1p_p)
 
-    def _coordinate_form(self, released):
-        return CoordinateForm.build(LAPLACE, released, a=self.scale, c=self._log_norm)
+    def _cell_form(self, released):
+        return cells.build(
+            cells.DISCRETE_LAPLACE,
+            released,
+            scale=self.scale,
+            log_norm=self._log_norm,
+            log1p_p=self._log1p_p,
+        )
 
     @property
     def privacy(self) -> Privacy:
@@ -363,8 +369,10 @@ class DiscreteGaussian(_IntegerNoise):
     def _log_noise_cdf(self, xp, x):
         return xp.discrete_gaussian_log_cdf(x, self.sigma)
 
-    def _coordinate_form(self, released):
-        return CoordinateForm.build(GAUSSIAN, released, a=self.sigma, c=self._log_norm)
+    def _cell_form(self, released):
+        return cells.build(
+            cells.DISCRETE_GAUSSIAN, released, scale=self.sigma, log_norm=self._log_norm
+        )
 
     @property
     def privacy(self) -> Privacy:

@@ -8,7 +8,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from .. import _validate, accounting
-from ._coordinate import GAUSSIAN, CoordinateForm
+from ..noise import form as cells
 from ._numerics import scaled_difference
 from ._params import (
     budget_per_cell,
@@ -180,8 +180,8 @@ class Gaussian(AdditiveNoise):
     def _log_noise_cdf(self, xp, x):
         return xp.log_ndtr(x / self.sigma)
 
-    def _coordinate_form(self, released):
-        return CoordinateForm.build(GAUSSIAN, released, a=self.sigma, c=self._log_norm)
+    def _cell_form(self, released):
+        return cells.build(cells.GAUSSIAN, released, scale=self.sigma, log_norm=self._log_norm)
 
     def _sample(self, value, rng):
         return value + rng.standard_normal(size=value.shape) * self.sigma

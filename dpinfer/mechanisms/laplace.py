@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._numbers import fsum_or_inf
-from ._coordinate import LAPLACE, CoordinateForm
+from ..noise import form as cells
 from ._numerics import scaled_difference
 from ._params import (
     budget_per_cell,
@@ -126,8 +126,10 @@ class Laplace(AdditiveNoise):
     def _log_noise_cdf(self, xp, x):
         return laplace_log_cdf(xp, x / self.scale)
 
-    def _coordinate_form(self, released):
-        return CoordinateForm.build(LAPLACE, released, a=self.scale, c=-np.log(2 * self.scale))
+    def _cell_form(self, released):
+        return cells.build(
+            cells.LAPLACE, released, scale=self.scale, log_norm=-np.log(2 * self.scale)
+        )
 
     def _sample(self, value, rng):
         return value + rng.laplace(0.0, 1.0, size=value.shape) * self.scale

@@ -195,6 +195,26 @@ class Thresholded(Mechanism):
         mech = self if cells is None else self._at_cells(cells)
         return mech._log_suppressed(np.asarray(s))
 
+    def _cell_form(self, released):
+        """Return the inner form at the published values and cuts, suppressed cells marked."""
+        suppressed = np.isnan(released)
+        values = np.where(suppressed, self._cut, released)
+        self._refuse_impossible(suppressed, values)
+        inner = values.astype(np.int64 if self.discrete else float)
+        form = self.mechanism._cell_form(inner)
+        form["suppressed"] = suppressed.reshape(-1)
+        return form
+
+    def _refuse_impossible(self, suppressed: np.ndarray, values: np.ndarray) -> None:
+        """Refuse published cells below the threshold: their density is 0 whatever ``s`` is."""
+        impossible = ~suppressed & ~self._publishes(values)
+        if impossible.any():
+            raise ValueError(
+                "released has published cells below the threshold, impossible under this "
+                f"mechanism (positions {np.argwhere(impossible)[:5].tolist()}); check "
+                f"threshold= and publish={self.publish!r}"
+            )
+
     def _at_cells(self, cells) -> Thresholded:
         out = super()._at_cells(cells)
         out.mechanism = self.mechanism._at_cells(cells)
@@ -233,13 +253,7 @@ class Thresholded(Mechanism):
         """
         released = self._check_released(released)
         mask = np.isnan(released)
-        impossible = ~mask & ~self._publishes(np.where(mask, self._cut, released))
-        if impossible.any():
-            raise ValueError(
-                "released has published cells below the threshold, impossible under this "
-                f"mechanism (positions {np.argwhere(impossible)[:5].tolist()}); check "
-                f"threshold= and publish={self.publish!r}"
-            )
+        self._refuse_impossible(mask, np.where(mask, self._cut, released))
         return float(np.sum(self.mechanism._cell_log_max()[~mask]))
 
     @property

@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import math
 
+import numba as nb
 import numpy as np
-from scipy.special import log_ndtr, logsumexp
+from scipy.special import logsumexp
 
 from .._numbers import INTEGER_SCALE_MAX, check_range
+from ._special import log_ndtr
 
 __all__ = [
     "SIGMA_MIN",
     "check_sigma",
+    "compiled_log_cdf",
     "discrete_gaussian_log_cdf",
     "discrete_gaussian_log_normaliser",
     "discrete_gaussian_sf",
@@ -40,9 +43,10 @@ _DIRECT_SIGMA = 1e4
 # below 1e-15 relative there. Everything else is summed directly.
 EM_SIGMA = 50.0
 _EM_REACH = 0.1
-# A direct tail sum stops where its terms fall below e^-40 of the first (1e-17 relative).
-_TAIL_EXPONENT = 40.0
-_CHUNK = 1 << 20  # matrix entries per block of direct sums (8 MB)
+# A direct tail sum stops at the first term below 1e-17 of the partial sum.
+_TAIL_STOP = 1e-17
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+_JIT = {"cache": True, "error_model": "numpy"}
 
 
 def check_sigma(sigma: float) -> float:
@@ -86,7 +90,7 @@ def discrete_gaussian_sf(x: float, sigma: float) -> float:
     if not math.isfinite(x):
         return 0.0 if x > 0 else 1.0
     if sigma > _DIRECT_SIGMA:
-        return float(np.exp(euler_maclaurin_log_cdf(-math.floor(x) - 1.0, sigma)))
+        return math.exp(compiled_euler_maclaurin(-math.floor(x) - 1.0, sigma))
     start = math.floor(x) + 1
     stop = max(start, 0) + math.ceil(40 * sigma) + 50
     z = np.arange(start, stop, dtype=float) / sigma
@@ -95,20 +99,88 @@ def discrete_gaussian_sf(x: float, sigma: float) -> float:
     return float(np.exp(logsumexp(log_terms))) if z.size else 0.0
 
 
-def euler_maclaurin_log_cdf(k, sigma: float) -> np.ndarray:
-    """``log F(k)`` for ``sigma > 50`` by the midpoint Euler-Maclaurin series."""
-    y = (np.asarray(k, dtype=float) + 0.5) / sigma
-    s2 = sigma**2
+@nb.njit(**_JIT)
+def compiled_log_cdf(k, sigma, log_z):
+    r"""``log P(X <= k)`` for :math:`X \sim N_{\mathbb Z}(0, \sigma^2)`, integer ``k`` (compiled).
+
+    ``log_z`` is :func:`discrete_gaussian_log_normaliser` of ``sigma``. For
+    ``k < 0`` the lower tail :func:`log_lower_tail` at ``m = -k``; for
+    ``k >= 0``, ``log(1 - T(k + 1))`` with ``T`` that tail (symmetry).
+    """
+    if k < 0.0:
+        return log_lower_tail(-k, sigma, log_z)
+    return math.log1p(-math.exp(log_lower_tail(k + 1.0, sigma, log_z)))
+
+
+@nb.njit(**_JIT)
+def log_lower_tail(m, sigma, log_z):
+    r"""``log P(X <= -m)`` for ``m >= 1`` (``-inf`` where ``m`` is not finite).
+
+    Above :data:`EM_SIGMA`, for :math:`m < 0.1\sigma^2`, the Euler-Maclaurin
+    series; elsewhere :math:`T(m) = \sum_{j \ge m} e^{-j^2/(2\sigma^2)}` as
+    :math:`e^{-m^2/(2\sigma^2)} \sum_{i \ge 0} e^{-(m i + i^2/2)/\sigma^2}`, a sum
+    of terms at most 1 cut at the first below ``1e-17`` of the partial sum (at
+    most about :math:`9\sigma` terms, and a handful far out).
+    """
+    if not math.isfinite(m):
+        return -math.inf
+    if sigma > EM_SIGMA and m < _EM_REACH * sigma * sigma:
+        return compiled_euler_maclaurin(-m, sigma)
+    inv = 1.0 / (sigma * sigma)
+    total, i = 0.0, 0.0
+    while True:
+        term = math.exp(-(m * i + 0.5 * i * i) * inv)
+        total += term
+        if term < _TAIL_STOP * total:
+            break
+        i += 1.0
+    return -0.5 * m * m * inv + math.log(total) - log_z
+
+
+@nb.njit(**_JIT)
+def compiled_euler_maclaurin(k, sigma):
+    r"""``log F(k)`` for ``sigma > 50`` by the midpoint Euler-Maclaurin series.
+
+    With :math:`y = (k + 1/2)/\sigma`,
+    :math:`F(k) = \Phi(y) + \varphi(y)[y/(24\sigma^2) - 7(y^3 - 3y)/(5760\sigma^4)
+    + 31(y^5 - 10y^3 + 15y)/(967680\sigma^6)]`, whose omitted terms are below
+    :math:`10^{-18}` relative in the bulk.
+    """
+    y = (k + 0.5) / sigma
+    s2 = sigma * sigma
     y2 = y * y
     series = (
-        y / (24 * s2)
-        - 7 * y * (y2 - 3) / (5760 * s2**2)
-        + 31 * y * (y2 * y2 - 10 * y2 + 15) / (967680 * s2**3)
+        y / (24.0 * s2)
+        - 7.0 * y * (y2 - 3.0) / (5760.0 * (s2 * s2))
+        + 31.0 * y * (y2 * y2 - 10.0 * y2 + 15.0) / (967680.0 * (s2 * s2 * s2))
     )
-    log_phi = -0.5 * y2 - 0.5 * math.log(2 * math.pi)
+    log_phi = -0.5 * y2 - _HALF_LOG_2PI
     log_big_phi = log_ndtr(y)
     # F = Phi (1 + series * phi / Phi); the ratio phi / Phi stays finite in the far tail
-    return log_big_phi + np.log1p(series * np.exp(log_phi - log_big_phi))
+    return log_big_phi + math.log1p(series * math.exp(log_phi - log_big_phi))
+
+
+@nb.njit(**_JIT)
+def _euler_maclaurin_many(k, sigma):
+    out = np.empty(k.size)
+    for j in range(k.size):
+        out[j] = compiled_euler_maclaurin(k[j], sigma)
+    return out
+
+
+@nb.njit(**_JIT)
+def _log_cdf_many(k, sigma, log_z):
+    out = np.empty(k.size)
+    for j in range(k.size):
+        out[j] = compiled_log_cdf(k[j], sigma, log_z)
+    return out
+
+
+def euler_maclaurin_log_cdf(k, sigma: float) -> np.ndarray:
+    """``log F(k)`` for ``sigma > 50`` by the midpoint Euler-Maclaurin series, elementwise."""
+    k = np.asarray(k, dtype=float)
+    flat = np.ascontiguousarray(k.reshape(-1))
+    return _euler_maclaurin_many(flat, float(sigma)).reshape(k.shape)
 
 
 def discrete_gaussian_log_cdf(x, sigma) -> np.ndarray:
@@ -128,13 +200,10 @@ def discrete_gaussian_log_cdf(x, sigma) -> np.ndarray:
 
     Notes
     -----
-    For :math:`k = \lfloor x \rfloor < 0` the lower tail
-    :math:`T(m) = \sum_{j \ge m} e^{-j^2/(2\sigma^2)}`, :math:`m = -k`, is
-    :math:`e^{-m^2/(2\sigma^2)} \sum_{i \ge 0} e^{-(m i + i^2/2)/\sigma^2}`, a sum of
-    terms at most 1 that is cut where they fall below :math:`e^{-40}` (at most
-    about :math:`9\sigma` terms, and few far out); above :math:`\sigma = 50` the
-    part :math:`m < 0.1\sigma^2` uses the midpoint Euler-Maclaurin series instead.
-    For :math:`k \ge 0`, :math:`\log F(k) = \log(1 - T(k+1)/Z)`.
+    :func:`compiled_log_cdf` at each distinct ``floor(x)`` of each distinct sigma
+    (a batch of counts holds few distinct cuts: each is computed once). It works
+    on the tail that keeps its digits: a probability of 1e-300 far in the lower
+    tail, one within 1e-17 of 1 far in the upper.
     """
     x = np.asarray(x, dtype=float)
     sigma = np.asarray(sigma, dtype=float)
@@ -149,55 +218,7 @@ def discrete_gaussian_log_cdf(x, sigma) -> np.ndarray:
         values, groups = np.unique(sigma, return_inverse=True)
     for g, s in enumerate(values.tolist()):
         at = np.flatnonzero(groups == g) if len(values) > 1 else np.arange(sigma.size)
-        # a batch of counts holds few distinct cuts: each is computed once
         distinct, where = np.unique(k[at], return_inverse=True)
-        out[at] = _log_cdf_one_sigma(distinct, s)[where]
+        log_z = discrete_gaussian_log_normaliser(s)
+        out[at] = _log_cdf_many(np.ascontiguousarray(distinct), s, log_z)[where]
     return out.reshape(shape)
-
-
-def _log_cdf_one_sigma(k: np.ndarray, sigma: float) -> np.ndarray:
-    lower = k < 0
-    # the lower tail at m = -k below 0, the survival function's S(k) = F(-k-1) above
-    log_tail = _log_lower_tail(np.where(lower, -k, k + 1), sigma)
-    with np.errstate(divide="ignore"):
-        upper = np.log1p(-np.exp(log_tail))
-    return np.where(lower, log_tail, upper)
-
-
-def _log_lower_tail(m: np.ndarray, sigma: float) -> np.ndarray:
-    """``log P(X <= -m)`` for ``m >= 1`` (inf where ``m`` is inf: probability 0)."""
-    out = np.full(m.shape, -np.inf)
-    finite = np.isfinite(m)
-    use_em = finite & (sigma > EM_SIGMA) & (m < _EM_REACH * sigma**2)
-    out[use_em] = euler_maclaurin_log_cdf(-m[use_em], sigma)
-    direct = np.flatnonzero(finite & ~use_em)
-    if direct.size:
-        log_z = discrete_gaussian_log_normaliser(sigma)
-        out[direct] = _log_direct_tail(m[direct], sigma) - log_z
-    return out
-
-
-def _log_direct_tail(m: np.ndarray, sigma: float) -> np.ndarray:
-    """``log sum_{j >= m} exp(-j^2 / (2 sigma^2))`` by the shifted sum of terms <= 1.
-
-    Values are bucketed by the number of terms they need, so that far-tail
-    values (a handful of terms) do not pay for the ones near the bulk.
-    """
-    a = m / sigma**2
-    b = 0.5 / sigma**2
-    # smallest n with a n + b n^2 >= 40: the terms from n on are below e^-40
-    need = np.ceil((-a + np.sqrt(a * a + 4 * b * _TAIL_EXPONENT)) / (2 * b)) + 1
-    out = np.empty(m.shape)
-    bounds = [0, 8, 32, 128, 512, np.inf]
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
-        at = np.flatnonzero((need > lo) & (need <= hi))
-        if at.size == 0:
-            continue
-        n_terms = int(min(need[at].max(), 20.0 * sigma + 64))
-        i = np.arange(n_terms, dtype=float)
-        step = max(1, _CHUNK // n_terms)
-        for start in range(0, at.size, step):
-            idx = at[start : start + step]
-            terms = np.exp(-np.outer(a[idx], i) - b * i * i)
-            out[idx] = np.log(terms.sum(axis=1))
-    return out - 0.5 * (m / sigma) ** 2

@@ -10,51 +10,34 @@ statistics becomes ``total + (proposals[i] - stats[i])`` if
 the privacy-aware Metropolis step of Ju et al. (2022). Acceptance changes the
 sum that the next record is scored against, so the loop is sequential; it is
 O(k) per record for a statistic of ``k`` coordinates. The mechanism's
-log-density comes as a :class:`~dpinfer.mechanisms._coordinate.CoordinateForm`
-(per-coordinate formulas), so no Python function is called inside the loop.
-The callers validate shapes and dtypes: float64, C-contiguous.
+log-density comes as its per-cell form (:meth:`dpinfer.Mechanism.cell_form`,
+scored by :func:`dpinfer.noise.terms.term`), so no Python function is called
+inside the loop. The callers validate shapes and dtypes: float64, C-contiguous.
 """
 
 from __future__ import annotations
 
-import math
-
 import numba
 import numpy as np
 
-from ..mechanisms._coordinate import GAUSSIAN, LAPLACE
-
-
-@numba.njit(cache=True, inline="always")
-def _term(kind, r, coef, lower, upper, s):  # pragma: no cover - numba
-    if not (s >= lower and s <= upper):
-        return -math.inf
-    if kind == LAPLACE or kind == GAUSSIAN:
-        d = r - s
-        # (r - s) / a without overflowing where the difference alone leaves the range
-        z = d / coef[0] if abs(d) < math.inf else (0.5 * r - 0.5 * s) / coef[0] * 2.0
-        if kind == LAPLACE:
-            return -abs(z) + coef[2]
-        return -((0.5 * z) * z) + coef[2]
-    return coef[2] + r * math.log(s + coef[0]) + coef[1] * math.log(coef[3] - s)
+from ..noise.form import NO_TABLE
+from ..noise.terms import term
 
 
 @numba.njit(cache=True)
-def log_density(kind, released, coef, lower, upper, values):  # pragma: no cover - numba
+def log_density(form, values):  # pragma: no cover - numba
     """``log eta(released | values[b])`` for every row of ``values`` (shape ``(batch, k)``)."""
     out = np.empty(values.shape[0])
     for b in range(values.shape[0]):
         total = 0.0
         for j in range(values.shape[1]):
-            total += _term(kind, released[j], coef[j], lower[j], upper[j], values[b, j])
+            total += term(form, NO_TABLE, j, values[b, j])
         out[b] = total
     return out
 
 
 @numba.njit(cache=True)
-def record_sweep(
-    stats, total, proposals, log_u, kind, released, coef, lower, upper
-):  # pragma: no cover - numba
+def record_sweep(stats, total, proposals, log_u, form):  # pragma: no cover - numba
     """One sequential sweep of privacy-aware Metropolis record updates, in place.
 
     Parameters
@@ -67,8 +50,8 @@ def record_sweep(
         Statistics of the offered records.
     log_u : (n,) float64
         Log uniforms of the acceptance tests.
-    kind, released, coef, lower, upper
-        The mechanism's :class:`CoordinateForm` at the release.
+    form : numpy.ndarray
+        The mechanism's per-cell form at the release (:meth:`dpinfer.Mechanism.cell_form`).
 
     Returns
     -------
@@ -82,12 +65,12 @@ def record_sweep(
     candidate = np.empty(k)
     current = 0.0
     for j in range(k):
-        current += _term(kind, released[j], coef[j], lower[j], upper[j], total[j])
+        current += term(form, NO_TABLE, j, total[j])
     for i in range(n):
         new = 0.0
         for j in range(k):
             candidate[j] = total[j] + (proposals[i, j] - stats[i, j])
-            new += _term(kind, released[j], coef[j], lower[j], upper[j], candidate[j])
+            new += term(form, NO_TABLE, j, candidate[j])
         # NaN (both densities zero) fails the test: an impossible state is never entered
         if log_u[i] < new - current:
             for j in range(k):
@@ -96,23 +79,3 @@ def record_sweep(
             current = new
             accepted[i] = True
     return accepted, current
-
-
-def sweep_with(form, stats, total, proposals, log_u):
-    """Run :func:`record_sweep` with a :class:`CoordinateForm` unpacked."""
-    return record_sweep(
-        stats,
-        total,
-        proposals,
-        log_u,
-        form.kind,
-        form.released,
-        form.coefficients,
-        form.lower,
-        form.upper,
-    )
-
-
-def density_with(form, values):
-    """Run :func:`log_density` with a :class:`CoordinateForm` unpacked."""
-    return log_density(form.kind, form.released, form.coefficients, form.lower, form.upper, values)

@@ -6,7 +6,8 @@ record updates (Ju et al. 2022). Two exact routes give the same decisions for
 the same proposals and uniforms:
 
 * **compiled**: when the summary is the identity and the mechanism has a
-  per-coordinate form (every built-in family), the sweep is one numba loop
+  per-cell form (every built-in family, :meth:`dpinfer.Mechanism.cell_form`),
+  the sweep is one numba loop
   (:func:`._da_kernels.record_sweep`): O(k) per record, no Python call.
 * **speculative blocks**: otherwise. Scoring the next ``B`` candidates
   ``T + t*_j - t_j`` as if every earlier one were rejected is exact up to the
@@ -33,8 +34,8 @@ class RecordUpdater:
         self.model, self.mechanism, self.released = record_model, mechanism, released
         self.t_shape = tuple(t_shape)
         form = None
-        if record_model.summary is None and _form_is_the_density(mechanism):
-            form = mechanism._coordinate_form(released)
+        if record_model.summary is None:
+            form = mechanism.cell_form(released)
         self.form = form
         self.compiled = form is not None
 
@@ -42,7 +43,7 @@ class RecordUpdater:
         """``log eta(s_dp | summary(T))`` for sums ``totals`` of shape ``(batch, k)``."""
         totals = np.ascontiguousarray(totals, dtype=float)
         if self.compiled:
-            return _da_kernels.density_with(self.form, totals)
+            return _da_kernels.log_density(self.form, totals)
         return self.mechanism.logpdf(self.released, self.summary(totals))
 
     def summary(self, totals: np.ndarray) -> np.ndarray:
@@ -56,22 +57,8 @@ class RecordUpdater:
         Returns the accepted mask and ``log eta`` at the final sum.
         """
         if self.compiled:
-            return _da_kernels.sweep_with(self.form, stats, total, proposals, log_u)
+            return _da_kernels.record_sweep(stats, total, proposals, log_u, self.form)
         return speculative_sweep(self.log_density, stats, total, proposals, log_u)
-
-
-def _form_is_the_density(mechanism) -> bool:
-    """Whether the class that writes the coordinate form also writes the density.
-
-    A subclass that overrides ``_log_density`` but inherits ``_coordinate_form``
-    would otherwise be scored by its parent's formula.
-    """
-    mro = type(mechanism).__mro__
-
-    def owner(name):
-        return next(cls for cls in mro if name in vars(cls))
-
-    return owner("_coordinate_form") is owner("_log_density")
 
 
 def speculative_sweep(log_density, stats, total, proposals, log_u):

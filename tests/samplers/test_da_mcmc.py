@@ -20,6 +20,8 @@ import pytest
 import scipy.stats as st
 
 import dpinfer as dp
+from dpinfer.noise.form import NO_TABLE
+from dpinfer.noise.terms import term
 from dpinfer.samplers import _da_kernels
 
 from ._da_references import (
@@ -107,25 +109,25 @@ def test_bernoulli_records_match_the_exact_posterior(bernoulli_run, bernoulli_ex
 
 
 @numba.njit
-def _sweep_without_old_record(stats, total, proposals, log_u, kind, released, coef, lo, hi):
+def _sweep_without_old_record(stats, total, proposals, log_u, form):
     """The planted bug: the new sum is scored as ``T + t*``, the old record not removed."""
     n, k = stats.shape
     accepted = np.zeros(n, dtype=np.bool_)
     current = 0.0
     for j in range(k):
-        current += _da_kernels._term(kind, released[j], coef[j], lo[j], hi[j], total[j])
+        current += term(form, NO_TABLE, j, total[j])
     for i in range(n):
         new = 0.0
         for j in range(k):
             wrong = total[j] + proposals[i, j]
-            new += _da_kernels._term(kind, released[j], coef[j], lo[j], hi[j], wrong)
+            new += term(form, NO_TABLE, j, wrong)
         if log_u[i] < new - current:
             for j in range(k):
                 total[j] += proposals[i, j] - stats[i, j]
                 stats[i, j] = proposals[i, j]
             current = 0.0
             for j in range(k):
-                current += _da_kernels._term(kind, released[j], coef[j], lo[j], hi[j], total[j])
+                current += term(form, NO_TABLE, j, total[j])
             accepted[i] = True
     return accepted, current
 
@@ -221,14 +223,14 @@ def test_speculative_sweep_makes_the_kernel_decisions(mechanism):
 
     rng = np.random.default_rng(6)
     released = np.array([30.5, 12.0, 61.2])
-    form = mechanism._coordinate_form(released)
+    form = mechanism.cell_form(released)
     for _ in range(20):
         stats = rng.integers(0, 3, size=(300, 3)).astype(float)
         proposals = np.where(rng.random((300, 1)) < 1 / 3, stats, rng.integers(0, 3, (300, 3)))
         total = stats.sum(axis=0) + rng.normal(0, 2, size=3)
         log_u = -rng.standard_exponential(300)
         a_stats, a_total = stats.copy(), total.copy()
-        kernel = _da_kernels.sweep_with(form, a_stats, a_total, proposals, log_u)
+        kernel = _da_kernels.record_sweep(a_stats, a_total, proposals, log_u, form)
         b_stats, b_total = stats.copy(), total.copy()
         blocks = speculative_sweep(
             lambda t: mechanism.logpdf(released, t), b_stats, b_total, proposals, log_u

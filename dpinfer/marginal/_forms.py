@@ -1,0 +1,41 @@
+"""The releases of a table's cells as one per-cell form, for the compiled kernel.
+
+Each (mechanism, release) pair gives its form (:meth:`dpinfer.Mechanism.cell_form`,
+row by row for releases of several rows); the forms of the pairs are joined
+release after release, so that release ``m`` of cell ``j`` is record ``m n + j``
+of the joined form (``n`` cells).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..noise.form import log_cdf_tables
+
+__all__ = ["joined_form", "release_form"]
+
+
+def release_form(mechanism, released, latent_discrete: bool) -> np.ndarray:
+    """Return the per-cell form of ``released`` (shape ending in the event shape)."""
+    if mechanism.discrete and not latent_discrete:
+        raise ValueError(
+            f"{type(mechanism).__name__} releases integers and needs an integer confidential "
+            "value; the latent distribution given is continuous"
+        )
+    rows = np.reshape(released, (-1, *mechanism.event_shape))
+    return np.concatenate([_row_form(mechanism, row) for row in rows])
+
+
+def _row_form(mechanism, released: np.ndarray) -> np.ndarray:
+    form = mechanism.cell_form(released)
+    if form is None:
+        raise ValueError(
+            f"{type(mechanism).__name__} has no per-cell log-density, so its releases cannot "
+            "be marginalised cell by cell"
+        )
+    return form
+
+
+def joined_form(forms: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Join the releases' forms (release after release); return it and its log-CDF tables."""
+    return log_cdf_tables(np.concatenate(forms))
