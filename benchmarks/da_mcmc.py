@@ -91,9 +91,9 @@ import dpinfer as dp
 from dpinfer.compare import compare_posteriors
 from dpinfer.models import linear_regression as lr
 from dpinfer.models import naive_bayes as nb
-from dpinfer.results import effective_sample_size, to_inference_data
 from dpinfer.noise.form import NO_TABLE
 from dpinfer.noise.terms import term
+from dpinfer.results import effective_sample_size, to_inference_data
 from dpinfer.samplers import _da_kernels
 
 da_module = importlib.import_module("dpinfer.samplers.da_mcmc")
