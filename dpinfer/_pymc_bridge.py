@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from . import _validate
-from .likelihood import ExponentialFamily, Likelihood, ParameterSpace
+from .likelihood import ExponentialFamily, Likelihood, ParameterSpace, _PytensorEvaluator
 
 __all__ = ["model_parts"]
 
@@ -282,8 +282,6 @@ class _LikelihoodEvaluator:
     """Log-likelihood of the statistic given the parameters, with autodiff derivatives."""
 
     def __init__(self, space: ParameterSpace, graphs: _Graphs):
-        from .likelihood import _PytensorEvaluator
-
         self._inner = _PytensorEvaluator(space, _StatLogp(graphs))
 
     def __call__(self, s, params, order):

@@ -24,6 +24,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from .models._example import discover
+from .models._report import save_run
 from .outputs import OutputBusyError, OutputPathError, check_output_path
 
 __all__ = ["add_run_command"]
@@ -34,8 +36,6 @@ _NOISY = ("pymc", "pytensor")
 
 def add_run_command(subparsers) -> None:
     """Add ``run`` with one sub-parser per discovered example to ``subparsers``."""
-    from .models._example import discover
-
     missing: dict[str, str] = {}
     examples = discover(missing=missing)
     parser = subparsers.add_parser(
@@ -119,8 +119,6 @@ def _cmd_run(args: argparse.Namespace, console) -> int:
         args.example_parser.error(f"argument --out: {err}")
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy)
     notice = _notice(example, out) if example.long else None
-    from .models._report import save_run
-
     try:
         with quiet(args.verbose):
             result, manifest = save_run(

@@ -20,6 +20,7 @@ from scipy.optimize import brentq
 
 from . import _validate
 from ._rng import RNGLike, as_generator
+from .results import to_inference_data
 
 __all__ = ["GridPosterior"]
 
@@ -287,8 +288,6 @@ class GridPosterior:
         >>> post.sample(50, names=["mu"], rng=0).posterior["mu"].shape
         (4, 50)
         """
-        from .results import to_inference_data
-
         chains = _validate.size("chains", chains)
         total = _validate.size("draws", draws) * chains
         values = self.draws(_validate.size("draws times chains", total), rng=rng)

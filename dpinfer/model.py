@@ -8,8 +8,10 @@ import numpy as np
 import scipy.stats
 
 from . import _validate
+from ._pymc_bridge import model_parts
 from ._rng import RNGLike, as_generator
 from ._user_code import no_writes, read_only
+from .likelihood import Likelihood
 
 __all__ = ["Model", "Prior", "as_prior"]
 
@@ -252,8 +254,6 @@ class Model:
         >>> model.likelihood.space
         ParameterSpace(theta: (0, inf))
         """
-        from ._pymc_bridge import model_parts
-
         sample, logpdf, simulate, likelihood, names = model_parts(
             pymc_model,
             statistic=statistic,
@@ -360,8 +360,6 @@ def _compact(value) -> str:
 def _check_likelihood(likelihood):
     if likelihood is None:
         return None
-    from .likelihood import Likelihood
-
     if not isinstance(likelihood, Likelihood):
         raise TypeError(
             "likelihood must be a dpinfer.Likelihood (Likelihood.from_pymc, from_pytensor or "

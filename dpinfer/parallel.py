@@ -52,6 +52,8 @@ import cloudpickle
 import numpy as np
 
 from ._rng import chunk_generator
+from ._validate import executor as check_executor
+from ._validate import positive_finite
 
 __all__ = [
     "ChunkError",
@@ -117,9 +119,6 @@ def with_timeout(executor: Executor, timeout: float):
     >>> out
     [0, 1, 2]
     """
-    from ._validate import executor as check_executor
-    from ._validate import positive_finite
-
     check_executor("executor", executor)
     if executor is None:
         raise ValueError("with_timeout needs an executor (serial runs cannot be timed out)")

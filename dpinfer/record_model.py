@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from . import _validate
+from ._pymc_bridge import model_parts
 from ._user_code import no_writes, read_only
 from .likelihood import _as_bounds
 from .model import Prior, _callable_name, pymc_prior
@@ -170,8 +171,6 @@ class RecordModel:
         >>> x.shape, model.loglik(x, {"rate": np.ones(3)}).shape
         ((3, 20), (3,))
         """
-        from ._pymc_bridge import model_parts
-
         sample, logpdf, simulate_one, likelihood, _ = model_parts(
             pymc_model, statistic=record, params=params, support=support
         )

@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _validate
 from ._rng import RNGLike, as_seed_sequence, seed_entropy
+from .marginal._latent import read_latent
 from .mechanisms.base import Mechanism
 from .model import Model
 from .results import to_inference_data
@@ -398,8 +399,6 @@ def _marginalised(source, stats, mechanism, released):
     import pymc as pm
     from pytensor.graph.replace import graph_replace
     from pytensor.graph.traversal import ancestors
-
-    from .marginal._latent import read_latent
 
     names = [rv.name for rv in stats]
     op = stats[0].owner.op if len(stats) == 1 and stats[0].owner is not None else None

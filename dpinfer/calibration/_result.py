@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from .. import _validate
+from ..results import plot_rank_ecdf, sbc_from_inference_data, sbc_to_inference_data
 from ._ranks import bins_for, uniformity_pvalue
 
 __all__ = ["SBCResult"]
@@ -151,8 +152,6 @@ class SBCResult:
         -------
         numpy.ndarray of matplotlib axes
         """
-        from ..results import plot_rank_ecdf
-
         labels = list(self.parameters if parameters is None else parameters)
         unknown = [p for p in labels if p not in self.parameters]
         if unknown or not labels:
@@ -171,8 +170,6 @@ class SBCResult:
         parameter, shaped like it); ``attrs`` carry the p-values and the run's
         description. :meth:`from_inference_data` reads it back.
         """
-        from ..results import sbc_to_inference_data
-
         return sbc_to_inference_data(
             truths=self.truths,
             statistics=self.statistics,
@@ -194,8 +191,6 @@ class SBCResult:
     @classmethod
     def from_inference_data(cls, idata) -> SBCResult:
         """Rebuild a result from :meth:`to_inference_data`'s export (p-values recomputed)."""
-        from ..results import sbc_from_inference_data
-
         stored = sbc_from_inference_data(idata)
         truths = stored["truths"]
         flat = {name: _flat(stored["ranks"][name]) for name in truths}

@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.optimize
 
+from ._estep import _Accumulator
 from ._mcem_boundary import in_closed_support
 
 __all__ = ["Louis", "exponential_mstep", "general_mstep", "louis", "q_increase"]
@@ -231,8 +232,6 @@ def log_likelihood_ratios(sample, likelihood, theta, others) -> np.ndarray:
     ``pi(s_dp | theta') / pi(s_dp | theta) = E(pi(s | theta') / pi(s | theta) | s_dp, theta)``
     is estimated by ``sum_i w~_i exp(log pi(s_i | theta') - log pi(s_i | theta))``.
     """
-    from ._estep import _Accumulator
-
     den, nums = _Accumulator(), [_Accumulator() for _ in others]
     for chunk in sample.chunks():
         base = likelihood.derivatives(chunk.s, theta, order=0)[0]

@@ -28,7 +28,7 @@ from . import _estep, _mstep
 from . import _mcem_boundary as _boundary
 from . import _mcem_health as _health
 from ._common import check_count, check_inputs, check_options, privacy_attrs
-from ._estep import WeightedSample, make_draw
+from ._estep import Means, WeightedSample, make_draw
 from ._mcem_health import MCEMConvergenceWarning
 from ._mcem_result import MCEMResult, _FitContext
 from ._profile import ProfileIntervals, ProfileWarning
@@ -452,8 +452,6 @@ class _SingleRow:
         self.s, self.n = s, 1
 
     def means(self, terms=None, *, squared=()):
-        from ._estep import Means
-
         values = terms(self.s) if terms is not None else {}
         first = {k: np.asarray(v, dtype=float)[0] for k, v in values.items()}
         return Means(first, {"one": 1.0}, 1.0, 0.0)
