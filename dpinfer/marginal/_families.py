@@ -1,7 +1,8 @@
 r"""The discrete latent families of the marginal kernel: one record per family.
 
 A record says what the kernel needs to sum a family's pmf against a cell's
-mechanism densities (:mod:`._kernels`): its compiled log-pmf, the ratio
+mechanism densities (:mod:`._kernels`): its compiled log-pmf (exact to the last digits
+at any size, :mod:`._log_pmf`), the ratio
 :math:`p(s + 1) / p(s)`, mode, support, validity and log-concavity in its two
 parameters ``(a, b)``, the scores (the gradient of the log-pmf, as posterior
 means of ``s`` and of one more statistic), which PyMC or PyTensor random
@@ -21,6 +22,7 @@ import numba as nb
 import numpy as np
 
 from . import _dispatch
+from ._log_pmf import binomial_log_pmf, negative_binomial_log_pmf, poisson_log_pmf
 
 __all__ = [
     "BINOMIAL",
@@ -170,9 +172,7 @@ def digamma(x):
 
 @nb.njit(**_JIT)
 def _poisson_log_pmf(a, b, s):
-    if a == 0.0:
-        return 0.0 if s == 0.0 else -math.inf
-    return s * math.log(a) - a - math.lgamma(s + 1.0)
+    return poisson_log_pmf(s, a)
 
 
 @nb.njit(**_JIT)
@@ -234,12 +234,7 @@ POISSON = LatentFamily(
 
 @nb.njit(**_JIT)
 def _binomial_log_pmf(a, b, s):
-    out = math.lgamma(a + 1.0) - math.lgamma(s + 1.0) - math.lgamma(a - s + 1.0)
-    if s > 0.0:
-        out += s * math.log(b) if b > 0.0 else -math.inf
-    if a - s > 0.0:
-        out += (a - s) * math.log1p(-b) if b < 1.0 else -math.inf
-    return out
+    return binomial_log_pmf(s, a, b, 1.0 - b)
 
 
 @nb.njit(**_JIT)
@@ -287,10 +282,7 @@ BINOMIAL = LatentFamily(
 
 @nb.njit(**_JIT)
 def _negative_binomial_log_pmf(a, b, s):
-    out = math.lgamma(s + a) - math.lgamma(a) - math.lgamma(s + 1.0) + a * math.log(b)
-    if s > 0.0:
-        out += s * math.log1p(-b) if b < 1.0 else -math.inf
-    return out
+    return negative_binomial_log_pmf(s, a, b)
 
 
 @nb.njit(**_JIT)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _validate
 from ..noise.form import log_cdf_tables
+from ._kernels import COUNTABLE
 
 __all__ = ["joined_form", "release_form"]
 
@@ -23,7 +25,17 @@ def release_form(mechanism, released, latent_discrete: bool) -> np.ndarray:
             "value; the latent distribution given is continuous"
         )
     rows = np.reshape(released, (-1, *mechanism.event_shape))
-    return np.concatenate([_row_form(mechanism, row) for row in rows])
+    form = np.concatenate([_row_form(mechanism, row) for row in rows])
+    far = ~(np.abs(form["released"]) < COUNTABLE)
+    if latent_discrete and far.any():
+        requirement = (
+            "stay below 2**53 in magnitude, where float64 counts in steps of one (an integer "
+            "confidential value is summed out one count at a time)"
+        )
+        raise ValueError(
+            _validate.bad_entries("released", far.reshape(np.shape(released)), requirement)
+        )
+    return form
 
 
 def _row_form(mechanism, released: np.ndarray) -> np.ndarray:

@@ -24,7 +24,9 @@ ends at the support). The two sides are walked in turn, each until its bound
 is below ``tol / 2`` times the partial sum, which is itself a lower bound of
 the total, so the neglected mass is at most ``tol`` relative to the result: the
 log-likelihood is within ``tol`` (absolute) of the exact value, wherever the
-parameters are.
+parameters are. The windows stay within ``+-(2**53 - 1)``, where float64 counts in
+steps of one; a cell whose sum would need to go beyond (a latent mean or a release
+near ``2**53``) is reported, not summed approximately.
 
 **The common case.** A Poisson latent whose releases are all published Gaussian
 ones (discrete or continuous) is summed by :mod:`._poisson` once the cell's
@@ -53,6 +55,11 @@ from ..noise.terms import mode as term_mode
 from . import _dispatch as latent
 
 _MAX_TERMS = 100_000_000
+#: The sums count in steps of one in float64, exact for |s| <= 2**53: every window stays
+#: within +-(2**53 - 1), where s + 1 and s - 1 are the next integers. A cell whose sum would
+#: need more reports BEYOND as its term count (and NaN).
+COUNTABLE = 2.0**53 - 1.0
+BEYOND = -1
 # Every function below is compiled with NumPy's error model: a division by zero gives inf or
 # NaN (a probability of zero on a boundary), never an exception in the middle of a sum.
 
@@ -98,8 +105,9 @@ def _gaussian_ratio(form, n, j):
 
 @nb.njit(cache=True, error_model="numpy")
 def _support(family, a, b, form, n, j):
-    # the latent's support within every release's support
+    # the latent's support within every release's support, and within +-COUNTABLE
     lo, hi = latent.support(family, a, b)
+    lo, hi = max(lo, -COUNTABLE), min(hi, COUNTABLE)
     for m in range(form.shape[0] // n):
         lower, upper = support(form, m * n + j)
         lo = max(lo, np.ceil(lower))
@@ -144,7 +152,7 @@ def _find_mode(family, a, b, form, table, n, j, lo, hi, hint, gauss_a, gauss_b):
     left = min(max(left, lo), hi)
     right = min(max(right, lo), hi)
     while left < right:
-        mid = np.floor(0.5 * (left + right))
+        mid = left + np.floor(0.5 * (right - left))  # in [left, right): never stalls
         if _rising(family, a, b, form, table, n, j, mid, gauss_a, gauss_b):
             left = mid + 1.0
         else:
@@ -175,6 +183,24 @@ def _walk_gaussian(family, a, b, lo, hi, hint, gauss_a, gauss_b, step):
 def _bound(w, ratio):
     """Bound of the geometric tail ``w (ratio + ratio^2 + ...)``."""
     return w * ratio / (1.0 - ratio) if ratio < 1.0 else math.inf
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _beyond(family, a, b, form, table, n, j, s, w, s_left, w_left, small):
+    """Whether a walk stopped at +-COUNTABLE leaves more than ``small`` beyond it."""
+    concave = latent.log_concave(family, a, b)
+    if s >= COUNTABLE and w > 0.0:
+        mech = _mechanisms_ratio(form, table, n, j, s)
+        ratio = latent.ratio(family, a, b, s) * mech
+        later = ratio if concave else mech * latent.ratio_bound(family, a, b)
+        if _bound(w, later) > small:
+            return True
+    if s_left <= -COUNTABLE and w_left > 0.0:
+        back = 1.0 / (_mechanisms_ratio(form, table, n, j, s_left - 1.0))
+        later = back / latent.ratio(family, a, b, s_left - 1.0) if concave else math.inf
+        if _bound(w_left, later) > small:
+            return True
+    return False
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -271,6 +297,9 @@ def _cell(family, a, b, form, table, n, j, tol, hint, out):
     out[3] = count
     if count >= _MAX_TERMS:
         out[0] = math.nan
+        return
+    if _beyond(family, a, b, form, table, n, j, s, w, s_left, w_left, half * (total_r + total_l)):
+        out[0], out[3] = math.nan, BEYOND
         return
     total = total_r + total_l
     out[0] = log_peak + math.log(total)

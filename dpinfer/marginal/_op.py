@@ -10,6 +10,7 @@ from pytensor.graph.op import Op
 
 from ..noise.form import from_matrix
 from ._families import LatentFamily
+from ._kernels import BEYOND
 from ._poisson import STATE
 from ._sweep import marginal_sweep
 
@@ -74,13 +75,7 @@ class MarginalLogp(Op):
             terms,
         )
         if np.isnan(logp).any():
-            bad = np.flatnonzero(np.isnan(logp))
-            raise FloatingPointError(
-                f"the marginal likelihood of {bad.size} cell(s) (first at position "
-                f"{bad[:5].tolist()}) needs more than 10^8 terms of the latent sum: the latent "
-                "parameters there make the posterior of the confidential count wider than can be "
-                "summed; check the model's priors"
-            )
+            _refuse(np.isnan(logp), terms == BEYOND)
         for storage, value in zip(output_storage, (logp, score_a, score_b, state), strict=True):
             storage[0] = value
 
@@ -100,3 +95,22 @@ class MarginalLogp(Op):
                 return own + constants
         g = output_grads[0]
         return [g * score_a, g * score_b, *constants]
+
+
+def _refuse(failed: np.ndarray, beyond: np.ndarray) -> None:
+    """Raise for the cells whose sums could not be completed, naming their positions."""
+    far = np.flatnonzero(failed & beyond)
+    if far.size:
+        raise FloatingPointError(
+            f"the marginal likelihood of {far.size} cell(s) (first at position "
+            f"{far[:5].tolist()}) would sum the confidential count beyond 2**53 in magnitude, "
+            "where float64 cannot count in steps of one: the latent parameters there put the "
+            "count that far; check the model's priors"
+        )
+    wide = np.flatnonzero(failed)
+    raise FloatingPointError(
+        f"the marginal likelihood of {wide.size} cell(s) (first at position "
+        f"{wide[:5].tolist()}) needs more than 10^8 terms of the latent sum: the latent "
+        "parameters there make the posterior of the confidential count wider than can be "
+        "summed; check the model's priors"
+    )
