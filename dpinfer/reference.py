@@ -164,7 +164,7 @@ def sample_reference(
         pymc_model,
         **nuts,
         progressbar=progressbar,
-        observed=mechanism._check_released(released),
+        observed=mechanism.check_released(released),
         constant_data=mechanism_constants(mechanism),
         attrs={
             "mechanism": repr(mechanism),
@@ -201,13 +201,13 @@ def reference_model(model, mechanism, released, *, support=None, loglik=None):
     """
     import pymc as pm
 
-    released = mechanism._check_released(released)
+    released = mechanism.check_released(released)
     if support is not None and loglik is not None:
         raise ValueError("pass at most one of support= and loglik=, got both")
     if loglik is not None and not callable(loglik):
         raise TypeError(f"loglik must be callable, got {type(loglik).__name__}")
     if support is not None:
-        support = mechanism._check_value(support)
+        support = mechanism.check_value(support)
         if support.ndim != len(mechanism.event_shape) + 1 or len(support) == 0:
             raise ValueError(
                 f"support must have shape (k, *event_shape) with k >= 1, got shape {support.shape}"

@@ -104,7 +104,7 @@ def svt_output_probabilities(svt: SparseVector, queries) -> dict[tuple[bool, ...
     _check_svt(svt)
     q = _stream("queries", queries)
     law = _Law(svt, [q])
-    outputs = _enumerate_outputs(q.size, svt.c, svt._halts())
+    outputs = _enumerate_outputs(q.size, svt.c, svt.halts)
     if svt.resample:
         pos, tail = law.segments(q, q)
         log_p = [
@@ -117,7 +117,7 @@ def svt_output_probabilities(svt: SparseVector, queries) -> dict[tuple[bool, ...
 
 
 def _halted(output: np.ndarray, svt: SparseVector) -> bool:
-    return svt._halts() and int(np.count_nonzero(output == 1)) == svt.c
+    return svt.halts and int(np.count_nonzero(output == 1)) == svt.c
 
 
 def svt_privacy_loss(svt: SparseVector, queries, *, neighbour=None) -> SVTPrivacyLoss:
@@ -202,7 +202,7 @@ def svt_privacy_loss(svt: SparseVector, queries, *, neighbour=None) -> SVTPrivac
         log_p=float(log_p),
         log_q=float(log_q),
         total_probability=float(total),
-        n_outputs=_count_outputs(q.size, svt.c, svt._halts()),
+        n_outputs=_count_outputs(q.size, svt.c, svt.halts),
     )
 
 
@@ -213,8 +213,8 @@ class _Law:
     """Laplace threshold noise on quadrature nodes, and the answers' log-probabilities."""
 
     def __init__(self, svt: SparseVector, streams: list[np.ndarray]):
-        self.b_threshold = float(svt._threshold_scale())
-        self.b_query = float(svt._query_scale())
+        self.b_threshold = float(svt.threshold_scale)
+        self.b_query = float(svt.query_scale)
         if not (self.b_threshold > 0 and self.b_query > 0):
             raise ValueError(
                 "the exact law needs Laplace noise on the threshold and the queries, got "
@@ -280,7 +280,7 @@ def _gauss_legendre(kinks: np.ndarray, b_threshold: float, b_query: float):
 
 def _once_worst(svt, law, q, corners):
     """(loss, direction, output, log_p, log_q, neighbour corner, total) over all outputs."""
-    outputs = _enumerate_outputs(q.size, svt.c, svt._halts())
+    outputs = _enumerate_outputs(q.size, svt.c, svt.halts)
     log_p = law.log_probabilities(outputs, q, q)
     best = None
     for direction, corner in zip(("a>b", "b>a"), corners, strict=True):
@@ -330,7 +330,7 @@ def _as_tuple(row: np.ndarray) -> tuple[bool, ...]:
 
 def _resampled_worst(svt, law, q, corners):
     """As :func:`_once_worst`, by dynamic programming over the runs of each threshold draw."""
-    halts, m = svt._halts(), q.size
+    halts, m = svt.halts, q.size
     pos_a, tail_a = law.segments(q, q)
     best = None
     for direction, corner in zip(("a>b", "b>a"), corners, strict=True):

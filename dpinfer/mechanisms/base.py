@@ -169,6 +169,21 @@ class Mechanism(abc.ABC):
         return out
 
     @property
+    def noise_scale(self) -> np.ndarray | None:
+        """The noise scale of each cell (``event_shape``), or None for non-additive noise.
+
+        The scale ``b`` of Laplace noise, ``sigma`` of Gaussian noise, the scale
+        of the discrete families; a release whose float64 rounding is coarser than a
+        hundredth of it carries no noise worth the name (see :meth:`release`).
+        """
+        return self._noise_scale
+
+    @property
+    def has_inverse_cdf(self) -> bool:
+        """Whether the family defines its inverse CDF, so :meth:`release_from_uniform` works."""
+        return _writer(type(self), "_quantile") is not Mechanism
+
+    @property
     def _noise_scale(self) -> np.ndarray | None:
         """The noise scale of each coordinate (``event_shape``), or None for non-additive noise."""
         return None
@@ -430,6 +445,36 @@ class Mechanism(abc.ABC):
         return observed, lambda x, v: self._log_density(pt_ns, x, v)
 
     # --- shape handling -----------------------------------------------------------
+    def check_released(self, released) -> np.ndarray:
+        """Return one release as :meth:`logpdf` reads it, or raise naming what is wrong.
+
+        Parameters
+        ----------
+        released : array_like
+            One release, of shape ``event_shape``.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 for the discrete families (and integers beyond ``2**53``), float64
+            otherwise; for :class:`~dpinfer.Thresholded`, float64 with NaN at
+            suppressed cells.
+
+        Raises
+        ------
+        ValueError
+            A shape other than ``event_shape``, a value the family cannot release
+            (non-finite, non-integer for a discrete family, out of range).
+        """
+        return self._check_released(released)
+
+    def check_value(self, value) -> np.ndarray:
+        """Return confidential values ``(*batch, *event_shape)`` as :meth:`logpdf` reads them.
+
+        Errors name the shape and the positions of bad entries, never their values.
+        """
+        return self._check_value(value)
+
     def _check_released(self, released, name: str = "released") -> np.ndarray:
         """Return the release as int64 (discrete families) or float64, checked.
 

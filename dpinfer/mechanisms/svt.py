@@ -130,6 +130,21 @@ class SparseVector:
         )
 
     # The three noise and stopping rules, kept apart so that tests can plant bugs.
+    @property
+    def threshold_scale(self) -> float:
+        """The scale of the Laplace noise on the threshold."""
+        return self._threshold_scale()
+
+    @property
+    def query_scale(self) -> float:
+        """The scale of the Laplace noise on each query."""
+        return self._query_scale()
+
+    @property
+    def halts(self) -> bool:
+        """Whether the run stops after ``c`` positives (as the privacy guarantee needs)."""
+        return self._halts()
+
     def _threshold_scale(self) -> float:
         return self.scale
 

@@ -28,7 +28,7 @@ def check_inputs(model, mechanism, released, *, needs_prior: bool = True) -> np.
     if needs_prior:
         model.require_prior("this sampler")
     check_mechanism(mechanism)
-    return mechanism._check_released(released)
+    return mechanism.check_released(released)
 
 
 def check_mechanism(mechanism) -> None:

@@ -228,7 +228,7 @@ def _check_arguments(record_model, mechanism, released, n, draws, tune, chains, 
     check_mechanism(mechanism)
     if _IMPUTED in (record_model.prior.names or ()):
         raise ValueError(f"a parameter may not be called {_IMPUTED!r} (the imputed statistic)")
-    released = mechanism._check_released(released)
+    released = mechanism.check_released(released)
     n = check_count("n", n)
     tune = _validate.non_negative_int("tune", tune)
     init = max(1, min(1000, 10**6 // n)) if init is None else check_count("init_datasets", init)
