@@ -19,7 +19,7 @@ import scipy.optimize as so
 import scipy.special as sc
 
 from .. import _validate
-from ..mechanisms.base import Privacy
+from ..accounting import Privacy
 from ..mechanisms.discrete import DiscreteGaussian, discrete_gaussian_log_normaliser
 from ..mechanisms.gaussian import Gaussian
 

@@ -45,7 +45,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate
-from ..mechanisms.base import Mechanism, register_latent_handler
+from ..mechanisms._pymc import register_latent_handler
+from ..mechanisms.base import Mechanism
 from ._latent import Latent, is_unregistered_distribution, read_latent
 
 __all__ = ["is_unregistered_distribution", "to_pymc"]

@@ -1,12 +1,13 @@
-"""The shared interface of privacy mechanisms: ``Mechanism`` and ``AdditiveNoise``.
+"""The shared interface of privacy mechanisms: ``Mechanism``.
 
 A mechanism is the public noise distribution ``eta(s_dp | s)`` of a release
 ``s_dp`` given a confidential value ``s``. A family writes its formula once,
 in :meth:`Mechanism._log_density` (elementwise, over an array namespace so the
 same expression serves numpy and PyTensor), :meth:`Mechanism._sample`,
 :meth:`Mechanism._quantile` (the inverse CDF behind ``release_from_uniform``) and
-:attr:`Mechanism.privacy`. Shapes, validation, ``rng`` handling and the PyMC
-plumbing live here.
+:attr:`Mechanism.privacy`. Shapes, validation and ``rng`` handling live
+here; the array namespaces in :mod:`._namespaces`, the PyMC plumbing in
+:mod:`._pymc`, the additive families' base in :mod:`._additive`.
 """
 
 from __future__ import annotations
@@ -14,62 +15,22 @@ from __future__ import annotations
 import abc
 import copy
 import math
-from types import SimpleNamespace
 
 import numpy as np
-import scipy.special as sc
 
 from .. import _validate
 from .._rng import RNGLike, as_generator
 from ..accounting import Privacy
-from ..noise.discrete_gaussian import discrete_gaussian_log_cdf
-from ._numerics import beyond_float, difference, float_spacing
+from ._namespaces import NUMPY, pytensor_namespace
+from ._numerics import beyond_float, float_spacing
+from ._pymc import observe
 
-__all__ = ["AdditiveNoise", "Mechanism", "Privacy"]
-
-
-# The elementwise operations a family's ``_log_density`` may use, for NumPy and PyTensor;
-# ``is_integer`` and ``as_float`` let :func:`._numerics.difference` keep int64 exact.
-NUMPY = SimpleNamespace(
-    abs=np.abs,
-    log=np.log,
-    log1p=np.log1p,
-    gammaln=sc.gammaln,
-    square=np.square,
-    exp=np.exp,
-    floor=np.floor,
-    where=np.where,
-    log_ndtr=sc.log_ndtr,
-    discrete_gaussian_log_cdf=discrete_gaussian_log_cdf,
-    as_float=lambda x: np.asarray(x, dtype=float),
-    is_integer=lambda x: np.asarray(x).dtype.kind in "iu",
-)
+__all__ = ["Mechanism", "Privacy"]
 
 # Below this fraction of the noise scale, float64 rounding of a value moves a Laplace
 # log-density by at most 0.01 nats (a Gaussian one by 0.01 |z|): a 1% change of a weight,
 # under the Monte Carlo error of any run with an ESS below 10,000.
 RESOLUTION_FRACTION = 0.01
-
-
-def _pytensor_namespace() -> SimpleNamespace:
-    import pytensor.tensor as pt
-
-    from . import _pytensor_ops
-
-    return SimpleNamespace(
-        abs=pt.abs,
-        log=pt.log,
-        log1p=pt.log1p,
-        gammaln=pt.gammaln,
-        square=pt.square,
-        exp=pt.exp,
-        floor=pt.floor,
-        where=pt.switch,
-        log_ndtr=_pytensor_ops.log_ndtr,
-        discrete_gaussian_log_cdf=_pytensor_ops.discrete_gaussian_log_cdf,
-        as_float=lambda x: pt.cast(x, "float64"),
-        is_integer=lambda x: str(x.dtype).startswith(("int", "uint")),
-    )
 
 
 class Mechanism(abc.ABC):
@@ -412,36 +373,11 @@ class Mechanism(abc.ABC):
         ...     obs = mech.to_pymc("cases", pm.Poisson.dist(mu=rate, shape=3),
         ...                        observed=np.array([4, 9, 6]))
         """
-        for handler in _LATENT_HANDLERS:
-            variable = handler(self, name, value, observed=observed, tol=tol)
-            if variable is not NotImplemented:
-                return variable
-        import pymc as pm
-
-        if not (isinstance(name, str) and name):
-            raise TypeError(f"name must be a non-empty str, got {name!r}")
-        observed, log_terms = self._pymc_log_terms(self._check_released(observed, "observed"))
-        n_event = len(self.event_shape)
-
-        def logp(x, v):
-            terms = log_terms(x, v)
-            for _ in range(n_event):
-                terms = terms.sum(axis=-1)
-            return terms
-
-        core = ",".join(f"e{i}" for i in range(n_event))
-        return pm.CustomDist(
-            name,
-            value,
-            logp=logp,
-            observed=observed,
-            signature=f"({core})->({core})",
-            dtype="int64" if self.discrete else "floatX",
-        )
+        return observe(self, name, value, observed=observed, tol=tol)
 
     def _pymc_log_terms(self, observed: np.ndarray):
         """Return the observed array PyMC holds and the PyTensor log-density terms ``(x, v)``."""
-        pt_ns = _pytensor_namespace()
+        pt_ns = pytensor_namespace()
         return observed, lambda x, v: self._log_density(pt_ns, x, v)
 
     # --- shape handling -----------------------------------------------------------
@@ -540,56 +476,6 @@ class Mechanism(abc.ABC):
         return {}
 
 
-class AdditiveNoise(Mechanism):
-    """Independent noise added to each cell: ``s_dp = s + X`` (the families a threshold can wrap).
-
-    Such a family also writes ``_log_noise_cdf(xp, x)``: ``log P(X_j <= x_j)``
-    elementwise over an array namespace, accurate in both tails. The density of
-    a cell is largest at zero noise, so ``sup_s eta_j(y_j | s)`` is the density
-    at ``s = y_j`` whatever ``y_j``.
-    """
-
-    @abc.abstractmethod
-    def _log_noise_cdf(self, xp, x):
-        """Elementwise ``log P(X_j <= x_j)``; ``xp`` is the numpy or PyTensor namespace."""
-
-    def _cell_log_cdf(self, cut, s, cells=None) -> np.ndarray:
-        """``log P(Y_j <= cut_j | s)`` elementwise, on numpy arrays (see the class Notes).
-
-        ``cut`` has the event shape (or the shape of ``cells``); ``s`` as in
-        :meth:`_cell_log_density`.
-        """
-        mech = self if cells is None else self._at_cells(cells)
-        return np.asarray(mech._log_noise_cdf(NUMPY, exact_gap(cut, s)), dtype=float)
-
-    def _cell_log_max(self) -> np.ndarray:
-        """``sup_s log eta_j(y_j | s)`` per cell (the density at zero noise), event-shaped."""
-        zero = np.zeros(self.event_shape)
-        terms = self._log_density(NUMPY, zero, zero)
-        return np.broadcast_to(np.asarray(terms, dtype=float), self.event_shape).copy()
-
-
-# Handlers of ``to_pymc`` with a latent distribution for ``value``: ``handler(mechanism,
-# name, value, observed=, tol=)`` returns the observed variable, or NotImplemented for a
-# value it does not take. dpinfer.marginal, above the mechanisms, registers its own.
-_LATENT_HANDLERS: list = []
-
-
-def register_latent_handler(handler) -> None:
-    """Let ``Mechanism.to_pymc`` pass values ``handler`` takes to it (see ``_LATENT_HANDLERS``)."""
-    if handler not in _LATENT_HANDLERS:
-        _LATENT_HANDLERS.append(handler)
-
-
 def _writer(cls: type, name: str) -> type:
     """Return the class of ``cls``'s method resolution order that defines ``name``."""
     return next(c for c in cls.__mro__ if name in vars(c))
-
-
-def exact_gap(cut, s) -> np.ndarray:
-    """``cut - s`` as floats, within 2 ulp of the exact value for int64 or float64 inputs.
-
-    Neither wraps around in int64 nor drops the last digits of integers beyond
-    2**53 (see :func:`._numerics.difference`).
-    """
-    return np.asarray(difference(NUMPY, np.asarray(cut), np.asarray(s)), dtype=float)

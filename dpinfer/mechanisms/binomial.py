@@ -10,7 +10,8 @@ import scipy.stats as st
 
 from .. import _validate, accounting
 from ..noise import form as cells
-from .base import NUMPY, Mechanism, Privacy
+from ._namespaces import NUMPY
+from .base import Mechanism, Privacy
 
 __all__ = ["BinomialRelease"]
 

@@ -19,6 +19,7 @@ from ..noise.discrete_gaussian import (
     discrete_gaussian_sf,
 )
 from . import _exact
+from ._additive import AdditiveNoise
 from ._bits import word_source
 from ._discrete_quantiles import discrete_gaussian_quantile, discrete_laplace_quantile
 from ._numerics import checked_add, scaled_difference
@@ -35,7 +36,7 @@ from ._params import (
     sensitivity_array,
 )
 from ._tails import discrete_laplace_log_cdf
-from .base import AdditiveNoise, Privacy
+from .base import Privacy
 
 __all__ = ["DiscreteGaussian", "DiscreteLaplace", "discrete_gaussian_sf"]
 

@@ -9,6 +9,7 @@ from scipy.special import ndtri
 
 from .. import _validate, accounting
 from ..noise import form as cells
+from ._additive import AdditiveNoise
 from ._numerics import scaled_difference
 from ._params import (
     budget_per_cell,
@@ -19,7 +20,7 @@ from ._params import (
     scalar_or_cells,
     sensitivity_array,
 )
-from .base import AdditiveNoise, Privacy
+from .base import Privacy
 
 __all__ = ["Gaussian"]
 

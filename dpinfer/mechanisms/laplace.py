@@ -6,6 +6,7 @@ import numpy as np
 
 from .._numbers import fsum_or_inf
 from ..noise import form as cells
+from ._additive import AdditiveNoise
 from ._numerics import scaled_difference
 from ._params import (
     budget_per_cell,
@@ -17,7 +18,7 @@ from ._params import (
     sensitivity_array,
 )
 from ._tails import laplace_log_cdf
-from .base import AdditiveNoise, Privacy
+from .base import Privacy
 
 __all__ = ["Laplace"]
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate
+from ._additive import AdditiveNoise, exact_gap
+from ._namespaces import NUMPY, pytensor_namespace
 from ._numerics import difference
 from ._params import broadcast_param, compact
-from .base import NUMPY, AdditiveNoise, Mechanism, Privacy, _pytensor_namespace, exact_gap
+from .base import Mechanism, Privacy
 
 __all__ = ["Thresholded"]
 
@@ -223,7 +225,7 @@ class Thresholded(Mechanism):
     def _pymc_log_terms(self, observed: np.ndarray):
         import pytensor.tensor as pt
 
-        pt_ns = _pytensor_namespace()
+        pt_ns = pytensor_namespace()
         mask = np.isnan(observed)
         # PyMC would impute NaN observations: suppressed cells hold their cut instead, and
         # the mask (a constant) picks their terms

@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import dpinfer as dp
-from dpinfer.mechanisms.base import _pytensor_namespace
+from dpinfer.mechanisms._namespaces import pytensor_namespace
 from dpinfer.samplers._da_kernels import log_density
 
 RTOL = 1e-13
@@ -147,7 +147,7 @@ def test_pytensor_density_is_exact_for_int64_and_float64_input(case):
         if mech.discrete and released.dtype.kind == "f":
             released = released.astype(np.int64)
         values = np.broadcast_to(values.reshape(-1, *([1] * len(shape))), (len(big), *shape))
-        pt_ns = _pytensor_namespace()
+        pt_ns = pytensor_namespace()
         expr = mech._log_density(pt_ns, pt.as_tensor(released), pt.as_tensor(values))
         got = np.asarray(expr.eval(), dtype=float)
         got = got.reshape(len(big), -1).sum(axis=1)
