@@ -14,6 +14,7 @@ the kernel for it (:mod:`._dispatch`); adding a family is adding a record here.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -456,16 +457,9 @@ def _dirac_parameters(params):
 
 
 # DiracDelta(c): the discrete uniform on {c}
-DIRAC_DELTA = LatentFamily(
+DIRAC_DELTA = dataclasses.replace(
+    DISCRETE_UNIFORM,
     name="dirac_delta",
     op="pymc.distributions.distribution:DiracDeltaRV",
     parameters=_dirac_parameters,
-    log_pmf=_uniform_log_pmf,
-    ratio=_uniform_ratio,
-    mode=_lower,
-    support=_uniform_support,
-    valid=_uniform_valid,
-    log_concave=_always,
-    scores=_no_gradient,
-    sample=_uniform_sample,
 )

@@ -32,27 +32,26 @@ DECADES = [10.0**k for k in range(16)]
 PMF_ATOL = 1e-11
 
 
-def _exact_log_pmf(family, a, b, s):
-    """The log-pmf at 60 digits (mpmath)."""
-    with mp.workdps(60):
-        a, b, s = mp.mpf(a), mp.mpf(b), mp.mpf(s)
-        if family == "poisson":
-            return float(s * mp.log(a) - a - mp.loggamma(s + 1))
-        if family == "binomial":
-            return float(
-                mp.loggamma(a + 1)
-                - mp.loggamma(s + 1)
-                - mp.loggamma(a - s + 1)
-                + s * mp.log(b)
-                + (a - s) * mp.log1p(-b)
-            )
-        return float(
-            mp.loggamma(s + a)
-            - mp.loggamma(a)
-            - mp.loggamma(s + 1)
-            + a * mp.log(b)
-            + s * mp.log1p(-b)
+def _textbook(family, a, b, s, lib=math):
+    """The log-pmf as textbooks write it: in float64 (``math``), the planted bug."""
+    lgamma = getattr(lib, "lgamma", None) or lib.loggamma
+    if family == "poisson":
+        return s * lib.log(a) - a - lgamma(s + 1)
+    if family == "binomial":
+        return (
+            lgamma(a + 1)
+            - lgamma(s + 1)
+            - lgamma(a - s + 1)
+            + s * lib.log(b)
+            + (a - s) * lib.log1p(-b)
         )
+    return lgamma(s + a) - lgamma(a) - lgamma(s + 1) + a * lib.log(b) + s * lib.log1p(-b)
+
+
+def _exact_log_pmf(family, a, b, s):
+    """The same formula at 60 digits (mpmath)."""
+    with mp.workdps(60):
+        return float(_textbook(family, mp.mpf(a), mp.mpf(b), mp.mpf(s), lib=mp))
 
 
 def _parameters(family, mean):
@@ -65,27 +64,6 @@ def _parameters(family, mean):
 
 
 FAMILIES = {"poisson": F.POISSON, "binomial": F.BINOMIAL, "negative_binomial": F.NEGATIVE_BINOMIAL}
-
-
-def _textbook(family, a, b, s):
-    """The planted bug: the log-pmf as written in textbooks, in float64."""
-    if family == "poisson":
-        return s * math.log(a) - a - math.lgamma(s + 1)
-    if family == "binomial":
-        return (
-            math.lgamma(a + 1)
-            - math.lgamma(s + 1)
-            - math.lgamma(a - s + 1)
-            + s * math.log(b)
-            + (a - s) * math.log1p(-b)
-        )
-    return (
-        math.lgamma(s + a)
-        - math.lgamma(a)
-        - math.lgamma(s + 1)
-        + a * math.log(b)
-        + s * math.log1p(-b)
-    )
 
 
 def _worst_error(family, log_pmf):
