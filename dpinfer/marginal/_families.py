@@ -1,15 +1,14 @@
 r"""The discrete latent families of the marginal kernel: one record per family.
 
-A record says what the kernel needs to sum a family's pmf against a cell's
-mechanism densities (:mod:`._kernels`): its compiled log-pmf (exact to the last digits
-at any size, :mod:`._log_pmf`), the ratio
-:math:`p(s + 1) / p(s)`, mode, support, validity and log-concavity in its two
-parameters ``(a, b)``, the scores (the gradient of the log-pmf, as posterior
-means of ``s`` and of one more statistic), which PyMC or PyTensor random
-variable it is and how its parameters read as ``(a, b)``, and a NumPy sampler
-for posterior predictive draws. The marginal finds a distribution's record by
-the class of its op (:func:`dpinfer.marginal._latent.read_latent`) and compiles
-the kernel for it (:mod:`._dispatch`); adding a family is adding a record here.
+A record says what the kernel needs to sum a family's pmf against a cell's mechanism
+densities (:mod:`._kernels`): its compiled log-pmf (exact to the last digits at any
+size, :mod:`._log_pmf`), the ratio :math:`p(s + 1) / p(s)`, mode, support, validity and
+log-concavity in its two parameters ``(a, b)``, the scores (the gradient of the log-pmf,
+as posterior means of ``s`` and of one more statistic), which PyMC or PyTensor random
+variable it is and how its parameters read as ``(a, b)``, and a NumPy sampler for
+posterior predictive draws. The marginal finds a distribution's record by the class of
+its op (:func:`dpinfer.marginal._latent.read_latent`) and compiles the kernel for it
+(:mod:`._dispatch`); adding a family is adding a record here.
 """
 
 from __future__ import annotations

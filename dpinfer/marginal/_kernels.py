@@ -11,22 +11,26 @@ and the posterior expectations :math:`E[g(s)]` under :math:`t / \sum t` of the
 scores :math:`g = \partial \log p(s \mid \theta) / \partial \theta_k`, which are
 the gradients of the log-sum (Fisher's identity).
 
-**How the sum is truncated.** Every mechanism term is log-concave in
-:math:`s`, and so is every latent family below except the negative binomial
-with ``n < 1``. The kernel finds the mode of :math:`t` by bisection on the sign
-of :math:`\log t(s+1) - \log t(s)` between the modes of the factors, then adds
-terms outward. After adding :math:`t(u)` on the right, the rest is bounded by
-the geometric series :math:`t(u) R / (1 - R)`, where :math:`R` bounds every
-later ratio :math:`t(s+1)/t(s)`: for a log-concave :math:`t` the ratio just
-taken; for the negative binomial with ``n < 1``, the mechanisms' ratio times
-the latent's supremum ratio ``1 - p``. The left side is the same mirrored (or
-ends at the support). The two sides are walked in turn, each until its bound
-is below ``tol / 2`` times the partial sum, which is itself a lower bound of
-the total, so the neglected mass is at most ``tol`` relative to the result: the
-log-likelihood is within ``tol`` (absolute) of the exact value, wherever the
-parameters are. The windows stay within ``+-(2**53 - 1)``, where float64 counts in
-steps of one; a cell whose sum would need to go beyond (a latent mean or a release
-near ``2**53``) is reported, not summed approximately.
+**The family.** The latent family is a record of :mod:`._families`; the kernel
+is compiled once per family, its members resolved while it compiles
+(:mod:`._dispatch`), so no loop branches on the family.
+
+**How the sum is truncated.** Every mechanism term is log-concave in :math:`s`, and so
+is every latent family of :mod:`._families` except the negative binomial with ``n < 1``
+(a record says so in ``log_concave``). The kernel finds the mode of :math:`t` by
+bisection on the sign of :math:`\log t(s+1) - \log t(s)` between the modes of the
+factors, then adds terms outward. After adding :math:`t(u)` on the right, the rest is
+bounded by the geometric series :math:`t(u) R / (1 - R)`, where :math:`R` bounds every
+later ratio :math:`t(s+1)/t(s)`: for a log-concave :math:`t` the ratio just taken; for a
+pmf that is not log-concave, the mechanisms' ratio times the latent's supremum ratio
+(``ratio_bound``: ``1 - p`` for the negative binomial). The left side is the same
+mirrored (or ends at the support). The two sides are walked in turn, each until its
+bound is below ``tol / 2`` times the partial sum, which is itself a lower bound of the
+total, so the neglected mass is at most ``tol`` relative to the result: the log-
+likelihood is within ``tol`` (absolute) of the exact value, wherever the parameters are.
+The windows stay within ``+-(2**53 - 1)``, where float64 counts in steps of one; a cell
+whose sum would need to go beyond (a latent mean or a release near ``2**53``) is
+reported, not summed approximately.
 
 **The common case.** A Poisson latent whose releases are all published Gaussian
 ones (discrete or continuous) is summed by :mod:`._poisson` once the cell's
