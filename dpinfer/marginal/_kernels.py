@@ -26,8 +26,9 @@ pmf that is not log-concave, the mechanisms' ratio times the latent's supremum r
 (``ratio_bound``: ``1 - p`` for the negative binomial). The left side is the same
 mirrored (or ends at the support). The two sides are walked in turn, each until its
 bound is below ``tol / 2`` times the partial sum, which is itself a lower bound of the
-total, so the neglected mass is at most ``tol`` relative to the result: the log-
-likelihood is within ``tol`` (absolute) of the exact value, wherever the parameters are.
+total, so the neglected mass is at most ``tol`` relative to the result: the
+log-likelihood is within ``tol`` (absolute) of the exact value, wherever the parameters
+are.
 The windows stay within ``+-(2**53 - 1)``, where float64 counts in steps of one; a cell
 whose sum would need to go beyond (a latent mean or a release near ``2**53``) is
 reported, not summed approximately.
