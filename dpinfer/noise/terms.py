@@ -6,6 +6,8 @@ log-CDF tables ``table`` (:func:`~dpinfer.noise.form.log_cdf_tables`, or
 
 - :func:`term`: the log-density of the release at ``s`` (or, for a suppressed
   cell, the log-probability of suppression), ``-inf`` outside the support;
+- :func:`published_term`: :func:`term` of a published cell, without the table
+  (for loops over forms where :func:`any_suppressed` is false);
 - :func:`log_ratio`: ``term(s + 1) - term(s)``, written to cancel exactly
   what cancels;
 - :func:`mode`: where the term peaks in ``s`` (``-inf`` for a suppressed cell,
@@ -39,6 +41,7 @@ from .discrete_gaussian import compiled_log_cdf as discrete_gaussian_log_cdf
 from .form import BINOMIAL, DISCRETE_GAUSSIAN, DISCRETE_LAPLACE, GAUSSIAN, LAPLACE, table_range
 
 __all__ = [
+    "any_suppressed",
     "binomial_log_ratio",
     "binomial_mode",
     "binomial_term",
@@ -54,6 +57,7 @@ __all__ = [
     "log_ratio",
     "log_terms",
     "mode",
+    "published_term",
     "ratio_table",
     "scaled_gap",
     "support",
@@ -64,12 +68,15 @@ __all__ = [
 
 _LOG2 = math.log(2.0)
 _JIT = {"cache": True, "error_model": "numpy"}
+# the formulas and the term are inlined where they are called: a record update of da_mcmc
+# scores a term in a few nanoseconds, and a call would double that
+_INLINE = {**_JIT, "inline": "always"}
 
 
 # --- the formulas of each kind --------------------------------------------------------
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def scaled_gap(r, s, scale):
     """``(r - s) / scale``, also where ``r - s`` alone overflows (then halved first)."""
     d = r - s
@@ -78,13 +85,13 @@ def scaled_gap(r, s, scale):
     return (0.5 * r - 0.5 * s) / scale * 2.0
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def laplace_term(r, s, scale, log_norm):
     """``log_norm - |r - s| / scale``: the (discrete) Laplace log-density."""
     return log_norm - abs(scaled_gap(r, s, scale))
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def laplace_log_ratio(r, s, scale):
     """``laplace_term(s + 1) - laplace_term(s)``."""
     return (abs(r - s) - abs(r - s - 1.0)) / scale
@@ -105,14 +112,14 @@ def discrete_laplace_log_cdf(k, scale, log1p_p):
     return math.log1p(-math.exp(-(k + 1.0) / scale - log1p_p))
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def gaussian_term(r, s, sigma, log_norm):
     """``log_norm - z^2 / 2``, ``z = (r - s) / sigma``: the (discrete) Gaussian log-density."""
     z = scaled_gap(r, s, sigma)
     return log_norm - (0.5 * z) * z
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def gaussian_log_ratio(r, s, sigma):
     """``gaussian_term(s + 1) - gaussian_term(s)``."""
     return ((r - s) - 0.5) / sigma / sigma
@@ -124,14 +131,14 @@ def gaussian_log_cdf(x, sigma):
     return log_ndtr(x / sigma)
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def binomial_term(r, s, trials, pseudo_count, population, log_norm):
     """``log_norm + r log(s + m) + (n - r) log(K + m - s)``: the binomial release."""
     right = (population + pseudo_count) - s
     return log_norm + r * math.log(s + pseudo_count) + (trials - r) * math.log(right)
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def binomial_log_ratio(r, s, trials, pseudo_count, population):
     """``binomial_term(s + 1) - binomial_term(s)``."""
     right = (population + pseudo_count) - s
@@ -148,7 +155,7 @@ def binomial_mode(r, trials, pseudo_count, population):
 # --- the form: dispatch on each cell's kind -------------------------------------------
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def support(form, i):
     """``(lower, upper)``: the confidential values cell ``i``'s term allows."""
     cell = form[i]
@@ -157,21 +164,41 @@ def support(form, i):
     return -math.inf, math.inf
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def term(form, table, i, s):
     """Cell ``i``'s log-density at ``s`` (suppressed: ``log P(suppressed | s)``)."""
-    lower, upper = support(form, i)
-    if not (s >= lower and s <= upper):
-        return -math.inf
+    cell = form[i]
+    if cell.suppressed:
+        if math.isnan(s):
+            return -math.inf
+        return log_below(form, table, i, cell.released - s)
+    return published_term(form, i, s)
+
+
+@nb.njit(**_INLINE)
+def published_term(form, i, s):
+    """:func:`term` of a published cell ``i`` (no table, no call: a loop over it stays tight).
+
+    ``-inf`` outside the support (and at NaN).
+    """
     cell = form[i]
     kind, r = cell.kind, cell.released
-    if cell.suppressed:
-        return log_below(form, table, i, r - s)
-    if kind == LAPLACE or kind == DISCRETE_LAPLACE:
-        return laplace_term(r, s, cell.scale, cell.log_norm)
-    if kind == GAUSSIAN or kind == DISCRETE_GAUSSIAN:
-        return gaussian_term(r, s, cell.scale, cell.log_norm)
+    if kind < GAUSSIAN:  # LAPLACE, DISCRETE_LAPLACE
+        return laplace_term(r, s, cell.scale, cell.log_norm) if s == s else -math.inf
+    if kind < BINOMIAL:  # GAUSSIAN, DISCRETE_GAUSSIAN
+        return gaussian_term(r, s, cell.scale, cell.log_norm) if s == s else -math.inf
+    if not (s >= 0.0 and s <= cell.population):
+        return -math.inf
     return binomial_term(r, s, cell.trials, cell.pseudo_count, cell.population, cell.log_norm)
+
+
+@nb.njit(**_JIT)
+def any_suppressed(form):
+    """Whether some cell of the form is suppressed (:func:`published_term` does not score it)."""
+    for i in range(form.shape[0]):
+        if form[i].suppressed:
+            return True
+    return False
 
 
 @nb.njit(**_JIT)

@@ -20,20 +20,49 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..noise.form import NO_TABLE
-from ..noise.terms import term
+from ..noise.terms import any_suppressed, published_term, term
+
+# A loop whose terms may call a cell's tail (a suppressed cell) runs slower than one whose
+# terms are all inlined, even where no cell is suppressed: each kernel below runs one of two
+# compiled copies of its loop, the second for forms without suppressed cells.
+
+
+@numba.njit(cache=True, inline="always")
+def _score(form, table, j, s, published):  # pragma: no cover - numba
+    if published:  # a constant of each copy of a loop
+        return published_term(form, j, s)
+    return term(form, table, j, s)
 
 
 @numba.njit(cache=True)
 def log_density(form, values):  # pragma: no cover - numba
     """``log eta(released | values[b])`` for every row of ``values`` (shape ``(batch, k)``)."""
     out = np.empty(values.shape[0])
+    table = np.zeros(0)  # no log-CDF tables: a suppressed cell's tail is summed
+    if any_suppressed(form):
+        _log_density_any(form, table, values, out)
+    else:
+        _log_density_published(form, table, values, out)
+    return out
+
+
+@numba.njit(cache=True, inline="always")
+def _log_density(form, table, values, out, published):  # pragma: no cover - numba
     for b in range(values.shape[0]):
         total = 0.0
         for j in range(values.shape[1]):
-            total += term(form, NO_TABLE, j, values[b, j])
+            total += _score(form, table, j, values[b, j], published)
         out[b] = total
-    return out
+
+
+@numba.njit(cache=True)
+def _log_density_any(form, table, values, out):  # pragma: no cover - numba
+    _log_density(form, table, values, out, False)
+
+
+@numba.njit(cache=True)
+def _log_density_published(form, table, values, out):  # pragma: no cover - numba
+    _log_density(form, table, values, out, True)
 
 
 @numba.njit(cache=True)
@@ -60,17 +89,27 @@ def record_sweep(stats, total, proposals, log_u, form):  # pragma: no cover - nu
     log_eta : float
         ``log eta(released | total)`` after the sweep.
     """
+    accepted = np.zeros(stats.shape[0], dtype=np.bool_)
+    table = np.zeros(0)  # no log-CDF tables: a suppressed cell's tail is summed
+    if any_suppressed(form):
+        current = _sweep_any(stats, total, proposals, log_u, form, table, accepted)
+    else:
+        current = _sweep_published(stats, total, proposals, log_u, form, table, accepted)
+    return accepted, current
+
+
+@numba.njit(cache=True, inline="always")
+def _sweep(stats, total, proposals, log_u, form, table, accepted, published):  # pragma: no cover
     n, k = stats.shape
-    accepted = np.zeros(n, dtype=np.bool_)
     candidate = np.empty(k)
     current = 0.0
     for j in range(k):
-        current += term(form, NO_TABLE, j, total[j])
+        current += _score(form, table, j, total[j], published)
     for i in range(n):
         new = 0.0
         for j in range(k):
             candidate[j] = total[j] + (proposals[i, j] - stats[i, j])
-            new += term(form, NO_TABLE, j, candidate[j])
+            new += _score(form, table, j, candidate[j], published)
         # NaN (both densities zero) fails the test: an impossible state is never entered
         if log_u[i] < new - current:
             for j in range(k):
@@ -78,4 +117,14 @@ def record_sweep(stats, total, proposals, log_u, form):  # pragma: no cover - nu
                 stats[i, j] = proposals[i, j]
             current = new
             accepted[i] = True
-    return accepted, current
+    return current
+
+
+@numba.njit(cache=True)
+def _sweep_any(stats, total, proposals, log_u, form, table, accepted):  # pragma: no cover
+    return _sweep(stats, total, proposals, log_u, form, table, accepted, False)
+
+
+@numba.njit(cache=True)
+def _sweep_published(stats, total, proposals, log_u, form, table, accepted):  # pragma: no cover
+    return _sweep(stats, total, proposals, log_u, form, table, accepted, True)
