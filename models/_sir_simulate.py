@@ -224,7 +224,7 @@ def _check_rates(beta, gamma):
             first = arr[bad].flat[0]
             raise ValueError(
                 f"{name} must hold finite non-negative rates, got {float(first)!r} "
-                f"(in {name}={_validate._short(arr)})"
+                f"(in {name}={_validate.abbreviated(arr)})"
             )
         rates[name] = arr
     try:

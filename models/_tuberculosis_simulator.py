@@ -253,7 +253,9 @@ def summary_statistics(cluster_sizes, largest_months, *, n_months: int = 24) -> 
     months = _validate.integer_array("largest_months", largest_months)
     n_months = _validate.positive_int("n_months", n_months)
     if np.any(sizes < 1) or sizes.ndim != 1:
-        raise ValueError(f"cluster_sizes must be positive integers, got {_validate._short(sizes)}")
+        raise ValueError(
+            f"cluster_sizes must be positive integers, got {_validate.abbreviated(sizes)}"
+        )
     if np.any((months < 0) | (months >= n_months)):
         raise ValueError(f"largest_months must lie in 0..{n_months - 1}, got {months!r}")
     n_obs = float(sizes.sum())
@@ -280,7 +282,7 @@ def _check_params(params):
     for name in PARAMETERS:
         arr = np.asarray(params[name], dtype=float)
         if not np.all(np.isfinite(arr)):
-            raise ValueError(f"params[{name!r}] must be finite, got {_validate._short(arr)}")
+            raise ValueError(f"params[{name!r}] must be finite, got {_validate.abbreviated(arr)}")
         values.append(arr)
     r1, t1, r2, beta = np.broadcast_arrays(*values)
     for name, value, ok, rule in (
@@ -290,12 +292,14 @@ def _check_params(params):
         ("beta", beta, beta > 0, "> 0"),
     ):
         if not np.all(ok):
-            raise ValueError(f"params[{name!r}] must be {rule}, got {_validate._short(value)}")
+            raise ValueError(
+                f"params[{name!r}] must be {rule}, got {_validate.abbreviated(value)}"
+            )
     load = P_COMPLIANCE * r2 + (1 - P_COMPLIANCE) * r1
     if not np.all(load < 1):
         raise ValueError(
             "the process must be subcritical (0.95 R2 + 0.05 R1 < 1) for its equilibrium to "
-            f"exist, got 0.95 R2 + 0.05 R1 = {_validate._short(load)}"
+            f"exist, got 0.95 R2 + 0.05 R1 = {_validate.abbreviated(load)}"
         )
     return r1, t1, r2, beta
 
