@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from dpinfer import _validate
+from dpinfer.reference import sample_nuts
 
 from ._linear_regression_data import (
     CLAMP,
@@ -24,7 +25,6 @@ from ._linear_regression_data import (
     P,
     mechanism,
 )
-from ._nuts import release_reference
 
 __all__ = ["pymc_model", "pymc_reference"]
 
@@ -142,4 +142,7 @@ def pymc_reference(released=RELEASED, *, epsilon: float = EPSILON, n: int = N, *
     released = mech._check_released(released)
     pymc_m = pymc_model(released, epsilon=epsilon, n=n)
     attrs = {"model": REFERENCE}
-    return release_reference(pymc_m, mech, released, ["beta", "n_clamped"], attrs, **nuts)
+    names = ["beta", "n_clamped"]
+    return sample_nuts(
+        pymc_m, mechanism=mech, observed=released, var_names=names, attrs=attrs, **nuts
+    )

@@ -14,6 +14,7 @@ import scipy.stats as st
 from scipy.special import gammaln, logsumexp
 
 from dpinfer import _validate
+from dpinfer.reference import sample_nuts
 
 from ._naive_bayes_data import (
     ALPHA,
@@ -27,7 +28,6 @@ from ._naive_bayes_data import (
     _column,
     mechanism,
 )
-from ._nuts import release_reference
 
 __all__ = ["log_likelihood", "pymc_model", "pymc_reference"]
 
@@ -163,7 +163,14 @@ def pymc_reference(released=RELEASED, *, epsilon: float = EPSILON, n: int = N, *
     released = mech._check_released(released)
     attrs = {"likelihood": "counts summed out exactly", "model": REFERENCE}
     pymc_m = pymc_model(released, epsilon=epsilon, n=n)
-    return release_reference(pymc_m, mech, released, PARAMETER_NAMES, attrs, **nuts)
+    return sample_nuts(
+        pymc_m,
+        mechanism=mech,
+        observed=released,
+        var_names=list(PARAMETER_NAMES),
+        attrs=attrs,
+        **nuts,
+    )
 
 
 # --- internals ---------------------------------------------------------------------

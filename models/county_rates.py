@@ -54,11 +54,23 @@ import numpy as np
 import dpinfer as dp
 from dpinfer import _validate
 from dpinfer._rng import RNGLike
+from dpinfer.example import (
+    NUTS_OPTIONS,
+    Example,
+    Option,
+    Report,
+    Result,
+    between,
+    draw_rows,
+    fit_each,
+    idata_draws,
+    integer,
+    new_figure,
+    nuts_note,
+    nuts_options,
+    value_rows,
+)
 from dpinfer.results import effective_sample_size, rhat
-
-from ._example import Example, Option, between, integer
-from ._nuts import NUTS_OPTIONS, fit_each, nuts_options
-from ._report import Report, Result, draw_rows, idata_draws, new_figure, nuts_note, value_rows
 
 __all__ = [
     "COUNTIES",

@@ -82,8 +82,24 @@ import scipy.stats as st
 
 import dpinfer as dp
 from dpinfer._rng import RNGLike, as_seed_sequence
+from dpinfer.example import (
+    NUTS_DRAWS,
+    Example,
+    Option,
+    Report,
+    Result,
+    between,
+    distribution_rows,
+    draw_rows,
+    idata_draws,
+    integer,
+    nuts_note,
+    nuts_options,
+    smc_note,
+    value_rows,
+    vector,
+)
 
-from ._example import Example, Option, between, integer, vector
 from ._linear_regression_data import (
     CLAMP,
     EPSILON,
@@ -110,18 +126,7 @@ from ._linear_regression_posteriors import (
     naive_posterior,
 )
 from ._linear_regression_pymc import pymc_model, pymc_reference
-from ._nuts import NUTS_DRAWS, nuts_options
 from ._regression_records import record_model
-from ._report import (
-    Report,
-    Result,
-    distribution_rows,
-    draw_rows,
-    idata_draws,
-    nuts_note,
-    smc_note,
-    value_rows,
-)
 
 __all__ = [
     # data, statistics, model and mechanism

@@ -42,8 +42,19 @@ import numpy as np
 
 from dpinfer._rng import RNGLike, as_seed_sequence, chunk_generator
 from dpinfer.distances import PrecomputedDistances
+from dpinfer.example import (
+    Example,
+    Option,
+    Report,
+    Result,
+    between,
+    draw_rows,
+    idata_draws,
+    integer,
+    value_rows,
+    yes_no,
+)
 
-from ._example import Example, Option, between, integer, yes_no
 from ._mixture_uniform_figure3 import (
     ExperimentResult,
     _abcdp,
@@ -68,7 +79,6 @@ from ._mixture_uniform_model import (
     public_draws,
     sample_mixture,
 )
-from ._report import Report, Result, draw_rows, idata_draws, value_rows
 
 __all__ = [
     "BANDWIDTH",

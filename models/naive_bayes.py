@@ -68,10 +68,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpinfer import example as _report
 from dpinfer._rng import RNGLike, as_seed_sequence
+from dpinfer.example import (
+    NUTS_DRAWS,
+    Example,
+    Option,
+    Report,
+    Result,
+    between,
+    nuts_options,
+    vector,
+)
 
-from . import _report
-from ._example import Example, Option, between, vector
 from ._naive_bayes_data import (
     ALPHA,
     CELL_NAMES,
@@ -92,8 +101,6 @@ from ._naive_bayes_data import (
 )
 from ._naive_bayes_exact import log_likelihood, pymc_model, pymc_reference
 from ._naive_bayes_records import exact_posterior, record_model
-from ._nuts import NUTS_DRAWS, nuts_options
-from ._report import Report, Result
 
 __all__ = [
     # data, model, mechanism and the naive posterior

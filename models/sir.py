@@ -44,17 +44,22 @@ import numpy as np
 
 import dpinfer as dp
 from dpinfer._rng import RNGLike, as_seed_sequence
-
-from ._example import Example, Option, between, choice, integer, vector
-from ._report import (
+from dpinfer.example import (
+    Example,
+    Option,
     Report,
     Result,
+    between,
+    choice,
     distribution_rows,
     draw_rows,
     idata_draws,
+    integer,
     smc_note,
     value_rows,
+    vector,
 )
+
 from ._sir_model import NoiselessFraction, model, naive_abc, naive_mechanism, r0, simulate_release
 from ._sir_setting import (
     EPSILON,

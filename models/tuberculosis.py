@@ -81,9 +81,19 @@ from __future__ import annotations
 
 from dpinfer import _validate
 from dpinfer._rng import RNGLike
+from dpinfer.example import (
+    Example,
+    Option,
+    Report,
+    Result,
+    between,
+    draw_rows,
+    idata_draws,
+    integer,
+    value_rows,
+    yes_no,
+)
 
-from ._example import Example, Option, between, integer, yes_no
-from ._report import Report, Result, draw_rows, idata_draws, value_rows
 from ._tuberculosis_abcdp import (
     CLIP,
     EPSILON_ABC,
@@ -303,7 +313,7 @@ def run(
 
     Returns
     -------
-    dpinfer.models._report.Result
+    dpinfer.example.Result
         ``posterior`` is the first private run at the first ``n``; ``extra``
         holds the other runs shown (``private_n<n>``, ``non_private_n<n>``)
         and the error table (``errors``, as :func:`error_table` returns it).

@@ -7,20 +7,24 @@ import math
 import dpinfer as dp
 from dpinfer import _validate
 from dpinfer._rng import as_seed_sequence
-
-from .._budget import plan_sampler
-from .._example import Example, Option, between, integer, vector
-from .._report import (
+from dpinfer.example import (
+    Example,
+    Option,
     Report,
     Result,
+    between,
     draw_rows,
     idata_draws,
+    integer,
     mle_interval_notes,
     mle_rows,
     nuts_note,
+    plan_sampler,
     save_run,
     smc_note,
+    vector,
 )
+
 from ._data import PARAMETERS, STATISTICS, confidential_statistics, mechanism, model, release
 from ._exact import exact_mle
 from ._mle import MLE_MAX_ITERATIONS, MLE_SCHEDULE, mle, naive_mle

@@ -11,6 +11,7 @@ cannot be half-written (:class:`dpinfer.outputs.OutputFolder`): ``posterior.nc``
 Examples
 --------
 >>> import numpy as np, scipy.stats as st
+>>> from dpinfer.example import Report, distribution_rows, draw_rows
 >>> rows = draw_rows("sampler", "exact", {"theta": np.arange(101.0)})
 >>> rows += distribution_rows("naive", "naive", {"theta": st.norm(50, 2)})
 >>> report = Report("A demo", ["theta ~ anything"], rows)
@@ -28,44 +29,17 @@ from __future__ import annotations
 import functools
 import json
 import math
+import warnings
 from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from ._report_figures import density_figure, interval_figure, new_figure
-from ._report_rows import (
-    LEVELS,
-    ROLES,
-    Report,
-    Result,
-    Row,
-    _jsonable,
-    distribution_rows,
-    draw_rows,
-    idata_draws,
-    mle_rows,
-    value_rows,
-)
+from ..outputs import OutputFolder
+from ..samplers import ProfileWarning
+from ._figures import interval_figure
+from ._rows import Report, Result, _jsonable
 
-__all__ = [
-    "LEVELS",
-    "ROLES",
-    "Report",
-    "Result",
-    "Row",
-    "distribution_rows",
-    "density_figure",
-    "draw_rows",
-    "idata_draws",
-    "interval_figure",
-    "mle_interval_notes",
-    "mle_rows",
-    "new_figure",
-    "nuts_note",
-    "save_run",
-    "smc_note",
-    "value_rows",
-]
+__all__ = ["mle_interval_notes", "nuts_note", "save_run", "smc_note"]
 
 
 def save_run(
@@ -116,8 +90,6 @@ def save_run(
     result : Result
     manifest : dict
     """
-    from dpinfer.outputs import OutputFolder
-
     if seed is None:
         seed = int(np.random.SeedSequence().entropy)
     info = {
@@ -210,12 +182,8 @@ def mle_interval_notes(
     (:meth:`dpinfer.MCEMResult.profile_interval`, ``simulations`` per pass)
     comes with the Monte Carlo standard errors of its ends.
     """
-    import warnings
-
-    import dpinfer as dp
-
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", dp.ProfileWarning)
+        warnings.simplefilter("always", ProfileWarning)
         profile = fit.profile_interval(level, simulations=simulations, progressbar=progressbar)
     wald = fit.wald_interval(level)
     flat = {k: [np.ravel(v) for v in pair] for k, pair in wald.items()}
@@ -235,7 +203,7 @@ def mle_interval_notes(
             numbers["mle_profile_interval"][label] = list(pr)
             numbers["mle_profile_interval_mcse"][label] = list(se)
     for w in caught:
-        if issubclass(w.category, dp.ProfileWarning):
+        if issubclass(w.category, ProfileWarning):
             notes.append(str(w.message))
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

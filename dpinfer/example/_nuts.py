@@ -1,36 +1,23 @@
-"""NUTS fits shared by the examples that are fitted with PyMC.
+"""The NUTS settings of the examples that are fitted with PyMC.
 
-* :func:`release_reference`: the NUTS reference of a release (the naive Bayes
-  and linear regression examples), with the mechanism, its privacy and its
-  constants recorded in the InferenceData;
 * :data:`NUTS_DRAWS`, :data:`NUTS_OPTIONS` and :func:`nuts_options`: the
   NUTS settings of an example's ``run``;
 * :func:`fit_each`: one NUTS fit per analysis of one table, from seeds spawned
   from one root (the county rates and pageviews examples).
 
-Examples
---------
->>> import pymc as pm
->>> import dpinfer as dp
->>> mech = dp.Laplace.from_privacy(epsilon=1.0, sensitivity=1.0)
->>> with pm.Model() as model:
-...     s = pm.Normal("s", 0.0, 1.0)
-...     _ = mech.to_pymc("s_dp", s, observed=0.5)
->>> idata = release_reference(model, mech, 0.5, ["s"], {"model": "a demo"}, draws=100, tune=100,
-...                           rng=1)
->>> idata.attrs["model"], idata.posterior["s"].shape
-('a demo', (2, 100))
+A release's NUTS reference, with the mechanism and its privacy recorded, is
+:func:`dpinfer.reference.sample_nuts` with ``mechanism=``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 
-from dpinfer._rng import RNGLike, as_seed_sequence
+from .._rng import RNGLike, as_seed_sequence
+from ._checks import integer
+from ._spec import Option
 
-from ._example import Option, integer
-
-__all__ = ["NUTS_DRAWS", "NUTS_OPTIONS", "fit_each", "nuts_options", "release_reference"]
+__all__ = ["NUTS_DRAWS", "NUTS_OPTIONS", "fit_each", "nuts_options"]
 
 #: The NUTS option of an example with a NUTS reference: as many tuning steps as draws, 2 chains.
 NUTS_DRAWS = Option(
@@ -42,46 +29,6 @@ NUTS_OPTIONS = (
     Option("tune", 300, "NUTS tuning steps per chain", integer(100)),
     Option("chains", 2, "NUTS chains (run one after the other)", integer(2, 16)),
 )
-
-
-def release_reference(
-    pymc_model, mechanism, released, var_names: Iterable[str], attrs: Mapping, **nuts
-):
-    """Sample a PyMC model of a release with NUTS, recording the mechanism and its privacy.
-
-    Parameters
-    ----------
-    pymc_model : pymc.Model
-        The model, the release already attached to it.
-    mechanism : Mechanism
-        The mechanism of the release.
-    released : numpy.ndarray
-        The release (checked), stored as the observed data.
-    var_names : iterable of str
-        The variables kept in the posterior.
-    attrs : mapping
-        Attributes added after ``mechanism`` and the privacy guarantee.
-    **nuts
-        ``draws``, ``tune``, ``chains``, ``rng``, ``progressbar`` and
-        :func:`pymc.sample`'s options, as in :func:`dpinfer.reference.sample_nuts`.
-
-    Returns
-    -------
-    arviz.InferenceData
-        As from :func:`dpinfer.reference.sample_nuts`; ``constant_data`` holds
-        the mechanism's constants.
-    """
-    from dpinfer.reference import sample_nuts
-    from dpinfer.samplers._common import mechanism_constants, privacy_attrs
-
-    return sample_nuts(
-        pymc_model,
-        var_names=list(var_names),
-        observed=released,
-        constant_data=mechanism_constants(mechanism),
-        attrs={"mechanism": repr(mechanism), **privacy_attrs(mechanism), **attrs},
-        **nuts,
-    )
 
 
 def nuts_options(*, progressbar: bool, verbose: bool, **nuts: int) -> dict:

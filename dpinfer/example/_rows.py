@@ -1,4 +1,4 @@
-"""The rows, report and result of an example (see :mod:`dpinfer.models._report`)."""
+"""The rows, report and result of an example (see :mod:`dpinfer.example`)."""
 
 from __future__ import annotations
 

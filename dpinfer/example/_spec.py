@@ -1,53 +1,10 @@
-"""The shape every published example shares, and how ``dpinfer run`` finds them.
+"""An example's description, :class:`Example` and :class:`Option`, and :func:`discover`.
 
-An example module in ``dpinfer.models`` holds the data, the model, the
-mechanism and the references of one paper's example, plus
-
-* ``EXAMPLE``, an :class:`Example`: its command-line name, paper, expected run
-  time and :class:`Option` list (the release, the privacy budget, prior
-  hyperparameters, sample sizes), each with a default and an argument check
-  with its documented range (:func:`between`, :func:`integer`, :func:`vector`,
-  :func:`yes_no`, :func:`choice`), shown in ``--help`` and applied by
-  :meth:`Example.run` before anything is computed;
-* ``run(*, <options>, rng=None, progressbar=True, verbose=False)``, returning a
-  :class:`~dpinfer.models._report.Result` (a report, the posterior, a figure);
-* optionally ``check_options(**options)``, which refuses a combination of
-  options that cannot run (a predicted cost past a budget, a release
-  implausible under the prior) with a ValueError naming the options and what
-  to change; it must be cheap, as it runs before the output folder is touched.
-
-:func:`discover` imports the modules of the package and collects every
-``EXAMPLE``; a new example is one new module, nothing to register elsewhere:
-
-.. code-block:: python
-
-    EXAMPLE = Example(
-        name="my-example",                       # dpinfer run my-example
-        title="What the analysis shows",
-        paper="Author (2024), Section 3",
-        seconds=30,                              # at the defaults, one core
-        module=__name__,
-        options=(
-            Option("released", RELEASED, "the release", vector(4), flag="--release"),
-            Option("epsilon", 1.0, "privacy budget", between(0.01, 10)),
-            Option("draws", 2000, "posterior draws", integer(100, 10**5)),
-        ),
-    )
-
-    def run(*, released=RELEASED, epsilon=1.0, draws=2000, rng=None,
-            progressbar=True, verbose=False) -> Result:
-        idata = dp.smc_abc(model(), mechanism(epsilon), released, particles=draws,
-                           rng=rng, progressbar=progressbar)
-        rows = draw_rows("exact (smc_abc)", "exact", idata_draws(idata))
-        rows += distribution_rows("naive", "naive", naive_posterior(released))
-        return Result(Report("My example (Author 2024)", ["setting"], rows), idata)
-
-The tests (``tests/test_cli_run.py``) ask for a small setting of every example
-(``TINY``), with which it runs once end to end.
+See :mod:`dpinfer.example` for how an example is written.
 
 Examples
 --------
->>> from dpinfer.models._example import discover
+>>> from dpinfer.example import discover
 >>> examples = discover()
 >>> examples["poisson-count"].paper
 'Gong (2022), Section 5.1'
@@ -66,20 +23,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from ._example_checks import between, choice, finite, integer, positive, vector, yes_no
-
-__all__ = [
-    "Example",
-    "Option",
-    "between",
-    "choice",
-    "discover",
-    "finite",
-    "integer",
-    "positive",
-    "vector",
-    "yes_no",
-]
+__all__ = ["LONG_RUN_SECONDS", "Example", "Option", "discover"]
 
 #: Examples expected to take longer than this many seconds say so before starting.
 LONG_RUN_SECONDS = 20.0
@@ -193,7 +137,7 @@ class Example:
 
         Examples
         --------
-        >>> from dpinfer.models._example import discover
+        >>> from dpinfer.example import discover
         >>> ends = dict(discover()["poisson-count"].range_ends())
         >>> ends["epsilon=low"]["epsilon"], ends["epsilon=low"]["draws"]
         (0.05, 100)

@@ -1,4 +1,4 @@
-"""The examples' figures (see :mod:`dpinfer.models._report`)."""
+"""The examples' figures (see :mod:`dpinfer.example`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ._report_rows import Report, Row
+from ._rows import Report, Row
 
 _COLORS = {
     "exact": "tab:green",

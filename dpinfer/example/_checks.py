@@ -1,4 +1,4 @@
-"""The argument checks of example options (see :mod:`dpinfer.models._example`).
+"""The argument checks of example options (see :mod:`dpinfer.example`).
 
 Each check takes ``(name, text or value)`` and returns the value, converted and
 checked, or raises ValueError/TypeError naming the option; ``check.range`` says
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from dpinfer import _validate
+from .. import _validate
 
 
 def positive(name: str, value) -> float:

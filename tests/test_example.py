@@ -1,8 +1,8 @@
-"""The shared shape of the examples: option checks, report rows, summary files, figures."""
+"""dpinfer.example, the shape every example shares: option checks, report rows, summary files,
+figures."""
 
 from __future__ import annotations
 
-import doctest
 import json
 import math
 import re
@@ -12,15 +12,20 @@ import numpy as np
 import pytest
 import scipy.stats as st
 
-from dpinfer.models import _example, _report
-from dpinfer.models._example import choice, finite, integer, positive, vector, yes_no
-from dpinfer.models._report import Report, Row, distribution_rows, draw_rows, mle_rows
-
-
-@pytest.mark.parametrize("module", [_example, _report], ids=lambda m: m.__name__)
-def test_doctests(module):
-    flags = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
-    assert doctest.testmod(module, optionflags=flags).failed == 0
+from dpinfer import example
+from dpinfer.example import (
+    Report,
+    Row,
+    choice,
+    distribution_rows,
+    draw_rows,
+    finite,
+    integer,
+    mle_rows,
+    positive,
+    vector,
+    yes_no,
+)
 
 
 @pytest.mark.parametrize(
@@ -103,7 +108,7 @@ def test_interval_figure_draws_every_parameter(tmp_path):
     rows = draw_rows("s", "exact", {"beta": np.random.default_rng(0).normal(size=(200, 4))})
     rows += mle_rows("MLE", "exact", {"beta[0]": 0.1}, {"beta[0]": 0.3})
     path = tmp_path / "f.png"
-    _report.interval_figure(path, Report("T", [], rows))
+    example.interval_figure(path, Report("T", [], rows))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -142,7 +147,7 @@ def test_mle_interval_notes_show_wald_and_profile_intervals():
         schedule=dp.AscentSchedule(information_size=20_000),
         progressbar=False,
     )
-    notes, numbers = _report.mle_interval_notes(fit, simulations=10_000)
+    notes, numbers = example.mle_interval_notes(fit, simulations=10_000)
     assert [n.split(":")[0] for n in notes] == [
         "MLE 95% intervals for theta[0]",
         "MLE 95% intervals for theta[1]",
@@ -156,7 +161,7 @@ def test_mle_interval_notes_show_wald_and_profile_intervals():
 
 
 _EXAMPLE_SOURCE = (
-    "from dpinfer.models._example import Example\n"
+    "from dpinfer.example import Example\n"
     "EXAMPLE = Example(name={name!r}, title='t', paper='p', seconds=1, module=__name__)\n"
     "def run(**options):\n"
     "    return options\n"
@@ -176,7 +181,7 @@ def test_discover_finds_examples_in_packages_and_re_exported_from_private_module
     (root / "packaged" / "_run.py").write_text(_EXAMPLE_SOURCE.format(name="packaged"))
     (root / "packaged" / "__init__.py").write_text("from ._run import EXAMPLE, run\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    found = _example.discover("split_models")
+    found = example.discover("split_models")
     assert sorted(found) == ["packaged", "private-impl"]
     assert found["packaged"].module == "split_models.packaged"
     assert found["private-impl"].module == "split_models.flat"
