@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpinfer import _validate
-from dpinfer._rng import RNGLike, as_generator
+from dpinfer import validate
+from dpinfer.random import RNGLike, as_generator
 
-from . import _sir_kernels
-from ._sir_setting import POPULATION, TIMES, _check_flag, _check_times
+from . import _kernels
+from ._setting import POPULATION, TIMES, _check_flag, _check_times
 
 # simulate_approx: exact events below this many infectives; at most this expected
 # fraction of the susceptibles infected in one leap.
@@ -83,7 +83,7 @@ def simulate_exact(
     >>> bool((sir.sum(axis=0) == 1000).all())
     True
     """
-    return _simulate(_sir_kernels.gillespie, beta, gamma, population, times, full, rng)
+    return _simulate(_kernels.gillespie, beta, gamma, population, times, full, rng)
 
 
 def simulate_approx(
@@ -181,7 +181,7 @@ def simulate_approx(
     >>> curves.shape
     (3, 10)
     """
-    return _simulate(_sir_kernels.hybrid_leap, beta, gamma, population, times, full, rng, dt=dt)
+    return _simulate(_kernels.hybrid_leap, beta, gamma, population, times, full, rng, dt=dt)
 
 
 def _simulate(kernel, beta, gamma, population, times, full, rng, *, dt=_EXACT):
@@ -190,9 +190,9 @@ def _simulate(kernel, beta, gamma, population, times, full, rng, *, dt=_EXACT):
     ``dt`` is given for the leaping kernel only; it is checked after ``times``.
     """
     beta, gamma, shape = _check_rates(beta, gamma)
-    population = _validate.positive_int("population", population)
+    population = validate.positive_int("population", population)
     times = _check_times(times)
-    leap = () if dt is _EXACT else (_validate.positive_finite("dt", dt), _EXACT_BELOW, _DEPLETION)
+    leap = () if dt is _EXACT else (validate.positive_finite("dt", dt), _EXACT_BELOW, _DEPLETION)
     full = _check_flag("full", full)
     generator = as_generator(rng)
     s_out, i_out = _empty(beta.size, times.size)
@@ -224,7 +224,7 @@ def _check_rates(beta, gamma):
             first = arr[bad].flat[0]
             raise ValueError(
                 f"{name} must hold finite non-negative rates, got {float(first)!r} "
-                f"(in {name}={_validate.abbreviated(arr)})"
+                f"(in {name}={validate.abbreviated(arr)})"
             )
         rates[name] = arr
     try:

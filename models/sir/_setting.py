@@ -12,7 +12,7 @@ import numpy as np
 import scipy.stats as st
 
 import dpinfer as dp
-from dpinfer import _validate
+from dpinfer import validate
 
 #: Population size ``K``.
 POPULATION = 10**6
@@ -105,11 +105,9 @@ def _check_times(times) -> np.ndarray:
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"times must be a non-empty 1-d array, got shape {arr.shape}: {times!r}")
     if not np.all(np.isfinite(arr) & (arr >= 0)):
-        raise ValueError(
-            f"times must be finite and non-negative, got {_validate.abbreviated(arr)}"
-        )
+        raise ValueError(f"times must be finite and non-negative, got {validate.abbreviated(arr)}")
     if arr.size > 1 and not np.all(np.diff(arr) > 0):
-        raise ValueError(f"times must be strictly increasing, got {_validate.abbreviated(arr)}")
+        raise ValueError(f"times must be strictly increasing, got {validate.abbreviated(arr)}")
     return np.ascontiguousarray(arr)
 
 
@@ -134,7 +132,7 @@ def _check_theta(theta):
     for name, value in zip(("log_beta", "log_gamma"), values, strict=True):
         arr = np.asarray(value, dtype=float)
         if not np.all(np.isfinite(arr)):
-            raise ValueError(f"theta[{name!r}] must be finite, got {_validate.abbreviated(arr)}")
+            raise ValueError(f"theta[{name!r}] must be finite, got {validate.abbreviated(arr)}")
         out.append(arr)
     return out
 

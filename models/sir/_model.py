@@ -11,10 +11,10 @@ import math
 import numpy as np
 
 import dpinfer as dp
-from dpinfer import _validate
-from dpinfer._rng import RNGLike, as_generator
+from dpinfer import validate
+from dpinfer.random import RNGLike, as_generator
 
-from ._sir_setting import (
+from ._setting import (
     EPSILON,
     N_TRIALS,
     POPULATION,
@@ -26,7 +26,7 @@ from ._sir_setting import (
     mechanism,
     prior,
 )
-from ._sir_simulate import simulate_approx, simulate_exact
+from ._simulate import simulate_approx, simulate_exact
 
 
 def model(
@@ -64,9 +64,9 @@ def model(
     (4, 10)
     """
     simulator = _check_simulator(simulator)
-    population = _validate.positive_int("population", population)
+    population = validate.positive_int("population", population)
     times = _check_times(times)
-    dt = _validate.positive_finite("dt", dt)
+    dt = validate.positive_finite("dt", dt)
     simulate = functools.partial(
         _simulate_curves, simulator=simulator, population=population, times=times, dt=dt
     )
@@ -127,8 +127,8 @@ def simulate_release(
     log_beta, log_gamma = _check_theta(theta)
     simulator = _check_simulator(simulator)
     times = _check_times(times)
-    population = _validate.positive_int("population", population)
-    n = _validate.positive_int("n", n)
+    population = validate.positive_int("population", population)
+    n = validate.positive_int("n", n)
     if epsilon is not None and m is not None:
         raise ValueError(
             f"give epsilon or m, not both (m = n L / epsilon); got epsilon={epsilon!r}, m={m!r}"
@@ -219,9 +219,9 @@ class NoiselessFraction(dp.Mechanism):
     discrete = True
 
     def __init__(self, *, n: int = N_TRIALS, population: int = POPULATION, length: int = 10):
-        self.n = _validate.positive_int("n", n)
-        self.population = _validate.positive_int("population", population)
-        self.event_shape = (_validate.positive_int("length", length),)
+        self.n = validate.positive_int("n", n)
+        self.population = validate.positive_int("population", population)
+        self.event_shape = (validate.positive_int("length", length),)
 
     def _fraction(self, value):
         return np.asarray(value, dtype=float) * (self.n / self.population)
