@@ -12,9 +12,9 @@ import numpy as np
 import scipy.stats as st
 
 import dpinfer as dp
-from dpinfer import _validate
+from dpinfer import validate
 
-from . import _linear_regression_data as lr
+from . import _data as lr
 
 __all__ = ["record_model"]
 
@@ -54,7 +54,7 @@ def record_model(*, n: int = lr.N) -> dp.RecordModel:
     >>> bool(np.allclose(t.sum(axis=1), lr.statistics(records[..., :2], records[..., 2])))
     True
     """
-    n = _validate.positive_int("n", n)
+    n = validate.positive_int("n", n)
     return dp.RecordModel(
         prior={"beta": st.multivariate_normal(np.zeros(lr.P + 1), np.eye(lr.P + 1))},
         simulate=simulate_records,

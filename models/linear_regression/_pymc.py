@@ -11,10 +11,10 @@ import math
 
 import numpy as np
 
-from dpinfer import _validate
+from dpinfer import validate
 from dpinfer.reference import sample_nuts
 
-from ._linear_regression_data import (
+from ._data import (
     CLAMP,
     EPSILON,
     NOISE_VARIANCE,
@@ -74,7 +74,7 @@ def pymc_model(released=RELEASED, *, epsilon: float = EPSILON, n: int = N):
     import pymc as pm
     import pytensor.tensor as pt
 
-    n = _validate.positive_int("n", n)
+    n = validate.positive_int("n", n)
     mech = mechanism(epsilon=epsilon, n=n)
     released = mech._check_released(released)
     m = np.asarray(X_MEAN)

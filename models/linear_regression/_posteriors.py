@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.stats as st
 
-from dpinfer import _validate
-from dpinfer._rng import RNGLike, as_generator
+from dpinfer import validate
+from dpinfer.random import RNGLike, as_generator
 
-from ._linear_regression_data import (
+from ._data import (
     CLAMP,
     NOISE_VARIANCE,
     STATISTIC_NAMES,
@@ -57,12 +57,12 @@ class GaussianPosterior:
 
     def interval(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
         """Equal-tailed credible interval of each coefficient."""
-        z = st.norm.ppf(0.5 + _validate.probability_open("level", level) / 2)
+        z = st.norm.ppf(0.5 + validate.probability_open("level", level) / 2)
         return self.mean - z * self.std, self.mean + z * self.std
 
     def rvs(self, size: int, *, rng: RNGLike = None) -> np.ndarray:
         """Draw ``size`` coefficient vectors, shape ``(size, 3)``."""
-        size = _validate.positive_int("size", size)
+        size = validate.positive_int("size", size)
         return as_generator(rng).multivariate_normal(self.mean, self.cov, size=size)
 
 
@@ -144,8 +144,8 @@ def naive_posterior(released, *, n: int = N) -> GaussianPosterior:
     >>> lo.round(2), hi.round(2)
     (array([-5.04, -6.57, -5.4 ]), array([-4.22, -5.9 , -4.79]))
     """
-    s = _validate.finite_array("released", released, shape=(len(STATISTIC_NAMES),))
-    n = _validate.positive_int("n", n)
+    s = validate.finite_array("released", released, shape=(len(STATISTIC_NAMES),))
+    n = validate.positive_int("n", n)
     gram = _gram(s)
     eig, vec = np.linalg.eigh(gram)
     projected = bool(eig.min() < 0)

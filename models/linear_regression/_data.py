@@ -7,7 +7,7 @@ released with Laplace noise of scale ``sensitivity / epsilon``.
 
 Examples
 --------
->>> from dpinfer.models import _linear_regression_data as lrd
+>>> from dpinfer.models.linear_regression import _data as lrd
 >>> lrd.STATISTIC_NAMES[3], lrd.sensitivity(n=1000)
 ('yty', 0.013)
 """
@@ -20,8 +20,8 @@ import numpy as np
 import scipy.stats as st
 
 import dpinfer as dp
-from dpinfer import _validate
-from dpinfer._rng import RNGLike, as_generator
+from dpinfer import validate
+from dpinfer.random import RNGLike, as_generator
 
 #: Number of subjects.
 N = 100
@@ -91,8 +91,8 @@ def sensitivity(*, n: int = N, p: int = P) -> float:
     >>> sensitivity()
     0.13
     """
-    n = _validate.positive_int("n", n)
-    p = _validate.positive_int("p", p)
+    n = validate.positive_int("n", n)
+    p = validate.positive_int("p", p)
     return (p * p + 3 * p + 3) / n
 
 
@@ -128,7 +128,7 @@ def statistics(x, y, *, clamp: float = CLAMP) -> np.ndarray:
     array([-0.25 , -0.475, -0.05 ,  0.625,  0.55 , -0.1  ,  0.505, -0.01 ,
             0.02 ])
     """
-    c = _validate.positive_finite("clamp", clamp)
+    c = validate.positive_finite("clamp", clamp)
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     if x.ndim < 2 or y.shape != x.shape[:-1]:
@@ -190,15 +190,15 @@ def simulate_statistics(
     (4, 9)
     """
     gen = as_generator(rng)
-    n = _validate.positive_int("n", n)
-    mean = _validate.finite_array("x_mean", x_mean)
+    n = validate.positive_int("n", n)
+    mean = validate.finite_array("x_mean", x_mean)
     if mean.ndim != 1:
         raise ValueError(f"x_mean must be a vector of length p, got shape {mean.shape}")
     p = mean.size
-    beta = _validate.finite_array("beta", beta)
+    beta = validate.finite_array("beta", beta)
     if beta.ndim != 2 or beta.shape[1] != p + 1:
         raise ValueError(f"beta must have shape (batch, {p + 1}), got shape {beta.shape}")
-    sd = math.sqrt(_validate.positive_finite("noise_variance", noise_variance))
+    sd = math.sqrt(validate.positive_finite("noise_variance", noise_variance))
     width = (p + 1) + 1 + (p + 1) * (p + 2) // 2 - 1
     out = np.empty((len(beta), width))
     for lo in range(0, len(beta), _CHUNK):
@@ -239,7 +239,7 @@ def model(*, n: int = N) -> dp.Model:
     >>> m.simulate(p, np.random.default_rng(1)).shape
     (5, 9)
     """
-    n = _validate.positive_int("n", n)
+    n = validate.positive_int("n", n)
 
     def simulate(params, rng):
         return simulate_statistics(params["beta"], rng=rng, n=n)
@@ -303,8 +303,8 @@ def confidential_data(
     >>> x.shape, y.shape
     ((100, 2), (100,))
     """
-    beta = _validate.finite_array("beta", beta, shape=(P + 1,))
-    n = _validate.positive_int("n", n)
+    beta = validate.finite_array("beta", beta, shape=(P + 1,))
+    n = validate.positive_int("n", n)
     gen = as_generator(rng)
     x = np.asarray(X_MEAN) + gen.standard_normal((n, P))
     y = beta[0] + x @ beta[1:] + math.sqrt(NOISE_VARIANCE) * gen.standard_normal(n)
@@ -348,8 +348,8 @@ def release(x, y, *, epsilon: float, rng: RNGLike = None) -> np.ndarray:
 
 
 def _check_data(x, y) -> tuple[np.ndarray, np.ndarray]:
-    x = _validate.finite_array("x", x)
-    y = _validate.finite_array("y", y)
+    x = validate.finite_array("x", x)
+    y = validate.finite_array("y", y)
     if x.ndim != 2 or x.shape[1] != P or y.shape != (x.shape[0],) or x.shape[0] < 1:
         raise ValueError(
             f"x must have shape (n, {P}) and y shape (n,) with n >= 1; got x of shape "
