@@ -13,10 +13,10 @@ import numpy as np
 import scipy.stats as st
 from scipy.special import gammaln, logsumexp
 
-from dpinfer import _validate
+from dpinfer import validate
 from dpinfer.reference import sample_nuts
 
-from ._naive_bayes_data import (
+from ._data import (
     ALPHA,
     EPSILON,
     N_FEATURES,
@@ -63,7 +63,7 @@ def log_likelihood(params, released, *, epsilon: float, n: int = N) -> np.ndarra
     >>> bool(np.isfinite(log_likelihood(p, RELEASED, epsilon=10.0))[0])
     True
     """
-    n = _validate.positive_int("n", n)
+    n = validate.positive_int("n", n)
     mech = mechanism(epsilon=epsilon, n=n)
     released = mech._check_released(released)
     q = _check_params(params)
@@ -108,7 +108,7 @@ def pymc_model(released=RELEASED, *, epsilon: float = EPSILON, n: int = N):
 
     from dpinfer.reference import reference_model
 
-    n = _validate.positive_int("n", n)
+    n = validate.positive_int("n", n)
     mech = mechanism(epsilon=epsilon, n=n)
     released = mech._check_released(released)
     log_choose, tables = _likelihood_terms(released, float(mech.scale[0]), n)

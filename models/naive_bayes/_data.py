@@ -9,7 +9,7 @@ noise of scale ``2K / (n epsilon)`` (replace-one neighbours).
 
 Examples
 --------
->>> from dpinfer.models import _naive_bayes_data as nbd
+>>> from dpinfer.models.naive_bayes import _data as nbd
 >>> nbd.CELL_NAMES[:3]
 ('y1_x1=1', 'y1_x1=2', 'y1_x2=1')
 """
@@ -20,8 +20,8 @@ import numpy as np
 import scipy.stats as st
 
 import dpinfer as dp
-from dpinfer import _validate
-from dpinfer._rng import RNGLike, as_generator
+from dpinfer import validate
+from dpinfer.random import RNGLike, as_generator
 
 #: Number of records.
 N = 100
@@ -62,7 +62,7 @@ def sensitivity(*, n: int = N) -> float:
     >>> sensitivity()
     0.04
     """
-    return 2 * N_FEATURES / _validate.positive_int("n", n)
+    return 2 * N_FEATURES / validate.positive_int("n", n)
 
 
 def mechanism(*, epsilon: float = EPSILON, n: int = N) -> dp.Laplace:
@@ -95,7 +95,7 @@ def model(*, n: int = N) -> dp.Model:
     >>> m.simulate(p, np.random.default_rng(1)).shape
     (4, 8)
     """
-    n = _validate.positive_int("n", n)
+    n = validate.positive_int("n", n)
 
     def simulate(params, rng):
         return simulate_statistics(params, rng=rng, n=n)
@@ -136,7 +136,7 @@ def simulate_statistics(params, *, rng: RNGLike, n: int = N) -> np.ndarray:
     (3, 8)
     """
     gen = as_generator(rng)
-    n = _validate.positive_int("n", n)
+    n = validate.positive_int("n", n)
     q = _check_params(params)
     batch = len(q)
     n1 = gen.binomial(n, q[:, 0])
@@ -180,7 +180,7 @@ def confidential_data(
     """
     params = TRUE_PARAMS if params is None else params
     q = _check_params({k: np.atleast_1d(params[k]) for k in PARAMETER_NAMES})[0]
-    n = _validate.positive_int("n", n)
+    n = validate.positive_int("n", n)
     gen = as_generator(rng)
     y = np.where(gen.random(n) < q[0], 1, 2)
     x = np.empty((n, N_FEATURES), dtype=np.int64)
@@ -268,8 +268,8 @@ def naive_posterior(released, *, n: int = N) -> dict:
     >>> round(float(post["p_x1_y1"].mean()), 3)
     0.424
     """
-    s = _validate.finite_array("released", released, shape=(len(CELL_NAMES),))
-    n = _validate.positive_int("n", n)
+    s = validate.finite_array("released", released, shape=(len(CELL_NAMES),))
+    n = validate.positive_int("n", n)
     counts = np.maximum(s, 0.0).reshape(2, N_FEATURES, 2) * n
     out = {}
     class_counts = counts.sum(axis=2).mean(axis=1)

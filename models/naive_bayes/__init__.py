@@ -47,6 +47,12 @@ it does not: on :data:`RELEASED`, with 2000 particles, the final moves
 accept almost nothing, about 40 distinct particles remain and the result is
 far from the reference. Use :func:`pymc_reference` there.
 
+**The package.** :mod:`._data` holds the data, the statistics, the model and
+the mechanism; :mod:`._exact` the exact likelihood and its PyMC reference;
+:mod:`._records` the exact posterior given confidential tables and the record
+model of :func:`dpinfer.da_mcmc`; :mod:`._run` the command-line example and
+its report. Every public name is imported here.
+
 References
 ----------
 .. [1] Xiong, Y., Ju, N. and Zhang, S. (2023). Simulation-based inference
@@ -66,22 +72,7 @@ np.float64(2.0)
 
 from __future__ import annotations
 
-import numpy as np
-
-from dpinfer import example as _report
-from dpinfer._rng import RNGLike, as_seed_sequence
-from dpinfer.example import (
-    NUTS_DRAWS,
-    Example,
-    Option,
-    Report,
-    Result,
-    between,
-    nuts_options,
-    vector,
-)
-
-from ._naive_bayes_data import (
+from ._data import (
     ALPHA,
     CELL_NAMES,
     EPSILON,
@@ -99,119 +90,32 @@ from ._naive_bayes_data import (
     simulate_statistics,
     statistics,
 )
-from ._naive_bayes_exact import log_likelihood, pymc_model, pymc_reference
-from ._naive_bayes_records import exact_posterior, record_model
+from ._exact import log_likelihood, pymc_model, pymc_reference
+from ._records import exact_posterior, record_model
+from ._run import EXAMPLE, run
 
 __all__ = [
-    # data, model, mechanism and the naive posterior
+    "ALPHA",
+    "CELL_NAMES",
+    "EPSILON",
+    "EXAMPLE",
     "N",
     "N_FEATURES",
-    "ALPHA",
-    "EPSILON",
     "PARAMETER_NAMES",
-    "TRUE_PARAMS",
-    "CELL_NAMES",
     "RELEASED",
-    "sensitivity",
+    "TRUE_PARAMS",
+    "confidential_data",
+    "exact_posterior",
+    "log_likelihood",
     "mechanism",
     "model",
-    "simulate_statistics",
-    "confidential_data",
-    "statistics",
-    "release",
     "naive_posterior",
-    # the exact likelihood and the references
-    "log_likelihood",
     "pymc_model",
     "pymc_reference",
     "record_model",
-    "exact_posterior",
+    "release",
     "run",
+    "sensitivity",
+    "simulate_statistics",
+    "statistics",
 ]
-
-#: The check of a release: eight proportions plus noise, each from -1 to 2.
-_CELLS = vector(len(CELL_NAMES), between(-1, 2, hint="a proportion lies in [0, 1]"))
-
-EXAMPLE = Example(
-    name="naive-bayes",
-    title="Naive Bayes from Laplace-noised cell proportions: exact-likelihood NUTS vs naive",
-    paper="Xiong, Ju & Zhang (2023), Supplement S3.3",
-    seconds=40,
-    module=__name__,
-    smallest={"nuts_draws": 100},
-    options=(
-        Option("released", RELEASED, "the eight released proportions", _CELLS, flag="--release"),
-        Option("epsilon", EPSILON, "privacy budget of the release", between(0.5, 1000)),
-        NUTS_DRAWS,
-    ),
-)
-
-
-def run(
-    *,
-    released=RELEASED,
-    epsilon: float = EPSILON,
-    nuts_draws: int = 1000,
-    rng: RNGLike = None,
-    progressbar: bool = True,
-    verbose: bool = False,
-) -> Result:
-    """Compare the exact posterior (NUTS on the exact marginal likelihood) with the naive one.
-
-    Exact SMC-ABC needs a fresh table within a few noise scales of the release
-    in all eight cells, which fails at the paper's ε = 10 (see the module
-    docstring); the likelihood summed over the counts does not, so it is the
-    exact method here.
-
-    Parameters
-    ----------
-    released : array_like
-        The eight released proportions (default :data:`RELEASED`).
-    epsilon : float
-        Privacy budget of the release.
-    nuts_draws : int
-        Draws and tuning steps per chain (2 chains).
-    rng : seed, optional
-        Seed of NUTS.
-    progressbar : bool
-        Unused (no dpinfer sampler runs); part of every example's ``run``.
-    verbose : bool
-        Show PyMC's progress bars.
-
-    Returns
-    -------
-    Result
-        ``posterior`` is the NUTS result.
-    """
-    mech = mechanism(epsilon=epsilon)
-    released = mech._check_released(released)
-    nuts = nuts_options(
-        draws=nuts_draws, tune=nuts_draws, progressbar=progressbar, verbose=verbose
-    )
-    exact = pymc_reference(released, epsilon=epsilon, rng=as_seed_sequence(rng), **nuts)
-    rows = [
-        *_report.draw_rows(
-            "NUTS, counts summed out", "exact", _report.idata_draws(exact, PARAMETER_NAMES)
-        ),
-        *_report.distribution_rows(
-            "naive (release as counts)", "naive", naive_posterior(released)
-        ),
-        *_report.value_rows("truth", "truth", TRUE_PARAMS),
-    ]
-    nuts_text, diagnostics = _report.nuts_note("NUTS", exact, "nuts")
-    notes = [
-        nuts_text,
-        f"privacy: {mech.privacy} (replace-one neighbours, sensitivity {sensitivity():g})",
-    ]
-    report = Report(
-        "Naive Bayes from a Laplace release of cell proportions (Xiong et al. 2023, S3.3)",
-        [
-            f"n = {N} records, {N_FEATURES} binary features, Beta({ALPHA:g}, {ALPHA:g}) priors; "
-            f"epsilon = {epsilon:g}",
-            f"released {np.round(released, 4).tolist()} ({', '.join(CELL_NAMES)})",
-        ],
-        rows,
-        notes,
-        diagnostics,
-    )
-    return Result(report, exact)

@@ -31,9 +31,9 @@ import scipy.stats as st
 from scipy.special import betainc, betaln, gammaln, logsumexp
 
 import dpinfer as dp
-from dpinfer import _validate
+from dpinfer import validate
 
-from . import _naive_bayes_data as nb
+from . import _data as nb
 
 __all__ = ["BetaMixture", "exact_posterior", "record_model"]
 
@@ -58,7 +58,7 @@ def record_model(*, n: int = nb.N) -> dp.RecordModel:
     >>> bool(np.allclose(t[0].sum(axis=0), nb.statistics(records[0, :, 0], records[0, :, 1:])))
     True
     """
-    n = _validate.positive_int("n", n)
+    n = validate.positive_int("n", n)
     return dp.RecordModel(
         prior={name: st.beta(nb.ALPHA, nb.ALPHA) for name in nb.PARAMETER_NAMES},
         simulate=simulate_records,
@@ -188,7 +188,7 @@ def exact_posterior(
     >>> round(post["p_class"].mean(), 3)
     0.768
     """
-    n = _validate.positive_int("n", n)
+    n = validate.positive_int("n", n)
     released = nb.mechanism(epsilon=epsilon, n=n)._check_released(released)
     scale = nb.sensitivity(n=n) / epsilon
     r = np.asarray(released, dtype=float).reshape(2, nb.N_FEATURES, 2)
