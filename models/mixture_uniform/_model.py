@@ -11,8 +11,8 @@ import numpy as np
 import scipy.stats as st
 
 import dpinfer as dp
-from dpinfer._rng import RNGLike, as_generator, as_seed_sequence, chunk_generator
-from dpinfer.distances.base import Distance
+from dpinfer.distances import Distance
+from dpinfer.random import RNGLike, as_generator, as_seed_sequence, chunk_generator
 
 #: The true mixing weights of Section 6.1.
 TRUE_WEIGHTS = np.array([0.25, 0.04, 0.33, 0.04, 0.34])

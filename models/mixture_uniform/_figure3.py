@@ -11,11 +11,11 @@ from dataclasses import dataclass
 import numpy as np
 
 import dpinfer as dp
-from dpinfer._rng import RNGLike, as_seed_sequence, chunk_generator
 from dpinfer.distances import PrecomputedDistances
+from dpinfer.random import RNGLike, as_seed_sequence, chunk_generator
 
-from . import _mixture_uniform_model as mix
-from ._mixture_uniform_model import distance, public_draws, sample_mixture
+from . import _model as mix
+from ._model import distance, public_draws, sample_mixture
 
 
 @dataclass(frozen=True)
