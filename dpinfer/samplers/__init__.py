@@ -1,6 +1,7 @@
 """Samplers: exact ABC from a DP release."""
 
 from ._precision import PrecisionWarning
+from ._public import PublicDraws, public_distances
 from .abcdp import abcdp
 from .abcdp_variants import rejection_abcdp_gaussian, soft_abcdp
 from .acceptance import AcceptanceRate, estimate_acceptance_rate
@@ -26,6 +27,7 @@ __all__ = [
     "MCEMConvergenceWarning",
     "MCEMResult",
     "PrecisionWarning",
+    "PublicDraws",
     "ProfileWarning",
     "StagedSchedule",
     "mcem",
@@ -34,6 +36,7 @@ __all__ = [
     "da_mcmc",
     "estimate_acceptance_rate",
     "importance_abc",
+    "public_distances",
     "rejection_abc",
     "rejection_abcdp_gaussian",
     "smc_abc",

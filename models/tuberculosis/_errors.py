@@ -1,6 +1,6 @@
 """The error table of the tuberculosis example's ABCDP runs (Park et al. 2021, 6.3).
 
-Imported by :mod:`dpinfer.models.tuberculosis`, which documents the model and the setup.
+Part of :mod:`dpinfer.models.tuberculosis`, which documents the model and the setup.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import time
 import numpy as np
 
 import dpinfer as dp
-from dpinfer import _validate
-from dpinfer._rng import RNGLike, as_seed_sequence, child_sequence, chunk_generator
+from dpinfer import validate
+from dpinfer.random import RNGLike, as_seed_sequence, child_sequence, chunk_generator
 
-from ._tuberculosis_abcdp import (
+from ._abcdp import (
     CLIP,
     EPSILON_ABC,
     EPSILON_TOTAL,
@@ -26,7 +26,7 @@ from ._tuberculosis_abcdp import (
     confidential_records,
     public_draws,
 )
-from ._tuberculosis_prior import BETA_SD, PARAMETERS
+from ._prior import BETA_SD, PARAMETERS
 
 #: Park et al.'s mean absolute errors (Section 6.3): (n, resample) -> error.
 PAPER_ERRORS = {(100, True): 4.71, (1000, True): 2.20, (100, False): 4.51, (1000, False): 2.10}
@@ -116,10 +116,10 @@ def _error_runs(
     """
     import xarray as xr
 
-    n_values = tuple(_validate.positive_int("n_records", n) for n in np.atleast_1d(n_records))
-    public_repetitions = _validate.positive_int("public_repetitions", public_repetitions)
-    noise_repetitions = _validate.positive_int("noise_repetitions", noise_repetitions)
-    c = _validate.positive_int("c", c)
+    n_values = tuple(validate.positive_int("n_records", n) for n in np.atleast_1d(n_records))
+    public_repetitions = validate.positive_int("public_repetitions", public_repetitions)
+    noise_repetitions = validate.positive_int("noise_repetitions", noise_repetitions)
+    c = validate.positive_int("c", c)
     root = as_seed_sequence(rng)
     noise = None if privacy_rng is None else as_seed_sequence(privacy_rng)
     abcdp_settings = dict(c=c, epsilon_abc=epsilon_abc, epsilon_total=epsilon_total)

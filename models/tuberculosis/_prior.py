@@ -10,7 +10,7 @@ import scipy.integrate as si
 import scipy.special as sc
 import scipy.stats as st
 
-from dpinfer import _validate
+from dpinfer import validate
 
 #: The parameters, in the order of Park et al. (2021): index 1 non-compliant, 2 compliant.
 PARAMETERS = ("R1", "t1", "R2", "beta")
@@ -85,7 +85,7 @@ class JointPrior:
     names = PARAMETERS
 
     def __init__(self, *, beta_sd=BETA_SD):
-        self.beta_sd = _validate.positive_finite("beta_sd", beta_sd)
+        self.beta_sd = validate.positive_finite("beta_sd", beta_sd)
 
     @property
     def normalising_constant(self) -> float:
@@ -96,7 +96,7 @@ class JointPrior:
         """Draw ``n`` parameter sets (rejection in vectorised batches)."""
         if n == 0:
             return {name: np.empty(0) for name in self.names}
-        n = _validate.positive_int("n", n)
+        n = validate.positive_int("n", n)
         parts, kept = [], 0
         while kept < n:
             batch = int((n - kept) / self.normalising_constant * 1.1) + 64

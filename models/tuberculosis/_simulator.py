@@ -1,7 +1,7 @@
 """The tuberculosis outbreak simulator: rates, equilibrium, runs and their statistics.
 
 See :mod:`dpinfer.models.tuberculosis` for the model; the event loop is the
-numba kernel of :mod:`._tuberculosis_kernels`.
+numba kernel of :mod:`._kernels`.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpinfer import _validate
-from dpinfer._rng import RNGLike, as_generator
+from dpinfer import validate
+from dpinfer.random import RNGLike, as_generator
 
-from . import _tuberculosis_kernels as _kernels
-from ._tuberculosis_prior import P_COMPLIANCE, P_OBSERVED, PARAMETERS
+from . import _kernels as _kernels
+from ._prior import P_COMPLIANCE, P_OBSERVED, PARAMETERS
 
 #: The compliant removal rate ``delta_2`` (per year), fixed.
 DELTA_2 = 5.95
@@ -249,12 +249,12 @@ def summary_statistics(cluster_sizes, largest_months, *, n_months: int = 24) -> 
     >>> summary_statistics([3, 1, 1], [0, 0, 5])
     array([5. , 3. , 3. , 1. , 0.4, 0. , 6. , 2. ])
     """
-    sizes = _validate.integer_array("cluster_sizes", cluster_sizes)
-    months = _validate.integer_array("largest_months", largest_months)
-    n_months = _validate.positive_int("n_months", n_months)
+    sizes = validate.integer_array("cluster_sizes", cluster_sizes)
+    months = validate.integer_array("largest_months", largest_months)
+    n_months = validate.positive_int("n_months", n_months)
     if np.any(sizes < 1) or sizes.ndim != 1:
         raise ValueError(
-            f"cluster_sizes must be positive integers, got {_validate.abbreviated(sizes)}"
+            f"cluster_sizes must be positive integers, got {validate.abbreviated(sizes)}"
         )
     if np.any((months < 0) | (months >= n_months)):
         raise ValueError(f"largest_months must lie in 0..{n_months - 1}, got {months!r}")
@@ -282,7 +282,7 @@ def _check_params(params):
     for name in PARAMETERS:
         arr = np.asarray(params[name], dtype=float)
         if not np.all(np.isfinite(arr)):
-            raise ValueError(f"params[{name!r}] must be finite, got {_validate.abbreviated(arr)}")
+            raise ValueError(f"params[{name!r}] must be finite, got {validate.abbreviated(arr)}")
         values.append(arr)
     r1, t1, r2, beta = np.broadcast_arrays(*values)
     for name, value, ok, rule in (
@@ -292,14 +292,12 @@ def _check_params(params):
         ("beta", beta, beta > 0, "> 0"),
     ):
         if not np.all(ok):
-            raise ValueError(
-                f"params[{name!r}] must be {rule}, got {_validate.abbreviated(value)}"
-            )
+            raise ValueError(f"params[{name!r}] must be {rule}, got {validate.abbreviated(value)}")
     load = P_COMPLIANCE * r2 + (1 - P_COMPLIANCE) * r1
     if not np.all(load < 1):
         raise ValueError(
             "the process must be subcritical (0.95 R2 + 0.05 R1 < 1) for its equilibrium to "
-            f"exist, got 0.95 R2 + 0.05 R1 = {_validate.abbreviated(load)}"
+            f"exist, got 0.95 R2 + 0.05 R1 = {validate.abbreviated(load)}"
         )
     return r1, t1, r2, beta
 

@@ -1,6 +1,6 @@
 """The ABCDP record setup of the tuberculosis example and its error table (Park et al. 2021, 6.3).
 
-Imported by :mod:`dpinfer.models.tuberculosis`, which documents the model and the setup.
+Part of :mod:`dpinfer.models.tuberculosis`, which documents the model and the setup.
 """
 
 from __future__ import annotations
@@ -8,16 +8,16 @@ from __future__ import annotations
 import numpy as np
 
 import dpinfer as dp
-from dpinfer import _validate
-from dpinfer._rng import (
+from dpinfer import validate
+from dpinfer.distances import PairedClippedL2, PrecomputedDistances
+from dpinfer.random import (
     RNGLike,
     as_generator,
 )
-from dpinfer.distances import PairedClippedL2, PrecomputedDistances
-from dpinfer.samplers._public import public_distances
+from dpinfer.samplers import public_distances
 
-from ._tuberculosis_prior import BETA_SD, PARAMETERS, JointPrior
-from ._tuberculosis_simulator import STATISTICS, _simulate
+from ._prior import BETA_SD, PARAMETERS, JointPrior
+from ._simulator import STATISTICS, _simulate
 
 #: The parameters that generated the synthetic confidential records (Park et al.'s truth,
 #: from Lintusaari et al.'s estimates on the San Francisco data).
@@ -86,7 +86,7 @@ def model(*, n_records: int = 1, beta_sd: float = BETA_SD) -> dp.Model:
     >>> m.simulate(m.prior.sample(2, rng), rng).shape
     (2, 3, 8)
     """
-    n_records = _validate.positive_int("n_records", n_records)
+    n_records = validate.positive_int("n_records", n_records)
     return dp.Model(prior(beta_sd=beta_sd), simulate=_RecordSimulator(n_records))
 
 
@@ -111,7 +111,7 @@ def confidential_records(n_records: int, *, rng: RNGLike = None, params=None) ->
     >>> confidential_records(4, rng=0).shape
     (4, 8)
     """
-    n_records = _validate.positive_int("n_records", n_records)
+    n_records = validate.positive_int("n_records", n_records)
     theta = TRUTH if params is None else params
     return _simulate(
         {k: np.full(n_records, theta[k], dtype=float) for k in PARAMETERS}, as_generator(rng)
