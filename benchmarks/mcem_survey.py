@@ -34,8 +34,8 @@ from scipy.optimize import brentq
 from scipy.stats import chi2
 
 import dpinfer as dp
-from dpinfer.models import _survey as survey
 from dpinfer.models import poisson_count as pc
+from dpinfer.models.lalonde import survey
 from dpinfer.samplers._mcse import error_ratio
 
 

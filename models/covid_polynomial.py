@@ -55,7 +55,6 @@ import numpy as np
 import scipy.stats as st
 
 import dpinfer as dp
-from dpinfer._rng import RNGLike, as_seed_sequence
 from dpinfer.example import (
     Example,
     Option,
@@ -67,6 +66,7 @@ from dpinfer.example import (
     integer,
     yes_no,
 )
+from dpinfer.random import RNGLike, as_seed_sequence
 
 __all__ = [
     "BANDWIDTH",

@@ -66,7 +66,6 @@ import math
 import numpy as np
 
 import dpinfer as dp
-from dpinfer._rng import RNGLike
 from dpinfer.example import (
     NUTS_OPTIONS,
     Example,
@@ -84,6 +83,7 @@ from dpinfer.example import (
     nuts_options,
     value_rows,
 )
+from dpinfer.random import RNGLike
 from dpinfer.results import effective_sample_size, rhat
 
 __all__ = [
@@ -306,7 +306,7 @@ def run(
         With both true, PyMC shows its progress bars.
     **nuts : int
         The NUTS settings ``draws``, ``tune`` and ``chains``
-        (:data:`~dpinfer.models._nuts.NUTS_OPTIONS`).
+        (:data:`~dpinfer.example.NUTS_OPTIONS`).
 
     Returns
     -------

@@ -8,7 +8,6 @@ import math
 
 import scipy.stats as st
 
-from dpinfer._rng import as_seed_sequence
 from dpinfer.example import (
     Example,
     Option,
@@ -25,6 +24,7 @@ from dpinfer.example import (
     plan_sampler,
     save_run,
 )
+from dpinfer.random import as_seed_sequence
 
 from ._checks import _abc_checks, _mcem, _mle_row, _sample
 from ._likelihood import EPSILON, RELEASED, _check_prior, _log_evidence, mechanism, model
@@ -106,7 +106,7 @@ def run(
     The cost of rejection ABC is known before it runs: its acceptance rate is
     the closed-form evidence over the largest Laplace density. When
     ``draws`` would need more than
-    :data:`~dpinfer.models._budget.REJECTION_BUDGET` simulations, exact
+    :data:`~dpinfer.example.REJECTION_BUDGET` simulations, exact
     importance ABC runs instead (:func:`dpinfer.importance_abc`, with a Gamma
     proposal matched to the closed-form posterior, variance doubled, until an
     ESS of ``min(draws, 2000)``), and the report says so. A release whose

@@ -36,7 +36,7 @@ from scipy.optimize import brentq
 from scipy.stats import chi2
 
 import dpinfer as dp
-from dpinfer.models import _survey as survey
+from dpinfer.models.lalonde import survey
 from dpinfer.samplers._mcse import error_ratio
 
 from .test_mcem import callable_likelihood, exact_loglik, exact_mle, mech, poisson_model

@@ -11,12 +11,14 @@ variance by at most ``200^2 / n``, the sensitivities that set the scales.
 The analyst models ``ybar ~ N(mu, sigma^2 / n)`` and
 ``s2 ~ sigma^2 chi2_{n-1} / (n - 1)``, independent (the clamping is ignored,
 as the issue's model did). The likelihood of the release factorises into two
-one-dimensional convolutions, computed as in :mod:`dpinfer.models.lalonde`:
-the exact reference for Monte Carlo EM, its Wald and its profile intervals.
+one-dimensional convolutions, the Lalonde example's (:func:`exact_log_likelihood`
+of :mod:`dpinfer.models.lalonde`, one group): the exact reference for Monte
+Carlo EM, its Wald and its profile intervals.
 
 Examples
 --------
->>> round(exact_log_likelihood(47.7, 26.5), 4)
+>>> from dpinfer.models.lalonde import survey
+>>> round(survey.exact_log_likelihood(47.7, 26.5), 4)
 -7.3293
 """
 
@@ -30,7 +32,7 @@ from scipy.stats import chi2
 
 import dpinfer as dp
 
-from .lalonde._exact import _gamma_laplace, _normal_laplace
+from ._exact import _gamma_laplace, _normal_laplace
 
 __all__ = [
     "EPSILON",
