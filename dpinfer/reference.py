@@ -11,12 +11,14 @@ discrete. NUTS samples it; the draws come back as the same
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from . import _validate
+from ._compile_once import compiled_once
 from ._rng import RNGLike, as_seed_sequence, seed_entropy
 from .mechanisms.base import Mechanism
 from .model import Model
@@ -275,6 +277,14 @@ def sample_nuts(
     arviz.InferenceData
         As in :func:`sample_reference`.
 
+    Notes
+    -----
+    NUTS compiles the model's log-density and gradient once per model: a model
+    sampled again (in one process, ``cores=1``) reuses them, so a model of one
+    shape fitted to new data takes the data through ``pm.Data`` and
+    ``pm.set_data`` and is compiled once. The draws are those of a fresh
+    compilation of the same model, seed for seed.
+
     Examples
     --------
     A hand-built model of a release, its mechanism recorded:
@@ -311,7 +321,10 @@ def sample_nuts(
         raise ValueError(f"var_names {missing} are not variables of the model")
     nuts_kwargs.setdefault("cores", 1)
     size = {"draws": draws, "tune": tune, "chains": chains}
-    with pymc_model:
+    # chains in one process reuse the model's compiled log-density; several processes
+    # would pickle the model, and a model holding a compiled function may not pickle
+    reuse = compiled_once(pymc_model) if nuts_kwargs["cores"] == 1 else contextlib.nullcontext()
+    with pymc_model, reuse:
         trace = pm.sample(
             **size,
             random_seed=seed,
