@@ -116,6 +116,13 @@ def plan_sampler(
     Returns
     -------
     SamplerPlan
+
+    Examples
+    --------
+    >>> from dpinfer.example import plan_sampler
+    >>> plan = plan_sampler(-3.0, 1000, fallback="smc_abc", source="a pilot run")
+    >>> plan.method, plan.switched, plan.max_simulations
+    ('rejection_abc', False, 40000000)
     """
     log_expected = math.log(draws) - log_acceptance
     expected = math.exp(log_expected) if log_expected < 700 else math.inf

@@ -18,12 +18,30 @@ from .. import _validate
 
 
 def positive(name: str, value) -> float:
-    """Check a positive finite number."""
+    """Check a positive finite number (text or a number).
+
+    Examples
+    --------
+    >>> from dpinfer.example import positive
+    >>> positive("scale", "2.5")
+    2.5
+    >>> positive("scale", "0")
+    Traceback (most recent call last):
+    ...
+    ValueError: scale must be a positive finite number, got 0.0
+    """
     return _validate.positive_finite(name, _number(name, value))
 
 
 def finite(name: str, value) -> float:
-    """Check a finite number."""
+    """Check a finite number (text or a number).
+
+    Examples
+    --------
+    >>> from dpinfer.example import finite
+    >>> finite("shift", "-1.5")
+    -1.5
+    """
     x = _validate._real(name, _number(name, value))
     if not math.isfinite(x):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
@@ -35,12 +53,61 @@ finite.range, finite.bounds = "a finite number", None
 
 
 def between(low: float, high: float, *, hint: str = "") -> Callable[[str, Any], float]:
-    """Check a finite number in ``[low, high]``; ``hint`` says why, or what to do instead."""
+    """Return the check of a finite number in ``[low, high]``.
+
+    Parameters
+    ----------
+    low, high : float
+        The documented range, ends included.
+    hint : str, optional
+        Added to the error message: why the range, or what to do instead.
+
+    Returns
+    -------
+    callable
+        ``check(name, value) -> float``, with ``check.range`` (the range in
+        words) and ``check.bounds`` (``(low, high)``).
+
+    Examples
+    --------
+    >>> from dpinfer.example import between
+    >>> check = between(0.05, 10, hint="epsilon is a privacy budget")
+    >>> check.range, check("epsilon", "0.5")
+    ('from 0.05 to 10', 0.5)
+    >>> check("epsilon", 20)
+    Traceback (most recent call last):
+    ...
+    ValueError: epsilon must be from 0.05 to 10, got 20: epsilon is a privacy budget
+    """
     return _ranged(finite, low, high, "", hint)
 
 
 def integer(minimum: int, maximum: int = 10**8, *, hint: str = "") -> Callable[[str, Any], int]:
-    """Check an integer in ``[minimum, maximum]`` (sample sizes: a summary needs several draws)."""
+    """Return the check of an integer in ``[minimum, maximum]`` (a sample size, a count).
+
+    Parameters
+    ----------
+    minimum : int
+        The smallest value (a summary needs several draws).
+    maximum : int, default 10**8
+    hint : str, optional
+        Added to the error message.
+
+    Returns
+    -------
+    callable
+        ``check(name, value) -> int``, with ``check.range`` and ``check.bounds``.
+
+    Examples
+    --------
+    >>> from dpinfer.example import integer
+    >>> integer(100)("draws", "500")
+    500
+    >>> integer(100)("draws", "2.5")
+    Traceback (most recent call last):
+    ...
+    ValueError: draws must be an integer, got '2.5'
+    """
     return _ranged(_integer, minimum, maximum, "an integer ", hint)
 
 
@@ -59,10 +126,32 @@ def _ranged(convert: Callable, low, high, kind: str, hint: str) -> Callable:
 
 
 def vector(size: int, element: Callable | Sequence[Callable] = finite) -> Callable:
-    """Check a sequence of exactly ``size`` values, each checked by ``element``.
+    """Return the check of a sequence of exactly ``size`` values, each checked by ``element``.
 
-    ``element`` is one check for every value, or a sequence of ``size`` checks,
-    one per position (a release of statistics with different ranges).
+    Parameters
+    ----------
+    size : int
+        The number of values (on the command line, that many after the flag).
+    element : callable or sequence of callables, default finite
+        One check for every value, or ``size`` checks, one per position (a
+        release of statistics with different ranges).
+
+    Returns
+    -------
+    callable
+        ``check(name, value) -> numpy.ndarray`` (text is split at spaces), with
+        ``check.size``, ``check.range`` and ``check.bounds`` (per position).
+
+    Examples
+    --------
+    >>> from dpinfer.example import between, vector
+    >>> check = vector(2, between(0, 1))
+    >>> check("release", "0.2 0.7")
+    array([0.2, 0.7])
+    >>> check("release", "0.2 1.5")
+    Traceback (most recent call last):
+    ...
+    ValueError: release[1] must be from 0 to 1, got '1.5'
     """
     elements = tuple(element) if isinstance(element, Sequence) else (element,) * size
     if len(elements) != size:
@@ -84,7 +173,14 @@ def vector(size: int, element: Callable | Sequence[Callable] = finite) -> Callab
 
 
 def yes_no(name: str, value) -> bool:
-    """Check a switch: True/False, or yes/no (true/false) on the command line."""
+    """Check a switch: True/False, or yes/no (true/false) on the command line.
+
+    Examples
+    --------
+    >>> from dpinfer.example import yes_no
+    >>> yes_no("full", "yes"), yes_no("full", False)
+    (True, False)
+    """
     if isinstance(value, bool | np.bool_):
         return bool(value)
     text = str(value).strip().lower() if isinstance(value, str) else None
@@ -99,7 +195,14 @@ yes_no.range, yes_no.bounds = "yes or no", None
 
 
 def choice(*values: str) -> Callable[[str, Any], str]:
-    """One of the given strings."""
+    """Return the check of one of the given strings (``check.choices`` lists them).
+
+    Examples
+    --------
+    >>> from dpinfer.example import choice
+    >>> choice("approx", "exact")("simulator", "exact")
+    'exact'
+    """
 
     def check(name: str, value) -> str:
         if value not in values:

@@ -20,7 +20,14 @@ _COLORS = {
 
 
 def new_figure(width: float, height: float):
-    """Return a matplotlib Figure that needs no display (no pyplot state)."""
+    """Return a matplotlib Figure of ``width`` x ``height`` inches that needs no display.
+
+    Examples
+    --------
+    >>> from dpinfer.example import new_figure
+    >>> new_figure(4, 3).get_size_inches().tolist()
+    [4.0, 3.0]
+    """
     try:
         from matplotlib.figure import Figure
     except ImportError as err:  # pragma: no cover - matplotlib is a test/extra dependency
@@ -32,7 +39,27 @@ def interval_figure(path, report: Report, *, title: str | None = None) -> None:
     """Draw every analysis of every parameter as an interval: 5-95% and the mean.
 
     Posterior rows show their 5-95% quantiles, MLE rows ``estimate +- 1.645 s.e.``
-    (the same 90% level), truth rows a dashed vertical line.
+    (the same 90% level), truth rows a dashed vertical line. The default figure
+    of :func:`save_run`.
+
+    Parameters
+    ----------
+    path : path or file
+        Where the PNG goes.
+    report : Report
+    title : str, optional
+        Default: the report's title.
+
+    Examples
+    --------
+    >>> import io, numpy as np
+    >>> from dpinfer.example import Report, draw_rows, interval_figure, value_rows
+    >>> rows = draw_rows("sampler", "exact", {"theta": np.arange(10.0)})
+    >>> rows += value_rows("truth", "truth", {"theta": 4.0})
+    >>> png = io.BytesIO()
+    >>> interval_figure(png, Report("A demo", [], rows))
+    >>> png.getvalue()[1:4]
+    b'PNG'
     """
     params = list(dict.fromkeys(r.parameter for r in report.rows))
     cols = min(len(params), 3)

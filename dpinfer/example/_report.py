@@ -138,7 +138,32 @@ def _draw_figure(folder, name: str, result: Result) -> str | None:
 
 
 def nuts_note(label: str, idata, key: str) -> tuple[str, dict]:
-    """Return a note and diagnostics on a NUTS run: divergences, largest R-hat, smallest ESS."""
+    """Return a note and diagnostics on a NUTS run: divergences, largest R-hat, smallest ESS.
+
+    Parameters
+    ----------
+    label : str
+        The analysis, at the head of the note.
+    idata : arviz.InferenceData
+        From :func:`dpinfer.reference.sample_nuts`.
+    key : str
+        Prefix of the diagnostics' names.
+
+    Returns
+    -------
+    note : str
+    diagnostics : dict
+        ``{key}_divergences``, ``{key}_rhat_max``, ``{key}_ess``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpinfer.results import to_inference_data
+    >>> from dpinfer.example import nuts_note
+    >>> idata = to_inference_data({"x": np.zeros(8)}, attrs={"divergences": 0}, chains=2)
+    >>> nuts_note("NUTS", idata, "nuts")[1]["nuts_divergences"]
+    0
+    """
     attrs = idata.posterior.attrs
     numbers = {
         f"{key}_divergences": int(attrs["divergences"]),
@@ -157,6 +182,21 @@ def smc_note(label: str, idata, key: str) -> tuple[str, dict]:
 
     The SMC samplers run several chains: the stages are the most any chain took, the
     final move acceptance the lowest of the chains' last stages.
+
+    Parameters
+    ----------
+    label : str
+        The analysis, at the head of the note.
+    idata : arviz.InferenceData
+        From :func:`dpinfer.smc_abc` or :func:`dpinfer.tolerance_smc_abc`.
+    key : str
+        Prefix of the diagnostics' names.
+
+    Returns
+    -------
+    note : str
+    diagnostics : dict
+        ``{key}_stages``, ``{key}_simulations``, ``{key}_final_acceptance``.
     """
     attrs = idata.posterior.attrs
     acceptance = np.ravel(attrs.get("chain_last_acceptance_rate", [math.nan]))
@@ -180,7 +220,23 @@ def mle_interval_notes(
 
     ``fit`` is a :class:`dpinfer.MCEMResult`; its profile-likelihood interval
     (:meth:`dpinfer.MCEMResult.profile_interval`, ``simulations`` per pass)
-    comes with the Monte Carlo standard errors of its ends.
+    comes with the Monte Carlo standard errors of its ends. A
+    :class:`dpinfer.ProfileWarning` becomes a note.
+
+    Parameters
+    ----------
+    fit : MCEMResult
+    level : float, default 0.95
+    simulations : int, default 100_000
+    progressbar : bool, default False
+
+    Returns
+    -------
+    notes : list of str
+        One per parameter (entry of a vector parameter), and the warnings.
+    diagnostics : dict
+        ``mle_wald_interval``, ``mle_profile_interval`` and
+        ``mle_profile_interval_mcse``, each ``{label: [lower, upper]}``.
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ProfileWarning)

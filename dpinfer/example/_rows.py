@@ -29,13 +29,35 @@ LEVELS = (0.05, 0.5, 0.95)
 
 @dataclass(frozen=True)
 class Row:
-    """One analysis of one parameter.
+    """One analysis of one parameter: a line of the report.
 
     For an estimator ``"posterior"`` the numbers are the posterior mean, sd
     and quantiles; for ``"mle"`` the estimate and its standard error (no
     quantiles); for ``"value"`` a single number (the truth). ``flag`` is empty,
     or a warning shown in the row itself (``"not converged"``): the table
     marks the row, and the CSV and JSON summaries carry it.
+
+    Attributes
+    ----------
+    analysis : str
+        What produced the row (``"exact (smc_abc)"``, ``"naive"``).
+    role : str
+        One of :data:`ROLES`.
+    estimator : {"posterior", "mle", "value"}
+    parameter : str
+    mean, sd, q05, q50, q95 : float
+        NaN where undefined.
+    flag : str, default ""
+
+    Examples
+    --------
+    >>> from dpinfer.example import Row
+    >>> Row("truth", "truth", "value", "theta", 37.0).q50
+    nan
+    >>> Row("truth", "oracle", "value", "theta", 37.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: role must be one of [...], got 'oracle'
     """
 
     analysis: str
@@ -57,9 +79,28 @@ class Row:
 
 
 def draw_rows(analysis: str, role: str, draws: Mapping[str, Any]) -> list[Row]:
-    """Rows from posterior draws: ``{name: array (n_draws, *shape)}``; vectors give ``name[i]``.
+    """Return rows from posterior draws: mean, sd and 5/50/95% quantiles per parameter.
 
-    Fewer than two draws give NaN where a statistic is undefined, without warnings.
+    Parameters
+    ----------
+    analysis, role : str
+        As in :class:`Row`.
+    draws : mapping
+        ``{name: array (n_draws, *shape)}``; a vector parameter gives a row per
+        entry, ``name[i]``. Fewer than two draws give NaN where a statistic is
+        undefined, without warnings.
+
+    Returns
+    -------
+    list of Row
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpinfer.example import draw_rows
+    >>> rows = draw_rows("sampler", "exact", {"beta": np.zeros((10, 2)), "theta": np.ones(10)})
+    >>> [(r.parameter, r.mean) for r in rows]
+    [('beta[0]', 0.0), ('beta[1]', 0.0), ('theta', 1.0)]
     """
     rows = []
     for name, values in draws.items():
@@ -73,7 +114,28 @@ def draw_rows(analysis: str, role: str, draws: Mapping[str, Any]) -> list[Row]:
 
 
 def idata_draws(idata, var_names: Iterable[str] | None = None) -> dict[str, np.ndarray]:
-    """Return ``{name: (chains * draws, *shape)}`` from an InferenceData's posterior group."""
+    """Return the posterior draws of an InferenceData, chains stacked, for :func:`draw_rows`.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+    var_names : iterable of str, optional
+        Default: every variable of the posterior group.
+
+    Returns
+    -------
+    dict
+        ``{name: array (chains * draws, *shape)}``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpinfer.results import to_inference_data
+    >>> from dpinfer.example import idata_draws
+    >>> idata = to_inference_data({"theta": np.arange(6.0)}, attrs={}, chains=2)
+    >>> idata_draws(idata)["theta"].shape
+    (6,)
+    """
     post = idata.posterior
     names = list(post.data_vars) if var_names is None else list(var_names)
     out = {}
@@ -84,7 +146,16 @@ def idata_draws(idata, var_names: Iterable[str] | None = None) -> dict[str, np.n
 
 
 def distribution_rows(analysis: str, role: str, dists: Mapping[str, Any]) -> list[Row]:
-    """Rows from frozen ``scipy.stats`` distributions (closed-form posteriors or priors)."""
+    """Return rows from frozen ``scipy.stats`` distributions (closed-form posteriors, priors).
+
+    Examples
+    --------
+    >>> import scipy.stats as st
+    >>> from dpinfer.example import distribution_rows
+    >>> row, = distribution_rows("prior", "prior", {"theta": st.gamma(25)})
+    >>> row.mean, row.sd
+    (25.0, 5.0)
+    """
     return [
         Row(
             analysis,
@@ -102,7 +173,15 @@ def distribution_rows(analysis: str, role: str, dists: Mapping[str, Any]) -> lis
 def mle_rows(
     analysis: str, role: str, estimate: Mapping, standard_error: Mapping, *, flag: str = ""
 ) -> list[Row]:
-    """Rows of a maximum likelihood estimate and its standard error (``flag``: see Row)."""
+    """Return rows of a maximum likelihood estimate and its standard error (``flag``: see Row).
+
+    Examples
+    --------
+    >>> from dpinfer.example import mle_rows
+    >>> row, = mle_rows("MCEM", "exact", {"theta": 37.2}, {"theta": 7.9})
+    >>> row.estimator, row.mean, row.sd
+    ('mle', 37.2, 7.9)
+    """
     return [
         Row(
             analysis,
@@ -118,7 +197,14 @@ def mle_rows(
 
 
 def value_rows(analysis: str, role: str, values: Mapping) -> list[Row]:
-    """Rows of single values (the truth); vectors give ``name[i]``."""
+    """Return rows of single values (the truth); vectors give ``name[i]``.
+
+    Examples
+    --------
+    >>> from dpinfer.example import value_rows
+    >>> [r.parameter for r in value_rows("truth", "truth", {"beta": [1.0, 2.0]})]
+    ['beta[0]', 'beta[1]']
+    """
     rows = []
     for name, value in values.items():
         arr = np.ravel(np.asarray(value, dtype=float))
@@ -145,6 +231,16 @@ class Report:
         Diagnostics in words (acceptance rates, tests against closed forms).
     diagnostics : dict
         The same numbers, machine-readable (saved in ``summary.json``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpinfer.example import Report, draw_rows
+    >>> report = Report("A demo", ["theta ~ anything"], draw_rows("s", "exact", {"t": np.ones(5)}))
+    >>> report.csv().splitlines()[1]
+    's,exact,posterior,t,1.0,0.0,1.0,1.0,1.0,'
+    >>> report.to_dict()["rows"][0]["q95"]
+    1.0
     """
 
     title: str
@@ -219,6 +315,15 @@ class Result:
     extra : dict
         More InferenceData (or xarray Datasets, such as an error table) to save,
         as ``<name>.nc``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpinfer.example import Report, Result, draw_rows
+    >>> draws = {"t": np.ones(5)}
+    >>> result = Result(Report("A demo", [], draw_rows("s", "exact", draws)), posterior=None)
+    >>> result.figure is None, result.extra
+    (True, {})
     """
 
     report: Report

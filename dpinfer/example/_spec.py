@@ -46,6 +46,13 @@ class Option:
         refuses bad values with ``ValueError``/``TypeError`` naming the option.
     flag : str, optional
         The command-line flag; default ``--`` + ``name`` with ``-`` for ``_``.
+
+    Examples
+    --------
+    >>> from dpinfer.example import Option, integer
+    >>> opt = Option("nuts_draws", 1000, "NUTS draws per chain", integer(100, 10_000))
+    >>> opt.cli_flag, opt.range, opt.parse("200")
+    ('--nuts-draws', 'an integer from 100 to 10,000', 200)
     """
 
     name: str
@@ -95,6 +102,18 @@ class Example:
     smallest : dict
         The cheapest setting: sample-size options at the low end of their
         ranges (for grid tests, :meth:`range_ends`).
+
+    Examples
+    --------
+    >>> from dpinfer.example import Example, Option, between
+    >>> demo = Example("demo", "a demo", "nobody (2025)", seconds=120,
+    ...                options=(Option("epsilon", 1.0, "privacy budget", between(0.1, 10)),))
+    >>> demo.runtime, demo.long, demo.defaults()
+    ('about 2 min', True, {'epsilon': 1.0})
+    >>> demo.check({"epsilon": "20"})
+    Traceback (most recent call last):
+    ...
+    ValueError: epsilon must be from 0.1 to 10, got '20'
     """
 
     name: str
@@ -190,10 +209,29 @@ def discover(
 ) -> dict[str, Example]:
     """Return every example of ``package`` by name, in alphabetical order.
 
-    Imports each public module of the package and keeps those that define an
-    ``EXAMPLE`` (an :class:`Example`) and a ``run`` function. A module that
-    needs a package this installation lacks (an optional extra such as torch)
-    is skipped; ``missing``, if given, receives its name and the import error.
+    Imports each public module (or subpackage) of the package, by name, and
+    keeps those that define an ``EXAMPLE`` (an :class:`Example`) and a ``run``
+    function. A module that needs a package this installation lacks (an
+    optional extra such as torch) is skipped.
+
+    Parameters
+    ----------
+    package : str, default "dpinfer.models"
+        The package holding the examples.
+    missing : dict, optional
+        Receives the name and the import error of each module skipped.
+
+    Returns
+    -------
+    dict of str to Example
+        With :attr:`Example.module` the module or package that holds ``run``.
+
+    Examples
+    --------
+    >>> from dpinfer.example import discover
+    >>> examples = discover()
+    >>> examples["lalonde"].module
+    'dpinfer.models.lalonde'
     """
     found: dict[str, Example] = {}
     root = importlib.import_module(package)
