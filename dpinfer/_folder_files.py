@@ -174,8 +174,10 @@ def reserve(dir_fd: int, name: str, size: int) -> int | None:
         fd = create(dir_fd, name)
     except OSError:
         return None
+    allocate = getattr(os, "posix_fallocate", None)  # not on macOS
     with contextlib.suppress(OSError):  # full, or not supported: allocate when written
-        os.posix_fallocate(fd, 0, size)
+        if allocate is not None:
+            allocate(fd, 0, size)
     return fd
 
 

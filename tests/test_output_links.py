@@ -56,14 +56,16 @@ class Planter:
     name's prefix (a seen name minus a known name at its end) and a known name: a token
     shared by several temporaries is found this way. Each link points at the victim
     file or at a path outside that does not exist (which a write through it would
-    create). With ``replace_ours`` it also replaces every regular file it sees (the
-    run's own temporaries and outputs) by such a link.
+    create). It also replaces the run's files that it sees by such links: none of them
+    (``replace="nothing"``), its outputs under their final names (``"outputs"``), or
+    every regular file, temporaries and manifest included (``"everything"``).
     """
 
-    def __init__(self, folder: Path, outside: Path, names, *, replace_ours: bool = False):
+    def __init__(self, folder: Path, outside: Path, names, *, replace: str = "nothing"):
         self.folder, self.outside = folder, outside
         self.names = {*names, MANIFEST}
-        self.replace_ours = replace_ours
+        self.outputs = set(names)
+        self.replace = replace
         self.victim = outside / "victim.txt"
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -76,6 +78,9 @@ class Planter:
         self._stop.set()
         self._thread.join(timeout=60)
         assert not self._thread.is_alive()
+
+    def _replaces(self, name: str) -> bool:
+        return self.replace == "everything" or (self.replace == "outputs" and name in self.outputs)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -103,7 +108,7 @@ class Planter:
                 if path.is_symlink() or (path.exists() and path.is_dir()):
                     continue
                 if path.exists():
-                    if not self.replace_ours:
+                    if not self._replaces(name):
                         continue
                     path.unlink()
                 os.symlink(target, path)
@@ -183,20 +188,20 @@ def move_in(request, monkeypatch):
     return request.param
 
 
-@pytest.mark.parametrize("replace_ours", [False, True], ids=["free names", "replacing ours"])
+@pytest.mark.parametrize("replace", ["nothing", "outputs", "everything"])
 def test_links_planted_during_the_whole_run_never_redirect_a_write(
-    tmp_path, place, idata, move_in, replace_ours
+    tmp_path, place, idata, move_in, replace
 ):
     folder, outside = place
     before = _snapshot(tmp_path, folder)
-    with Planter(folder, outside, NAMES, replace_ours=replace_ours) as planter:
+    with Planter(folder, outside, NAMES, replace=replace) as planter:
         try:
             outcome = _every_writer(folder, planter, idata)
         except (OutputWriteError, OutputPathError) as err:
             outcome = err
     assert _snapshot(tmp_path, folder) == before, "a file outside the folder changed"
     assert sorted(os.listdir(outside)) == ["victim.txt"], "a file was created outside"
-    if not replace_ours:
+    if replace == "nothing":
         # links at names the run does not hold harm nothing: the run completes intact
         assert isinstance(outcome, dict), outcome
         assert set(read_manifest(folder)["files"]) == set(NAMES)
