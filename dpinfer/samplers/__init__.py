@@ -1,6 +1,7 @@
 """Samplers: exact ABC from a DP release."""
 
 from ._precision import PrecisionWarning
+from ._privacy_seed import check_privacy_rng
 from ._public import PublicDraws, public_distances
 from .abcdp import abcdp
 from .abcdp_variants import rejection_abcdp_gaussian, soft_abcdp
@@ -33,6 +34,7 @@ __all__ = [
     "mcem",
     "SimulationBudgetExceeded",
     "abcdp",
+    "check_privacy_rng",
     "da_mcmc",
     "estimate_acceptance_rate",
     "importance_abc",

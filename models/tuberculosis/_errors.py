@@ -13,6 +13,7 @@ import numpy as np
 import dpinfer as dp
 from dpinfer import validate
 from dpinfer.random import RNGLike, as_seed_sequence, child_sequence, chunk_generator
+from dpinfer.samplers import check_privacy_rng
 
 from ._abcdp import (
     CLIP,
@@ -64,7 +65,8 @@ def error_table(
         Public randomness: the confidential records and the public draws.
     privacy_rng : seed, optional
         The privacy noise; None (default) gives every ABCDP run fresh OS
-        entropy. A seed makes the table reproducible, for studies only.
+        entropy. A seed makes the table reproducible, for studies only; one
+        equal to or derived from ``rng`` is refused, as in :func:`dpinfer.abcdp`.
 
     Returns
     -------
@@ -120,6 +122,7 @@ def _error_runs(
     public_repetitions = validate.positive_int("public_repetitions", public_repetitions)
     noise_repetitions = validate.positive_int("noise_repetitions", noise_repetitions)
     c = validate.positive_int("c", c)
+    check_privacy_rng(privacy_rng, public=[rng])
     root = as_seed_sequence(rng)
     noise = None if privacy_rng is None else as_seed_sequence(privacy_rng)
     abcdp_settings = dict(c=c, epsilon_abc=epsilon_abc, epsilon_total=epsilon_total)
