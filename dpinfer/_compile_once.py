@@ -9,7 +9,8 @@ the function compiled the first time. The draws are those of a fresh compilation
 bit (the same graph compiles to the same function).
 
 The function is cached per model object (weakly: it goes with the model) and per compile
-options, and only while the model's variables stay the same.
+options, and only while the model's shape stays the same: its variables, and the shapes
+of its data (data of another shape may change the shapes of variables).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def compiled_once(pymc_model) -> Iterator[None]:
         cache = _COMPILED.setdefault(pymc_model, {})
 
         def logp_dlogp_function(*args, **kwargs):
-            key = (args, tuple(sorted(kwargs.items())), tuple(pymc_model.named_vars))
+            key = (args, tuple(sorted(kwargs.items())), _shape(pymc_model))
             try:
                 hash(key)
             except TypeError:  # options that are not hashable: no reuse
@@ -52,3 +53,9 @@ def compiled_once(pymc_model) -> Iterator[None]:
             yield
         finally:
             del pymc_model.logp_dlogp_function
+
+
+def _shape(pymc_model) -> tuple:
+    """Return what the compiled function depends on besides the graph: names and data shapes."""
+    data = tuple(tuple(v.get_value(borrow=True).shape) for v in pymc_model.data_vars)
+    return tuple(pymc_model.named_vars), data
