@@ -44,6 +44,8 @@ CONFIDENTIAL_NAMES = {"observed", "data", "queries", "neighbour", "records", "di
 
 #: Public parameters of those names that are not confidential, or not checked here.
 NOT_CONFIDENTIAL = {
+    # a result container that public_distances builds from checked distances
+    ("PublicDraws", "distances"),
     # the release a PyMC likelihood observes: public
     ("Mechanism.to_pymc", "observed"),
     ("Laplace.to_pymc", "observed"),
