@@ -66,12 +66,25 @@ import math
 import numpy as np
 
 import dpinfer as dp
-from dpinfer._rng import RNGLike
+from dpinfer.example import (
+    NUTS_OPTIONS,
+    Example,
+    Option,
+    Report,
+    Result,
+    between,
+    choice,
+    draw_rows,
+    fit_each,
+    idata_draws,
+    integer,
+    new_figure,
+    nuts_note,
+    nuts_options,
+    value_rows,
+)
+from dpinfer.random import RNGLike
 from dpinfer.results import effective_sample_size, rhat
-
-from ._example import Example, Option, between, choice, integer
-from ._nuts import NUTS_OPTIONS, fit_each, nuts_options
-from ._report import Report, Result, draw_rows, idata_draws, new_figure, nuts_note, value_rows
 
 __all__ = [
     "COUNTRIES",
@@ -293,7 +306,7 @@ def run(
         With both true, PyMC shows its progress bars.
     **nuts : int
         The NUTS settings ``draws``, ``tune`` and ``chains``
-        (:data:`~dpinfer.models._nuts.NUTS_OPTIONS`).
+        (:data:`~dpinfer.example.NUTS_OPTIONS`).
 
     Returns
     -------
