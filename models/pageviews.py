@@ -220,7 +220,7 @@ def pymc_model(released, mech: dp.Thresholded, *, analysis: str = "exact"):
 
     if analysis not in ANALYSES:
         raise ValueError(f"analysis must be one of {', '.join(ANALYSES)}; got {analysis!r}")
-    released = mech._check_released(released)
+    released = mech.check_released(released)
     hidden = np.isnan(released)
     days = released.shape[-1]
     with pm.Model() as model:
@@ -273,7 +273,7 @@ def start(released, mech) -> np.ndarray:
     >>> np.exp(start(released, mech))[:4].round(1)
     array([200. ,  44.5,  44.5, 274.5])
     """
-    cells = np.where(np.isnan(released), np.maximum(mech._cut, 1) / 2, released)
+    cells = np.where(np.isnan(released), np.maximum(mech.cut, 1) / 2, released)
     return np.log(cells.mean(axis=1))
 
 

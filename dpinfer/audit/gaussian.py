@@ -11,6 +11,7 @@ and the declared sensitivity alone, and sets it beside the claim.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -144,7 +145,8 @@ def verify_gaussian(mechanism: Gaussian | DiscreteGaussian) -> GaussianVerificat
     >>> check.holds, round(check.epsilon, 6)
     (True, 1.0)
     """
-    if not isinstance(mechanism, Gaussian | DiscreteGaussian):
+    exact_loss = _exact_loss.dispatch(type(mechanism))
+    if exact_loss is _exact_loss.dispatch(object):
         raise TypeError(
             "verify_gaussian takes a Gaussian or DiscreteGaussian mechanism, got "
             f"{type(mechanism).__name__}"
@@ -155,14 +157,7 @@ def verify_gaussian(mechanism: Gaussian | DiscreteGaussian) -> GaussianVerificat
             f"verify_gaussian checks an (epsilon, delta) claim; {type(mechanism).__name__} "
             f"states {claimed} only: build it with delta=... to state one"
         )
-    if isinstance(mechanism, Gaussian):
-        mu, worst = _gaussian_worst_shift(mechanism)
-
-        def delta_at(eps: float) -> float:
-            return gaussian_pld_delta(eps, mu)
-
-    else:
-        delta_at, worst = _discrete_worst_case(mechanism, claimed)
+    delta_at, worst = exact_loss(mechanism, claimed)
     return GaussianVerification(
         claimed=claimed,
         epsilon=_epsilon_at(delta_at, claimed.delta),
@@ -189,6 +184,25 @@ def _epsilon_at(delta_at, delta: float) -> float:
 _MAX_LATTICE = 5 * 10**7
 
 
+@functools.singledispatch
+def _exact_loss(mechanism, claimed: Privacy):
+    """Return ``(delta_at, worst_case)``: the exact ``delta(eps)`` of the family's worst shift.
+
+    One implementation per family, registered for its class (and its subclasses).
+    """
+    raise TypeError(f"no exact privacy loss for {type(mechanism).__name__}")
+
+
+@_exact_loss.register
+def _gaussian_loss(mechanism: Gaussian, claimed: Privacy):
+    mu, worst = _gaussian_worst_shift(mechanism)
+    return functools.partial(_gaussian_delta, mu=mu), worst
+
+
+def _gaussian_delta(eps: float, *, mu: float) -> float:
+    return gaussian_pld_delta(eps, mu)
+
+
 def _gaussian_worst_shift(mech: Gaussian) -> tuple[float, str]:
     """``mu = max ||d / sigma||_2`` over the allowed shifts ``d``, and how it is attained."""
     sens = mech.sensitivity
@@ -199,6 +213,7 @@ def _gaussian_worst_shift(mech: Gaussian) -> tuple[float, str]:
     return mu, f"the whole shift on the least noisy coordinate, mu = {mu:.6g}"
 
 
+@_exact_loss.register
 def _discrete_worst_case(mech: DiscreteGaussian, claimed: Privacy):
     sigmas = np.unique(mech.sigma)
     if sigmas.size > 1 or np.ndim(mech.sensitivity) or float(mech.sensitivity) % 1:

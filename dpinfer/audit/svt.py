@@ -12,6 +12,7 @@ probability 1e-10 that no sampling audit would ever see.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -351,9 +352,14 @@ def _resampled_worst(svt, law, q, corners):
     return value, direction, out, log_p, log_q, corner, np.exp(total)
 
 
+@functools.singledispatch
 def _check_svt(svt) -> None:
-    if not isinstance(svt, SparseVector):
-        raise TypeError(f"svt must be a SparseVector, got {type(svt).__name__}")
+    raise TypeError(f"svt must be a SparseVector, got {type(svt).__name__}")
+
+
+@_check_svt.register
+def _(svt: SparseVector) -> None:
+    """Accept a SparseVector (or a subclass): what the audit reads."""
 
 
 def _stream(name: str, values) -> np.ndarray:

@@ -138,6 +138,24 @@ class Thresholded(Mechanism):
         """Which cells of a release are suppressed (NaN), as a boolean array of the event shape."""
         return np.isnan(self._check_released(released))
 
+    @property
+    def cut(self) -> np.ndarray:
+        """The cut :math:`c_j` of each cell: a noisy value is suppressed when at most it.
+
+        The threshold itself for the continuous families; for integer releases
+        the largest suppressed value (see Notes), int64 where it is exact.
+
+        Examples
+        --------
+        >>> import dpinfer as dp
+        >>> noise = dp.DiscreteLaplace(2.0, event_shape=(2,))
+        >>> dp.Thresholded(noise, threshold=[9.5, 10]).cut
+        array([9, 9])
+        >>> dp.Thresholded(noise, threshold=[9.5, 10], publish="above").cut
+        array([ 9, 10])
+        """
+        return self._cut
+
     # --- the curator's side -----------------------------------------------------------
     @property
     def _noise_scale(self):
