@@ -12,6 +12,9 @@ from . import _dispatch
 from ._families import LatentFamily
 from ._quadrature import has_quantile_function
 
+# the latents with their own graphs (not a kernel family), keyed on their op classes too
+_NORMAL = "pytensor.tensor.random.basic:NormalRV"
+_MIXTURE = "pymc.distributions.mixture:MixtureRV"
 _SUPPORTED = (
     "Poisson, Binomial, NegativeBinomial, Geometric, DiscreteUniform, DiracDelta, Normal, "
     "continuous distributions with an inverse CDF in PyMC (Gamma, LogNormal, Beta, ...), "
@@ -121,9 +124,9 @@ def read_latent(dist) -> Latent:
     if family is not None:
         a, b = family.parameters(tuple(op.dist_params(dist.owner)))
         return Latent("kernel", family, (a, a.zeros_like() if b is None else b), True)
-    if name == "NormalRV":
+    if isinstance(op, _op_class(_NORMAL)):
         return Latent("normal", None, tuple(op.dist_params(dist.owner)), False)
-    if name == "MixtureRV":
+    if isinstance(op, _op_class(_MIXTURE)):
         weights, *components = op.dist_params(dist.owner)
         parts = tuple(read_latent(c) for c in components)
         if len(parts) < 2 or len({p.discrete for p in parts}) != 1:
