@@ -336,7 +336,7 @@ class Mechanism(abc.ABC):
             return self, released
         return self._at_cells(cells), released.reshape(-1)[np.asarray(cells)]
 
-    def to_pymc(self, name: str, value, *, observed, tol: float = 1e-10):
+    def to_pymc(self, name: str, value, *, observed, totals=None, tol: float = 1e-10):
         """Add this mechanism's density as a likelihood term to the PyMC model in context.
 
         Parameters
@@ -354,6 +354,9 @@ class Mechanism(abc.ABC):
             The release: of shape ``event_shape``; with a distribution, of the
             cells' shape (ending in ``event_shape``). For
             :class:`~dpinfer.Thresholded`, NaN at suppressed cells.
+        totals : (array_like, array_like), optional
+            With a distribution: exact totals of the latent counts over groups
+            of cells, ``(groups, values)`` (see :func:`dpinfer.to_pymc`).
         tol : float, default 1e-10
             With a distribution: the bound on each cell's neglected mass,
             relative to its likelihood (see :func:`dpinfer.to_pymc`).
@@ -373,7 +376,7 @@ class Mechanism(abc.ABC):
         ...     obs = mech.to_pymc("cases", pm.Poisson.dist(mu=rate, shape=3),
         ...                        observed=np.array([4, 9, 6]))
         """
-        return observe(self, name, value, observed=observed, tol=tol)
+        return observe(self, name, value, observed=observed, totals=totals, tol=tol)
 
     def _pymc_log_terms(self, observed: np.ndarray):
         """Return the observed array PyMC holds and the PyTensor log-density terms ``(x, v)``."""
