@@ -11,7 +11,7 @@ from pytensor.graph.op import Op
 from ..noise.form import as_matrix, from_matrix
 from ._families import LatentFamily
 from ._forms import joined_form
-from ._groups import BEYOND, OK, UNREACHABLE, WIDE, group_sweep
+from ._groups import BEYOND, OK, UNREACHABLE, WIDE, group_sweep, writable
 from ._totals import Groups
 
 __all__ = ["GroupTotalsLogp", "group_logp"]
@@ -55,7 +55,7 @@ class GroupTotalsLogp(Op):
             np.ascontiguousarray(a, dtype=float),
             np.ascontiguousarray(b, dtype=float),
             from_matrix(form),
-            np.ascontiguousarray(table, dtype=float),
+            writable(table),
             self.tol,
             np.ascontiguousarray(starts, dtype=np.int64),
             np.ascontiguousarray(totals, dtype=float),

@@ -66,6 +66,7 @@ __all__ = [
     "group_draws",
     "group_sweep",
     "release_supports",
+    "writable",
 ]
 
 #: Status of a group: summed; its total out of reach of the windows; a window beyond
@@ -75,16 +76,18 @@ OK, UNREACHABLE, BEYOND, WIDE, INEXACT = 0, 1, 2, 3, 4
 _JIT = {"cache": True, "error_model": "numpy"}
 _MAX_WINDOW = 1 << 24  # terms of one cell's window
 _MAX_WORK = 4e9  # multiply-adds of one group's convolution (a few seconds)
-_NEWTON_EPS = 1e-6  # the windows of the tilt's search: means to this relative mass
 _NEWTON_STEPS = 200
 _MAX_TILT = 700.0  # e^700 is finite
 _RETRIES = 6
 
 # columns of a group's per-cell table: support, mode, the Gaussian line of the releases'
-# ratio, log f at the mode, the window (first value, length, offset in the values), the
-# window's sum relative to the mode, its neglected-mass bound, the tilted mean and variance
-LO, HI, MODE, GA, GB, LOG_F, WLO, WLEN, OFF, SUM, EPS, MEAN, VAR = range(13)
-_COLUMNS = 13
+# ratio, the window (first value, length, offset in the values), the window's sum relative
+# to the mode, its neglected-mass bound, the tilted mean and variance, and the largest
+# log-tilt whose tilted factor still has a finite sum; 1 where the latent's parameters are
+# at the boundary where its scores are limits (its window then ends in a zero, kept)
+LO, HI, MODE, GA, GB, WLO, WLEN, OFF, SUM, EPS, MEAN, VAR, CAP, EDGE = range(14)
+_COLUMNS = 14
+_FAR = 2.0**52  # where a factor's ratio is taken as its limit in the upper tail
 _FULL = -1  # a walk that ran out of buffer
 _TOO_WIDE = -2
 
@@ -262,37 +265,28 @@ def _pass(family, pa, pb, form, table, n, start, cells, tilt, eps, store, vals, 
 
 
 @nb.njit(**_JIT)
-def _search_tilt(family, pa, pb, form, table, n, start, cells, total, vals, right, left):
-    """Return ``(status, log tilt, variance, right, left)``: tilted means add up to ``total``.
+def _search_tilt(family, pa, pb, form, table, n, start, cells, total, eps, vals, right, left):
+    """Find a tilt whose tilted means add up to ``total``, walking windows at ``eps``.
 
     Newton steps on the sum of the tilted means (on its log where the total is far from
     it, as for a Poisson sum the mean moves as ``e^lambda``), kept inside the bracket
-    that the signs found so far give, until the sum is within half a standard deviation.
+    that the signs found so far give, until the sum is within two standard deviations
+    (where the convolution at the total is still a sizeable part of its peak). Returns
+    ``(status, log tilt, variance, gap, vals, right, left)``, the windows of the last
+    pass stored in ``vals``.
     """
-    log_tilt, lower, upper = 0.0, -_MAX_TILT, _MAX_TILT
-    mean, var = 0.0, 0.0
+    log_tilt, lower, upper = 0.0, -_MAX_TILT, min(_MAX_TILT, cells[:, CAP].min())
+    var, gap = 0.0, 0.0
     for _ in range(_NEWTON_STEPS):
+        tilt = math.exp(log_tilt)
         status, vals, right, left = _pass(
-            family,
-            pa,
-            pb,
-            form,
-            table,
-            n,
-            start,
-            cells,
-            math.exp(log_tilt),
-            _NEWTON_EPS,
-            False,
-            vals,
-            right,
-            left,
+            family, pa, pb, form, table, n, start, cells, tilt, eps, True, vals, right, left
         )
         if status != OK:
-            return status, log_tilt, var, right, left
+            break
         mean, var = cells[:, MEAN].sum(), cells[:, VAR].sum()
         gap = mean - total
-        if abs(gap) <= 0.5 * math.sqrt(var) or upper - lower < 1e-12:
+        if abs(gap) <= 2.0 * math.sqrt(var) + 0.5 or upper - lower < 1e-12:
             break
         if gap < 0.0:
             lower = log_tilt
@@ -307,7 +301,7 @@ def _search_tilt(family, pa, pb, form, table, n, start, cells, total, vals, righ
         if not (lower < nxt < upper):
             nxt = 0.5 * (lower + upper)
         log_tilt = nxt
-    return OK, log_tilt, var, right, left
+    return status, log_tilt, var, gap, vals, right, left
 
 
 @nb.njit(**_JIT)
@@ -345,34 +339,73 @@ def _work(cells, offsets):
 
 
 @nb.njit(**_JIT)
-def _span(cells, c, low, high, p, m):
-    """``(first k, count)``: cell c's window values k with ``m + k`` within range p."""
-    first = max(cells[c, WLO], low[p] - m)
-    last = min(cells[c, WLO] + cells[c, WLEN] - 1.0, high[p] - m)
-    return first, int(last - first) + 1
+def _overlap(low, high, p, k):
+    """``(i, j, count)``: the sums m of range p - 1 with ``m + k`` in range p.
+
+    They are entries ``i, ..., i + count - 1`` of range p - 1, and ``m + k`` are entries
+    ``j, ..., j + count - 1`` of range p.
+    """
+    first = max(low[p - 1], low[p] - k)
+    last = min(high[p - 1], high[p] - k)
+    return int(first - low[p - 1]), int(first + k - low[p]), int(last - first) + 1
 
 
-@nb.njit(**_JIT)
-def _forward(cells, vals, low, high, offsets):
-    """``alpha``: the law of the first p cells' sum on range p, flat (see :func:`_domains`)."""
+# the convolutions loop over a cell's window outside and over the sums inside: the inner
+# loops are then long and contiguous (a window is tens of values, a range of sums up to the
+# group's size times that), and run over views, which the compiler vectorises where it would
+# not over offsets into one array (6x faster); reassociation lets the dot products vectorise
+@nb.njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
+def _forward(cells, vals, low, high, offsets, cut):
+    """``(alpha, dropped)``: the law of the first p cells' sum on range p, flat.
+
+    Range p (see :func:`_domains`) is narrowed to what range p - 1 and cell p's window
+    reach, and after the sum its ends holding at most ``cut`` of mass each are dropped
+    (the total dropped is returned): ``low`` and ``high`` are updated in place, and
+    range p's values start at ``offsets[p]``.
+    """
     alpha = np.zeros(offsets[-1])
     alpha[0] = 1.0
-    for p in range(1, cells.shape[0] + 1):
+    k = cells.shape[0]
+    dropped = 0.0
+    for p in range(1, k + 1):
         c = p - 1
-        for i in range(offsets[p] - offsets[p - 1]):
-            weight = alpha[offsets[p - 1] + i]
-            if weight == 0.0:
-                continue
-            m = low[p - 1] + i
-            first, count = _span(cells, c, low, high, p, m)
-            out = offsets[p] + int(m + first - low[p])
-            at = int(cells[c, OFF] + first - cells[c, WLO])
+        before, after = offsets[p - 1], offsets[p]
+        off, lo_w = int(cells[c, OFF]), cells[c, WLO]
+        low[p] = max(low[p], low[p - 1] + lo_w)
+        high[p] = min(high[p], high[p - 1] + lo_w + cells[c, WLEN] - 1.0)
+        if low[p] > high[p]:
+            return alpha, math.inf
+        for d in range(int(cells[c, WLEN])):
+            q = vals[off + d]
+            i, j, count = _overlap(low, high, p, lo_w + d)
+            source = alpha[before + i : before + i + count]
+            target = alpha[after + j : after + j + count]
             for t in range(count):
-                alpha[out + t] += weight * vals[at + t]
-    return alpha
+                target[t] += q * source[t]
+        if p < k and cells[c, EDGE] == 0.0:  # a boundary score reads the sums beyond a zero
+            dropped += _trim(alpha, after, low, high, p, cut)
+    return alpha, dropped
 
 
 @nb.njit(**_JIT)
+def _trim(alpha, at, low, high, p, cut):
+    """Drop the ends of range p (values from ``alpha[at]``) holding at most ``cut`` each."""
+    size = int(high[p] - low[p]) + 1
+    first, mass_first = 0, 0.0
+    while first < size - 1 and mass_first + alpha[at + first] <= cut:
+        mass_first += alpha[at + first]
+        first += 1
+    last, mass_last = size - 1, 0.0
+    while last > first and mass_last + alpha[at + last] <= cut:
+        mass_last += alpha[at + last]
+        last -= 1
+    for t in range(last - first + 1):
+        alpha[at + t] = alpha[at + first + t]
+    low[p], high[p] = low[p] + first, low[p] + last
+    return mass_first + mass_last
+
+
+@nb.njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
 def _backward(cells, vals, low, high, offsets, alpha):
     """``gamma`` (laid out as ``vals``): for each cell, P(the others add total - k)."""
     beta = np.zeros(offsets[-1])
@@ -380,20 +413,19 @@ def _backward(cells, vals, low, high, offsets, alpha):
     beta[offsets[-2]] = 1.0
     for p in range(cells.shape[0], 0, -1):
         c = p - 1
-        for i in range(offsets[p] - offsets[p - 1]):
-            m = low[p - 1] + i
-            first, count = _span(cells, c, low, high, p, m)
-            if count <= 0:
-                continue
-            source = offsets[p] + int(m + first - low[p])
-            at = int(cells[c, OFF] + first - cells[c, WLO])
-            weight = alpha[offsets[p - 1] + i]
+        before, after = offsets[p - 1], offsets[p]
+        off, lo_w = int(cells[c, OFF]), cells[c, WLO]
+        for d in range(int(cells[c, WLEN])):
+            q = vals[off + d]
+            i, j, count = _overlap(low, high, p, lo_w + d)
+            later = beta[after + j : after + j + count]
+            target = beta[before + i : before + i + count]
+            prefix = alpha[before + i : before + i + count]
             acc = 0.0
             for t in range(count):
-                later = beta[source + t]
-                acc += vals[at + t] * later
-                gamma[at + t] += weight * later
-            beta[offsets[p - 1] + i] = acc
+                target[t] += q * later[t]
+                acc += prefix[t] * later[t]
+            gamma[off + d] = acc
     return gamma
 
 
@@ -419,6 +451,13 @@ def _prepare(family, pa, pb, form, table, n, start, stop, total):
         row = cells[c]
         row[LO], row[HI], row[GA], row[GB] = lo, hi, ga, gb
         row[MODE] = latent.mode(family, a, b)
+        row[EDGE] = 1.0 if latent.at_boundary(family, a, b) else 0.0
+        row[CAP] = math.inf
+        if hi >= COUNTABLE:
+            # a tail whose ratio tends to R < 1 sums to a finite value under a tilt below 1 / R
+            limit = latent.ratio(family, a, b, _FAR) * _mech_ratio(form, table, n, j, _FAR, ga, gb)
+            if limit > 0.0:
+                row[CAP] = -math.log(limit)
         sum_lo += lo
         sum_hi += hi
     if total < sum_lo or total > sum_hi:
@@ -432,48 +471,57 @@ def _prepare(family, pa, pb, form, table, n, start, stop, total):
 
 @nb.njit(**_JIT)
 def _windows(family, pa, pb, form, table, n, start, cells, total, tol):
-    """Windows exact to ``tol`` for the group's total: ``(status, log tilt, vals, alpha, ...)``.
+    """Windows exact to ``tol`` for the group's total, and the forward sums over them.
 
     Returns ``(status, log_tilt, vals, low, high, offsets, alpha, p)`` with ``p`` the
-    convolution at the total, checked against the windows' bounds.
+    convolution at the total, checked against the windows' bounds and the mass the
+    forward sums dropped.
     """
     right, left, vals = np.empty(256), np.empty(256), np.empty(1024)
     empty = np.empty(0)
     offsets0 = np.zeros(1, dtype=np.int64)
-    status, log_tilt, var, right, left = _search_tilt(
-        family, pa, pb, form, table, n, start, cells, total, vals, right, left
+    k = cells.shape[0]
+    # the search's windows are tight enough for most groups (a sum's sd up to 30 per cell)
+    eps_search = 0.5 * tol / k / (1.0 + 90.0 * math.sqrt(k)) * math.exp(-2.0)
+    status, log_tilt, var, gap, vals, right, left = _search_tilt(
+        family, pa, pb, form, table, n, start, cells, total, eps_search, vals, right, left
     )
     if status != OK:
         return status, log_tilt, vals, empty, empty, offsets0, empty, 0.0
-    k = cells.shape[0]
-    eps = tol / k / (1.0 + 3.0 * math.sqrt(var))
+    # the convolution at the total, for a log-concave sum of this variance and gap; half of
+    # the tolerance to the windows, half to the ends of the partial sums' laws
+    peak = math.exp(-0.5 * gap * gap / var) / (1.0 + 3.0 * math.sqrt(var)) if var > 0.0 else 1.0
+    eps = 0.5 * tol * peak / k
+    walked = eps_search <= eps
     for _ in range(_RETRIES):
-        status, vals, right, left = _pass(
-            family,
-            pa,
-            pb,
-            form,
-            table,
-            n,
-            start,
-            cells,
-            math.exp(log_tilt),
-            eps,
-            True,
-            vals,
-            right,
-            left,
-        )
-        if status != OK:
-            return status, log_tilt, vals, empty, empty, offsets0, empty, 0.0
+        if not walked:
+            status, vals, right, left = _pass(
+                family,
+                pa,
+                pb,
+                form,
+                table,
+                n,
+                start,
+                cells,
+                math.exp(log_tilt),
+                eps,
+                True,
+                vals,
+                right,
+                left,
+            )
+            if status != OK:
+                return status, log_tilt, vals, empty, empty, offsets0, empty, 0.0
+        walked = False
         low, high, offsets = _domains(cells, total)
         if offsets.size == 1:
             return UNREACHABLE, log_tilt, vals, empty, empty, offsets0, empty, 0.0
         if _work(cells, offsets) > _MAX_WORK:
             return WIDE, log_tilt, vals, empty, empty, offsets0, empty, 0.0
-        alpha = _forward(cells, vals, low, high, offsets)
-        p = alpha[-1]
-        neglected = cells[:, EPS].sum()
+        alpha, dropped = _forward(cells, vals, low, high, offsets, 0.5 * eps)
+        p = alpha[-1] if dropped < math.inf else 0.0
+        neglected = cells[:, EPS].sum() + dropped
         if neglected * (1.0 + neglected) <= tol * p:
             return OK, log_tilt, vals, low, high, offsets, alpha, p
         eps = 0.5 * min(eps, tol * p / k) if p > 0.0 else 1e-3 * eps
@@ -652,3 +700,13 @@ def release_supports(form, n):
         lower[i % n] = max(lower[i % n], lo)
         upper[i % n] = min(upper[i % n], hi)
     return lower, upper
+
+
+def writable(table: np.ndarray) -> np.ndarray:
+    """``table`` as a writable contiguous float64 array (a copy only where it is read-only).
+
+    The compiled functions are specialised once, for writable tables; a read-only one
+    (the empty :data:`~dpinfer.noise.form.NO_TABLE`) would compile them all again.
+    """
+    table = np.ascontiguousarray(table, dtype=float)
+    return table if table.flags.writeable else table.copy()
