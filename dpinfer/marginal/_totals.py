@@ -59,10 +59,12 @@ def read_totals(totals, cells: tuple[int, ...], forms: list[np.ndarray]) -> Grou
     population bounds its cell's count) is refused, naming its group.
     """
     if not (isinstance(totals, tuple | list) and len(totals) == 2):
+        got = type(totals).__name__
+        if isinstance(totals, tuple | list):
+            got = f"a {got} of {len(totals)} items"
         raise TypeError(
             "totals must be a (groups, values) pair: an integer array of the cells' shape "
-            "giving each cell's group (-1 for none) and one exact total per group; got "
-            f"{type(totals).__name__}"
+            f"giving each cell's group (-1 for none) and one exact total per group; got {got}"
         )
     groups = _validate.integer_array("totals[0] (groups)", totals[0])
     values = _validate.integer_array("totals[1] (values)", totals[1], confidential=True)
