@@ -55,7 +55,31 @@ import numpy as np
 
 from ..noise.terms import support
 from . import _dispatch as latent
-from ._kernels import COUNTABLE, _bound, _gaussian_ratio, _mechanisms, _mechanisms_ratio, _support
+from ._convolve import backward, domains, forward, work
+from ._kernels import COUNTABLE, _gaussian_ratio, _mechanisms, _support
+from ._tilt import (
+    BEYOND,
+    CAP,
+    COLUMNS,
+    EDGE,
+    EPS,
+    GA,
+    GB,
+    HI,
+    INEXACT,
+    LO,
+    MODE,
+    OFF,
+    OK,
+    SUM,
+    UNREACHABLE,
+    WIDE,
+    WLEN,
+    WLO,
+    mech_ratio,
+    search_tilt,
+    walk_cells,
+)
 
 __all__ = [
     "BEYOND",
@@ -69,364 +93,13 @@ __all__ = [
     "writable",
 ]
 
-#: Status of a group: summed; its total out of reach of the windows; a window beyond
-#: +-(2**53 - 1); a convolution too large; not exact to ``tol`` after the retries.
-OK, UNREACHABLE, BEYOND, WIDE, INEXACT = 0, 1, 2, 3, 4
-
 _JIT = {"cache": True, "error_model": "numpy"}
-_MAX_WINDOW = 1 << 24  # terms of one cell's window
 _MAX_WORK = 4e9  # multiply-adds of one group's convolution (a few seconds)
-_NEWTON_STEPS = 200
-_MAX_TILT = 700.0  # e^700 is finite
 _RETRIES = 6
-
-# columns of a group's per-cell table: support, mode, the Gaussian line of the releases'
-# ratio, the window (first value, length, offset in the values), the window's sum relative
-# to the mode, its neglected-mass bound, the tilted mean and variance, and the largest
-# log-tilt whose tilted factor still has a finite sum; 1 where the latent's parameters are
-# at the boundary where its scores are limits (its window then ends in a zero, kept)
-LO, HI, MODE, GA, GB, WLO, WLEN, OFF, SUM, EPS, MEAN, VAR, CAP, EDGE = range(14)
-_COLUMNS = 14
 _FAR = 2.0**52  # where a factor's ratio is taken as its limit in the upper tail
-_FULL = -1  # a walk that ran out of buffer
-_TOO_WIDE = -2
-
-
-@nb.njit(**_JIT)
-def _mech_ratio(form, table, n, j, s, ga, gb):
-    """``prod_m eta_m(s + 1) / eta_m(s)`` (through ``exp(A - B s)`` for Gaussian releases)."""
-    if math.isfinite(ga):
-        return math.exp(ga - gb * s)
-    return _mechanisms_ratio(form, table, n, j, s)
-
-
-@nb.njit(**_JIT)
-def _rising(family, a, b, form, table, n, j, s, tilt, ga, gb):
-    """Whether the tilted factor rises from ``s`` to ``s + 1``."""
-    return latent.ratio(family, a, b, s) * _mech_ratio(form, table, n, j, s, ga, gb) * tilt > 1.0
-
-
-@nb.njit(**_JIT)
-def _mode(family, a, b, form, table, n, j, lo, hi, hint, tilt, ga, gb):
-    """Return the first ``s`` in ``[lo, hi]`` where the tilted factor stops rising.
-
-    Doubling steps from ``hint`` bracket it, bisection finds it; for a log-concave
-    factor it is the mode whatever the hint.
-    """
-    s = min(max(hint, lo), hi)
-    if s < hi and _rising(family, a, b, form, table, n, j, s, tilt, ga, gb):
-        left, right, step = s + 1.0, hi, 1.0
-        while True:
-            probe = s + step
-            if probe >= hi:
-                break
-            if not _rising(family, a, b, form, table, n, j, probe, tilt, ga, gb):
-                right = probe
-                break
-            left, step = probe + 1.0, 2.0 * step
-    else:
-        left, right, step = lo, s, 1.0
-        while True:
-            probe = s - step
-            if probe <= lo:
-                break
-            if _rising(family, a, b, form, table, n, j, probe, tilt, ga, gb):
-                left = probe + 1.0
-                break
-            right, step = probe, 2.0 * step
-    while left < right:
-        mid = left + np.floor(0.5 * (right - left))
-        if _rising(family, a, b, form, table, n, j, mid, tilt, ga, gb):
-            left = mid + 1.0
-        else:
-            right = mid
-    return left
-
-
-@nb.njit(**_JIT)
-def _walk(family, a, b, form, table, n, j, row, tilt, eps, right, left):
-    """Sum cell j's tilted factor from its mode outward, as :func:`._kernels._cell` does.
-
-    Fills ``right[d] = t(mode + d) / t(mode)`` and ``left[d - 1] = t(mode - d) / t(mode)``.
-    Returns ``(terms right, terms left, sum, bound of the rest relative to the sum)``;
-    ``_FULL`` terms when a buffer is too short, ``_TOO_WIDE`` past ``_MAX_WINDOW``.
-    """
-    lo, hi, mode, ga, gb = row[LO], row[HI], row[MODE], row[GA], row[GB]
-    concave = latent.log_concave(family, a, b)
-    step, up, down = math.exp(-gb), 0.0, 0.0
-    fast = False
-    if math.isfinite(ga):
-        up, down = math.exp(ga - gb * mode), math.exp(gb * (mode - 1.0) - ga)
-        fast = 0.0 < up < math.inf and 0.0 < down < math.inf
-    right[0] = 1.0
-    n_r, n_l = 1, 0
-    total_r, total_l = 1.0, 0.0
-    s, w, s_l, w_l = mode, 1.0, mode, 1.0
-    bound_r = 0.0 if s >= hi else math.inf
-    bound_l = 0.0 if s_l <= lo else math.inf
-    half = 0.5 * eps
-    while True:
-        small = half * (total_r + total_l)
-        go_r, go_l = bound_r > small, bound_l > small
-        if not (go_r or go_l):
-            break
-        if n_r + n_l >= _MAX_WINDOW:
-            return _TOO_WIDE, 0, 0.0, 0.0
-        if (go_r and n_r >= right.size) or (go_l and n_l >= left.size):
-            return _FULL, 0, 0.0, 0.0
-        if go_r:
-            if fast:
-                mech = up
-                up *= step
-            else:
-                mech = _mechanisms_ratio(form, table, n, j, s)
-            ratio = latent.ratio(family, a, b, s) * mech * tilt
-            s += 1.0
-            w *= ratio
-            right[n_r] = w
-            n_r += 1
-            total_r += w
-            later = ratio if concave else mech * latent.ratio_bound(family, a, b) * tilt
-            bound_r = 0.0 if (s >= hi or w == 0.0) else _bound(w, later)
-        if go_l:
-            if fast:
-                back = down
-                down *= step
-            else:
-                back = 1.0 / _mechanisms_ratio(form, table, n, j, s_l - 1.0)
-            back /= latent.ratio(family, a, b, s_l - 1.0) * tilt
-            s_l -= 1.0
-            w_l *= back
-            left[n_l] = w_l
-            n_l += 1
-            total_l += w_l
-            later = back if concave else math.inf
-            bound_l = 0.0 if (s_l <= lo or w_l == 0.0) else _bound(w_l, later)
-    total = total_r + total_l
-    return n_r, n_l, total, (bound_r + bound_l) / total
-
-
-@nb.njit(**_JIT)
-def _room(buffer, used, need):
-    """``buffer``, or a copy with room for ``need`` more values after the first ``used``."""
-    if used + need <= buffer.size:
-        return buffer
-    bigger = np.empty(max(2 * buffer.size, used + need))
-    bigger[:used] = buffer[:used]
-    return bigger
-
-
-@nb.njit(**_JIT)
-def _pass(family, pa, pb, form, table, n, start, cells, tilt, eps, store, vals, right, left):
-    """Walk every cell of a group at ``tilt``; with ``store``, keep the normalised windows.
-
-    Fills each row's mode, window, sum, bound, tilted mean and variance. Returns
-    ``(status, vals, right, left)`` (the buffers, grown where they had to be).
-    """
-    used = 0
-    for c in range(cells.shape[0]):
-        row = cells[c]
-        j = start + c
-        a, b = pa[j], pb[j]
-        row[MODE] = _mode(
-            family, a, b, form, table, n, j, row[LO], row[HI], row[MODE], tilt, row[GA], row[GB]
-        )
-        while True:
-            n_r, n_l, total, bound = _walk(
-                family, a, b, form, table, n, j, row, tilt, eps, right, left
-            )
-            if n_r != _FULL:
-                break
-            right, left = np.empty(2 * right.size), np.empty(2 * left.size)
-        if n_r == _TOO_WIDE:
-            return WIDE, vals, right, left
-        row[WLO], row[WLEN], row[SUM], row[EPS] = row[MODE] - n_l, n_l + n_r, total, bound
-        if row[WLO] <= -COUNTABLE or row[WLO] + row[WLEN] - 1.0 >= COUNTABLE:
-            return BEYOND, vals, right, left
-        first, second = 0.0, 0.0
-        for d in range(1, n_r):
-            first += d * right[d]
-            second += d * d * right[d]
-        for d in range(1, n_l + 1):
-            first -= d * left[d - 1]
-            second += d * d * left[d - 1]
-        shift = first / total
-        row[MEAN], row[VAR] = row[MODE] + shift, max(second / total - shift * shift, 0.0)
-        if store:
-            vals = _room(vals, used, n_l + n_r)
-            row[OFF] = used
-            inv = 1.0 / total
-            for d in range(n_l):
-                vals[used + d] = left[n_l - 1 - d] * inv
-            for d in range(n_r):
-                vals[used + n_l + d] = right[d] * inv
-            used += n_l + n_r
-    return OK, vals, right, left
-
-
-@nb.njit(**_JIT)
-def _search_tilt(family, pa, pb, form, table, n, start, cells, total, eps, vals, right, left):
-    """Find a tilt whose tilted means add up to ``total``, walking windows at ``eps``.
-
-    Newton steps on the sum of the tilted means (on its log where the total is far from
-    it, as for a Poisson sum the mean moves as ``e^lambda``), kept inside the bracket
-    that the signs found so far give, until the sum is within two standard deviations
-    (where the convolution at the total is still a sizeable part of its peak). Returns
-    ``(status, log tilt, variance, gap, vals, right, left)``, the windows of the last
-    pass stored in ``vals``.
-    """
-    log_tilt, lower, upper = 0.0, -_MAX_TILT, min(_MAX_TILT, cells[:, CAP].min())
-    var, gap = 0.0, 0.0
-    for _ in range(_NEWTON_STEPS):
-        tilt = math.exp(log_tilt)
-        status, vals, right, left = _pass(
-            family, pa, pb, form, table, n, start, cells, tilt, eps, True, vals, right, left
-        )
-        if status != OK:
-            break
-        mean, var = cells[:, MEAN].sum(), cells[:, VAR].sum()
-        gap = mean - total
-        if abs(gap) <= 2.0 * math.sqrt(var) + 0.5 or upper - lower < 1e-12:
-            break
-        if gap < 0.0:
-            lower = log_tilt
-        else:
-            upper = log_tilt
-        nxt = math.nan
-        if var > 0.0:
-            if total > 0.0 and mean > 0.0 and (total < 0.5 * mean or total > 2.0 * mean):
-                nxt = log_tilt + (math.log(total) - math.log(mean)) * mean / var
-            else:
-                nxt = log_tilt - gap / var
-        if not (lower < nxt < upper):
-            nxt = 0.5 * (lower + upper)
-        log_tilt = nxt
-    return status, log_tilt, var, gap, vals, right, left
-
-
-@nb.njit(**_JIT)
-def _domains(cells, total):
-    """Return the sums of the first p cells from which ``total`` stays reachable.
-
-    Returns ``(low, high, offsets)`` for p = 0..n (offsets of each range in a flat
-    array, the last entry its length), or empty arrays when some range is empty.
-    """
-    k = cells.shape[0]
-    low, high, offsets = np.empty(k + 1), np.empty(k + 1), np.zeros(k + 2, dtype=np.int64)
-    rest_lo = cells[:, WLO].sum()
-    rest_hi = (cells[:, WLO] + cells[:, WLEN] - 1.0).sum()
-    before_lo, before_hi = 0.0, 0.0
-    for p in range(k + 1):
-        low[p] = max(before_lo, total - rest_hi)
-        high[p] = min(before_hi, total - rest_lo)
-        if low[p] > high[p]:
-            return np.empty(0), np.empty(0), np.zeros(1, dtype=np.int64)
-        offsets[p + 1] = offsets[p] + int(high[p] - low[p]) + 1
-        if p < k:
-            w_lo, w_hi = cells[p, WLO], cells[p, WLO] + cells[p, WLEN] - 1.0
-            before_lo, before_hi = before_lo + w_lo, before_hi + w_hi
-            rest_lo, rest_hi = rest_lo - w_lo, rest_hi - w_hi
-    return low, high, offsets
-
-
-@nb.njit(**_JIT)
-def _work(cells, offsets):
-    """Multiply-adds of one pass of the convolution."""
-    work = 0.0
-    for c in range(cells.shape[0]):
-        work += (offsets[c + 1] - offsets[c]) * cells[c, WLEN]
-    return work
-
-
-@nb.njit(**_JIT)
-def _overlap(low, high, p, k):
-    """``(i, j, count)``: the sums m of range p - 1 with ``m + k`` in range p.
-
-    They are entries ``i, ..., i + count - 1`` of range p - 1, and ``m + k`` are entries
-    ``j, ..., j + count - 1`` of range p.
-    """
-    first = max(low[p - 1], low[p] - k)
-    last = min(high[p - 1], high[p] - k)
-    return int(first - low[p - 1]), int(first + k - low[p]), int(last - first) + 1
-
-
-# the convolutions loop over a cell's window outside and over the sums inside: the inner
-# loops are then long and contiguous (a window is tens of values, a range of sums up to the
-# group's size times that), and run over views, which the compiler vectorises where it would
-# not over offsets into one array (6x faster); reassociation lets the dot products vectorise
-@nb.njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
-def _forward(cells, vals, low, high, offsets, cut):
-    """``(alpha, dropped)``: the law of the first p cells' sum on range p, flat.
-
-    Range p (see :func:`_domains`) is narrowed to what range p - 1 and cell p's window
-    reach, and after the sum its ends holding at most ``cut`` of mass each are dropped
-    (the total dropped is returned): ``low`` and ``high`` are updated in place, and
-    range p's values start at ``offsets[p]``.
-    """
-    alpha = np.zeros(offsets[-1])
-    alpha[0] = 1.0
-    k = cells.shape[0]
-    dropped = 0.0
-    for p in range(1, k + 1):
-        c = p - 1
-        before, after = offsets[p - 1], offsets[p]
-        off, lo_w = int(cells[c, OFF]), cells[c, WLO]
-        low[p] = max(low[p], low[p - 1] + lo_w)
-        high[p] = min(high[p], high[p - 1] + lo_w + cells[c, WLEN] - 1.0)
-        if low[p] > high[p]:
-            return alpha, math.inf
-        for d in range(int(cells[c, WLEN])):
-            q = vals[off + d]
-            i, j, count = _overlap(low, high, p, lo_w + d)
-            source = alpha[before + i : before + i + count]
-            target = alpha[after + j : after + j + count]
-            for t in range(count):
-                target[t] += q * source[t]
-        if p < k and cells[c, EDGE] == 0.0:  # a boundary score reads the sums beyond a zero
-            dropped += _trim(alpha, after, low, high, p, cut)
-    return alpha, dropped
-
-
-@nb.njit(**_JIT)
-def _trim(alpha, at, low, high, p, cut):
-    """Drop the ends of range p (values from ``alpha[at]``) holding at most ``cut`` each."""
-    size = int(high[p] - low[p]) + 1
-    first, mass_first = 0, 0.0
-    while first < size - 1 and mass_first + alpha[at + first] <= cut:
-        mass_first += alpha[at + first]
-        first += 1
-    last, mass_last = size - 1, 0.0
-    while last > first and mass_last + alpha[at + last] <= cut:
-        mass_last += alpha[at + last]
-        last -= 1
-    for t in range(last - first + 1):
-        alpha[at + t] = alpha[at + first + t]
-    low[p], high[p] = low[p] + first, low[p] + last
-    return mass_first + mass_last
-
-
-@nb.njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
-def _backward(cells, vals, low, high, offsets, alpha):
-    """``gamma`` (laid out as ``vals``): for each cell, P(the others add total - k)."""
-    beta = np.zeros(offsets[-1])
-    gamma = np.zeros(vals.size)
-    beta[offsets[-2]] = 1.0
-    for p in range(cells.shape[0], 0, -1):
-        c = p - 1
-        before, after = offsets[p - 1], offsets[p]
-        off, lo_w = int(cells[c, OFF]), cells[c, WLO]
-        for d in range(int(cells[c, WLEN])):
-            q = vals[off + d]
-            i, j, count = _overlap(low, high, p, lo_w + d)
-            later = beta[after + j : after + j + count]
-            target = beta[before + i : before + i + count]
-            prefix = alpha[before + i : before + i + count]
-            acc = 0.0
-            for t in range(count):
-                target[t] += q * later[t]
-                acc += prefix[t] * later[t]
-            gamma[off + d] = acc
-    return gamma
+# numba caches these functions keyed on this file alone, with the code of what they call
+# from ._tilt, ._convolve, ._kernels, ._families and dpinfer.noise: after changing those,
+# remove this folder's __pycache__
 
 
 @nb.njit(**_JIT)
@@ -437,7 +110,7 @@ def _prepare(family, pa, pb, form, table, n, start, stop, total):
     the supports, 1 when it equals their lower end, 2 their upper end, -1 when outside
     them or some cell's parameters are invalid (a likelihood of zero).
     """
-    cells = np.full((stop - start, _COLUMNS), math.nan)
+    cells = np.full((stop - start, COLUMNS), math.nan)
     sum_lo, sum_hi = 0.0, 0.0
     for c in range(stop - start):
         j = start + c
@@ -455,7 +128,7 @@ def _prepare(family, pa, pb, form, table, n, start, stop, total):
         row[CAP] = math.inf
         if hi >= COUNTABLE:
             # a tail whose ratio tends to R < 1 sums to a finite value under a tilt below 1 / R
-            limit = latent.ratio(family, a, b, _FAR) * _mech_ratio(form, table, n, j, _FAR, ga, gb)
+            limit = latent.ratio(family, a, b, _FAR) * mech_ratio(form, table, n, j, _FAR, ga, gb)
             if limit > 0.0:
                 row[CAP] = -math.log(limit)
         sum_lo += lo
@@ -483,7 +156,7 @@ def _windows(family, pa, pb, form, table, n, start, cells, total, tol):
     k = cells.shape[0]
     # the search's windows are tight enough for most groups (a sum's sd up to 30 per cell)
     eps_search = 0.5 * tol / k / (1.0 + 90.0 * math.sqrt(k)) * math.exp(-2.0)
-    status, log_tilt, var, gap, vals, right, left = _search_tilt(
+    status, log_tilt, var, gap, vals, right, left = search_tilt(
         family, pa, pb, form, table, n, start, cells, total, eps_search, vals, right, left
     )
     if status != OK:
@@ -495,7 +168,7 @@ def _windows(family, pa, pb, form, table, n, start, cells, total, tol):
     walked = eps_search <= eps
     for _ in range(_RETRIES):
         if not walked:
-            status, vals, right, left = _pass(
+            status, vals, right, left = walk_cells(
                 family,
                 pa,
                 pb,
@@ -514,12 +187,12 @@ def _windows(family, pa, pb, form, table, n, start, cells, total, tol):
             if status != OK:
                 return status, log_tilt, vals, empty, empty, offsets0, empty, 0.0
         walked = False
-        low, high, offsets = _domains(cells, total)
+        low, high, offsets = domains(cells, total)
         if offsets.size == 1:
             return UNREACHABLE, log_tilt, vals, empty, empty, offsets0, empty, 0.0
-        if _work(cells, offsets) > _MAX_WORK:
+        if work(cells, offsets) > _MAX_WORK:
             return WIDE, log_tilt, vals, empty, empty, offsets0, empty, 0.0
-        alpha, dropped = _forward(cells, vals, low, high, offsets, 0.5 * eps)
+        alpha, dropped = forward(cells, vals, low, high, offsets, 0.5 * eps)
         p = alpha[-1] if dropped < math.inf else 0.0
         neglected = cells[:, EPS].sum() + dropped
         if neglected * (1.0 + neglected) <= tol * p:
@@ -567,7 +240,7 @@ def _scores(family, pa, pb, form, table, n, start, cells, vals, gamma, tilt, sco
             # the limit of the scores there: from the factor's ratio at the support's end
             up = 0.0
             if size > 1 and gamma[off] > 0.0 and lo_w == cells[c, LO]:
-                mech = _mech_ratio(form, table, n, j, lo_w, cells[c, GA], cells[c, GB])
+                mech = mech_ratio(form, table, n, j, lo_w, cells[c, GA], cells[c, GB])
                 up = mech * tilt * gamma[off + 1] / gamma[off]
             score_a[j], score_b[j] = latent.boundary_scores(family, a, b, up)
         else:
@@ -598,7 +271,7 @@ def _group(family, pa, pb, form, table, n, start, stop, total, tol, score_a, sco
         mode = cells[c, MODE]
         log_f = latent.log_pmf(family, pa[j], pb[j], mode) + _mechanisms(form, table, n, j, mode)
         logp += log_f + math.log(cells[c, SUM])
-    gamma = _backward(cells, vals, low, high, offsets, alpha)
+    gamma = backward(cells, vals, low, high, offsets, alpha)
     _scores(
         family,
         pa,
