@@ -179,4 +179,9 @@ def log_cdf_tables(form: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         log_cdf = discrete_gaussian_log_cdf(np.arange(low - 1, high + 1, dtype=float), sigma)
         tables += [log_cdf[1:], np.exp(log_cdf[:-1] - log_cdf[1:])]
         offset += 2 * (high - low + 1)
-    return form, (np.concatenate(tables) if tables else NO_TABLE)
+    if not tables:
+        return form, NO_TABLE
+    # read-only like NO_TABLE: one compiled specialisation serves forms with and without tables
+    table = np.concatenate(tables)
+    table.setflags(write=False)
+    return form, table

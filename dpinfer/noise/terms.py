@@ -7,7 +7,7 @@ log-CDF tables ``table`` (:func:`~dpinfer.noise.form.log_cdf_tables`, or
 - :func:`term`: the log-density of the release at ``s`` (or, for a suppressed
   cell, the log-probability of suppression), ``-inf`` outside the support;
 - :func:`published_term`: :func:`term` of a published cell, without the table
-  (for loops over forms where :func:`any_suppressed` is false);
+  (for loops over forms without suppressed cells);
 - :func:`log_ratio`: ``term(s + 1) - term(s)``, written to cancel exactly
   what cancels;
 - :func:`mode`: where the term peaks in ``s`` (``-inf`` for a suppressed cell,
@@ -41,7 +41,6 @@ from .discrete_gaussian import compiled_log_cdf as discrete_gaussian_log_cdf
 from .form import BINOMIAL, DISCRETE_GAUSSIAN, DISCRETE_LAPLACE, GAUSSIAN, LAPLACE, table_range
 
 __all__ = [
-    "any_suppressed",
     "binomial_log_ratio",
     "binomial_mode",
     "binomial_term",
@@ -190,15 +189,6 @@ def published_term(form, i, s):
     if not (s >= 0.0 and s <= cell.population):
         return -math.inf
     return binomial_term(r, s, cell.trials, cell.pseudo_count, cell.population, cell.log_norm)
-
-
-@nb.njit(**_JIT)
-def any_suppressed(form):
-    """Whether some cell of the form is suppressed (:func:`published_term` does not score it)."""
-    for i in range(form.shape[0]):
-        if form[i].suppressed:
-            return True
-    return False
 
 
 @nb.njit(**_JIT)

@@ -20,11 +20,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..noise.terms import any_suppressed, published_term, term
+from ..noise.form import NO_TABLE
+from ..noise.terms import published_term, term
 
 # A loop whose terms may call a cell's tail (a suppressed cell) runs slower than one whose
-# terms are all inlined, even where no cell is suppressed: each kernel below runs one of two
-# compiled copies of its loop, the second for forms without suppressed cells.
+# terms are all inlined, even where no cell is suppressed: each kernel below has two
+# compiled copies of its loop, the second for forms without suppressed cells. The copy is
+# chosen in Python, so that a release without suppressed cells never compiles the tails.
 
 
 @numba.njit(cache=True, inline="always")
@@ -34,15 +36,20 @@ def _score(form, table, j, s, published):  # pragma: no cover - numba
     return term(form, table, j, s)
 
 
-@numba.njit(cache=True)
-def log_density(form, values):  # pragma: no cover - numba
-    """``log eta(released | values[b])`` for every row of ``values`` (shape ``(batch, k)``)."""
+def _published(form: np.ndarray) -> bool:
+    return not form["suppressed"].any()
+
+
+def log_density(form, values):
+    """``log eta(released | values[b])`` for every row of ``values`` (shape ``(batch, k)``).
+
+    A suppressed cell's tail is summed (the form has no log-CDF tables).
+    """
     out = np.empty(values.shape[0])
-    table = np.zeros(0)  # no log-CDF tables: a suppressed cell's tail is summed
-    if any_suppressed(form):
-        _log_density_any(form, table, values, out)
+    if _published(form):
+        _log_density_published(form, NO_TABLE, values, out)
     else:
-        _log_density_published(form, table, values, out)
+        _log_density_any(form, NO_TABLE, values, out)
     return out
 
 
@@ -65,8 +72,7 @@ def _log_density_published(form, table, values, out):  # pragma: no cover - numb
     _log_density(form, table, values, out, True)
 
 
-@numba.njit(cache=True)
-def record_sweep(stats, total, proposals, log_u, form):  # pragma: no cover - numba
+def record_sweep(stats, total, proposals, log_u, form):
     """One sequential sweep of privacy-aware Metropolis record updates, in place.
 
     Parameters
@@ -90,12 +96,9 @@ def record_sweep(stats, total, proposals, log_u, form):  # pragma: no cover - nu
         ``log eta(released | total)`` after the sweep.
     """
     accepted = np.zeros(stats.shape[0], dtype=np.bool_)
-    table = np.zeros(0)  # no log-CDF tables: a suppressed cell's tail is summed
-    if any_suppressed(form):
-        current = _sweep_any(stats, total, proposals, log_u, form, table, accepted)
-    else:
-        current = _sweep_published(stats, total, proposals, log_u, form, table, accepted)
-    return accepted, current
+    sweep = _sweep_published if _published(form) else _sweep_any
+    current = sweep(stats, total, proposals, log_u, form, NO_TABLE, accepted)
+    return accepted, float(current)
 
 
 @numba.njit(cache=True, inline="always")
