@@ -11,7 +11,7 @@ from pytensor.graph.op import Op
 from ..noise.form import as_matrix, from_matrix
 from ._families import LatentFamily
 from ._forms import joined_form
-from ._groups import BEYOND, OK, UNREACHABLE, WIDE, group_sweep, writable
+from ._groups import BEYOND, OK, UNREACHABLE, WIDE, group_sweep, read_only
 from ._totals import Groups
 
 __all__ = ["GroupTotalsLogp", "group_logp"]
@@ -55,7 +55,7 @@ class GroupTotalsLogp(Op):
             np.ascontiguousarray(a, dtype=float),
             np.ascontiguousarray(b, dtype=float),
             from_matrix(form),
-            writable(table),
+            read_only(table),
             self.tol,
             np.ascontiguousarray(starts, dtype=np.int64),
             np.ascontiguousarray(totals, dtype=float),
@@ -135,8 +135,8 @@ _PROBLEMS = {
         "count in steps of one; check the model's priors"
     ),
     WIDE: (
-        "needs more than 4e9 operations: the group's cells are too many or their counts' "
-        "posteriors too wide for the convolution; split the group into smaller ones where "
-        "the release allows"
+        "needs more than 4e9 operations: the group's cells are too many, or the latent "
+        "parameters there make their counts too spread, for an exact convolution; check "
+        "the model's priors"
     ),
 }

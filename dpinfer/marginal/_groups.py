@@ -89,8 +89,8 @@ __all__ = [
     "WIDE",
     "group_draws",
     "group_sweep",
+    "read_only",
     "release_supports",
-    "writable",
 ]
 
 _JIT = {"cache": True, "error_model": "numpy"}
@@ -165,24 +165,11 @@ def _windows(family, pa, pb, form, table, n, start, cells, total, tol):
     # the tolerance to the windows, half to the ends of the partial sums' laws
     peak = math.exp(-0.5 * gap * gap / var) / (1.0 + 3.0 * math.sqrt(var)) if var > 0.0 else 1.0
     eps = 0.5 * tol * peak / k
-    walked = eps_search <= eps
+    walked, tilt = eps_search <= eps, math.exp(log_tilt)
     for _ in range(_RETRIES):
         if not walked:
             status, vals, right, left = walk_cells(
-                family,
-                pa,
-                pb,
-                form,
-                table,
-                n,
-                start,
-                cells,
-                math.exp(log_tilt),
-                eps,
-                True,
-                vals,
-                right,
-                left,
+                family, pa, pb, form, table, n, start, cells, tilt, eps, True, vals, right, left
             )
             if status != OK:
                 return status, log_tilt, vals, empty, empty, offsets0, empty, 0.0
@@ -272,21 +259,8 @@ def _group(family, pa, pb, form, table, n, start, stop, total, tol, score_a, sco
         log_f = latent.log_pmf(family, pa[j], pb[j], mode) + _mechanisms(form, table, n, j, mode)
         logp += log_f + math.log(cells[c, SUM])
     gamma = backward(cells, vals, low, high, offsets, alpha)
-    _scores(
-        family,
-        pa,
-        pb,
-        form,
-        table,
-        n,
-        start,
-        cells,
-        vals,
-        gamma,
-        math.exp(log_tilt),
-        score_a,
-        score_b,
-    )
+    tilt = math.exp(log_tilt)
+    _scores(family, pa, pb, form, table, n, start, cells, vals, gamma, tilt, score_a, score_b)
     return logp, OK
 
 
@@ -302,19 +276,9 @@ def group_sweep(family, pa, pb, form, table, tol, starts, totals, logp, score_a,
     """
     n = pa.size
     for g in range(totals.size):
+        start, stop, total = starts[g], starts[g + 1], totals[g]
         logp[g], status[g] = _group(
-            family,
-            pa,
-            pb,
-            form,
-            table,
-            n,
-            starts[g],
-            starts[g + 1],
-            totals[g],
-            tol,
-            score_a,
-            score_b,
+            family, pa, pb, form, table, n, start, stop, total, tol, score_a, score_b
         )
 
 
@@ -375,11 +339,13 @@ def release_supports(form, n):
     return lower, upper
 
 
-def writable(table: np.ndarray) -> np.ndarray:
-    """``table`` as a writable contiguous float64 array (a copy only where it is read-only).
+def read_only(table: np.ndarray) -> np.ndarray:
+    """``table`` as a read-only contiguous float64 array (a view where it already is one).
 
-    The compiled functions are specialised once, for writable tables; a read-only one
-    (the empty :data:`~dpinfer.noise.form.NO_TABLE`) would compile them all again.
+    The compiled functions are specialised once, for read-only tables (as
+    :func:`dpinfer.noise.form.log_cdf_tables` returns them); a writable one would
+    compile them all again.
     """
-    table = np.ascontiguousarray(table, dtype=float)
-    return table if table.flags.writeable else table.copy()
+    view = np.ascontiguousarray(table, dtype=float).view()
+    view.setflags(write=False)
+    return view

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _validate
 from ..noise.form import CELL, NO_TABLE
-from ._groups import OK, group_draws, release_supports, writable
+from ._groups import OK, group_draws, release_supports
 from ._kernels import COUNTABLE
 
 __all__ = ["Groups", "draw_given_totals", "read_totals"]
@@ -159,7 +159,7 @@ def draw_given_totals(family, a, b, groups: Groups, tol: float, rng) -> np.ndarr
         np.ascontiguousarray(a[groups.order], dtype=float),
         np.ascontiguousarray(b[groups.order], dtype=float),
         np.zeros(0, dtype=CELL),  # no releases: the latent counts alone
-        writable(NO_TABLE),
+        NO_TABLE,
         tol,
         groups.starts,
         groups.totals,

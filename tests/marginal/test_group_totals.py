@@ -20,7 +20,7 @@ from scipy.special import logsumexp
 
 import dpinfer as dp
 from dpinfer.marginal._forms import joined_form, release_form
-from dpinfer.marginal._groups import OK, group_sweep, writable
+from dpinfer.marginal._groups import OK, group_sweep
 from dpinfer.marginal._totals import draw_given_totals, read_totals
 from dpinfer.results import effective_sample_size
 
@@ -84,7 +84,6 @@ SMOOTH = {
 def group_kernel(family, a, b, pairs, starts, totals, tol=TOL):
     """The compiled sums: (log-likelihood per group, score a, score b per cell, status)."""
     form, table = joined_form([release_form(m, np.asarray(r), True) for m, r in pairs])
-    table = writable(table)
     a = np.asarray(a, dtype=float)
     b = np.broadcast_to(np.asarray(b, dtype=float), a.shape).copy()
     logp, status = np.empty(len(totals)), np.empty(len(totals), dtype=np.int64)
