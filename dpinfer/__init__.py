@@ -7,7 +7,7 @@ from ._version import __version__
 from .calibration import SBCResult, sbc
 from .grid import GridPosterior
 from .likelihood import ExponentialFamily, Likelihood
-from .marginal import to_pymc
+from .marginal import SharedLatentWarning, to_pymc
 from .mechanisms import (
     BinomialRelease,
     DiscreteGaussian,
@@ -68,6 +68,7 @@ __all__ = [
     "RecordModel",
     "SBCResult",
     "SVTResult",
+    "SharedLatentWarning",
     "SimulationBudgetExceeded",
     "SparseVector",
     "StagedSchedule",

@@ -58,6 +58,7 @@ NOT_ENTRY_POINTS = {
     "SBCResult",
     "SVTPrivacyLoss",
     "SVTResult",
+    "SharedLatentWarning",
     "SimulationBudgetExceeded",
     *OUTPUTS_NOT_ENTRY_POINTS,
 }
