@@ -102,8 +102,7 @@ class Thresholded(Mechanism):
                 f"DiscreteLaplace or DiscreteGaussian), got {type(mechanism).__name__}: "
                 f"{mechanism!r}"
             )
-        if publish not in _PUBLISH:
-            raise ValueError(f"publish must be one of {_PUBLISH}, got {publish!r}")
+        publish = _validate.choice("publish", publish, _PUBLISH)
         self.mechanism = mechanism
         self.event_shape = mechanism.event_shape
         self.publish = publish

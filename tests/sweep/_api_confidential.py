@@ -69,6 +69,13 @@ def mechanism_entries():
         def from_uniform(make=make, **kw):
             return make().release_from_uniform(**kw)
 
+        def to_pymc(make=make, **kw):
+            import pymc as pm
+
+            mech = make()
+            with pm.Model():
+                mech.to_pymc("y", observed=mech.release(np.array([3, 4, 5]), rng=0), **kw)
+
         entries += [
             Entry(
                 f"{name}.release",
@@ -84,6 +91,12 @@ def mechanism_entries():
                     C("value", kind, *extra),
                     C("u", "confidential", [0.5, SF, 0.5], [0.5, -SI, 0.5], [SF, 0.5]),
                 ),
+            ),
+            Entry(
+                f"{name}.to_pymc",
+                to_pymc,
+                lambda: {"value": np.array([3, 4, 5])},
+                (C("value", kind, *extra),),
             ),
         ]
     return entries
