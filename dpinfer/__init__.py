@@ -2,6 +2,11 @@
 
 import importlib
 
+# first, before any module with compiled kernels: where no cache folder is writable,
+# they are then compiled without one (with a warning) rather than failing the import
+from . import _numba_cache  # noqa: F401
+
+# isort: split
 from . import accounting, distances, theory
 from ._version import __version__
 from .calibration import SBCResult, sbc
