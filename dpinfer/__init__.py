@@ -9,7 +9,7 @@ from . import _numba_cache  # noqa: F401
 # isort: split
 from . import accounting, distances, theory
 from ._version import __version__
-from .calibration import SBCResult, sbc
+from .calibration import DegenerateDrawsWarning, SBCResult, sbc
 from .grid import GridPosterior
 from .likelihood import ExponentialFamily, Likelihood
 from .marginal import SharedLatentWarning, to_pymc
@@ -55,6 +55,7 @@ __all__ = [
     "AscentSchedule",
     "BinomialRelease",
     "BoundaryEstimateWarning",
+    "DegenerateDrawsWarning",
     "DiscreteGaussian",
     "DiscreteLaplace",
     "ExponentialFamily",

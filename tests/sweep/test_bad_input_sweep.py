@@ -48,6 +48,7 @@ NOT_ENTRY_POINTS = {
     "AuditResult",
     "BoundaryEstimateWarning",
     "Comparison",
+    "DegenerateDrawsWarning",
     "Distance",
     "GaussianVerification",
     "MCEMConvergenceWarning",
