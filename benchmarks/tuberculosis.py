@@ -142,9 +142,12 @@ def bench_speed(*, quick: bool) -> list[str]:
     ]
 
 
-def bench_full(*, quick: bool, public: int, noise: int, executor_name: str, out) -> list[str]:
+def bench_full(
+    *, quick: bool, public: int, noise: int, executor_name: str, out, records=None
+) -> list[str]:
     """The error table of Section 6.3 and the time of every full setting."""
     n_values, n_proposals = ((20, 50), 100) if quick else (tb.N_RECORDS, tb.N_PROPOSALS)
+    n_values = n_values if records is None else records
     executor, closer = _executor(executor_name)
     try:
         start = time.perf_counter()
@@ -228,6 +231,9 @@ def main(argv=None) -> int:
     parser.add_argument("--noise", type=int, default=100, help="ABCDP runs per setting")
     parser.add_argument("--executor", default="process", choices=("process", "dask", "serial"))
     parser.add_argument("--out", default=None, help="write the error table (netCDF) here")
+    parser.add_argument(
+        "--records", default=None, help="numbers of records, comma-separated (default 100,1000)"
+    )
     args = parser.parse_args(argv)
     print(f"tuberculosis example (Park et al. 2021, Section 6.3); Python {sys.version.split()[0]}")
     for line in bench_speed(quick=args.quick):
@@ -239,6 +245,7 @@ def main(argv=None) -> int:
             noise=args.noise,
             executor_name=args.executor,
             out=args.out,
+            records=None if args.records is None else [int(n) for n in args.records.split(",")],
         ):
             print(line, flush=True)
     return 0

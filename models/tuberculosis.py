@@ -102,11 +102,13 @@ from ._tuberculosis_abcdp import (
 )
 from ._tuberculosis_errors import (
     PAPER_ERRORS,
+    QUANTILES,
     SETTINGS,
     _diagnostics,
     _error_runs,
     _notes,
     error_table,
+    single_run_errors,
     summarise_errors,
 )
 from ._tuberculosis_prior import (
@@ -162,6 +164,7 @@ __all__ = [
     "PAPER_ERRORS",
     "PARAMETERS",
     "P_COMPLIANCE",
+    "QUANTILES",
     "P_OBSERVED",
     "R1_BOUNDS",
     "R2_FRACTION_BOUNDS",
@@ -187,6 +190,7 @@ __all__ = [
     "sf_statistics",
     "simulate",
     "simulate_outbreak",
+    "single_run_errors",
     "summarise_errors",
     "summary_statistics",
 ]
