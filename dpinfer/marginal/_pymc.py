@@ -161,10 +161,7 @@ def _refuse_nan(mechanism, released: np.ndarray, name: str) -> None:
 
 def _observed(mechanism, released: np.ndarray) -> np.ndarray:
     """Return what PyMC holds: a suppressed cell (NaN) at its cut, or PyMC would impute it."""
-    if isinstance(mechanism, Thresholded):
-        cut = np.broadcast_to(mechanism._cut, mechanism.event_shape)
-        return np.where(np.isnan(released), cut, released)
-    return released
+    return mechanism._as_observed(released)
 
 
 def _kernel_logp(family, params, forms, cells, tol):

@@ -533,9 +533,11 @@ class Mechanism(abc.ABC):
         Notes
         -----
         Posterior predictive draws of the returned variable
-        (``pm.sample_posterior_predictive``) are releases: the confidential
-        value (drawn from the distribution, or the variable's value) plus fresh
-        noise of this mechanism, never confidential values themselves.
+        (``pm.sample_posterior_predictive``, ``pm.draw``) are releases: the
+        confidential value (drawn from the distribution, or the variable's
+        value) plus fresh noise of this mechanism, never confidential values
+        themselves (a suppressed cell of a :class:`~dpinfer.Thresholded`
+        release is drawn at its cut, as PyMC holds it).
 
         The same cells released by several mechanisms are one call of
         :func:`dpinfer.to_pymc` with every release; a call of this method per
@@ -576,10 +578,23 @@ class Mechanism(abc.ABC):
             name,
             value,
             logp=logp,
+            random=self._pymc_random,
             observed=observed,
             signature=f"({core})->({core})",
             dtype="int64" if self.discrete else "floatX",
         )
+
+    def _pymc_random(self, value, rng=None, size=None):
+        """Draw a release at ``value`` as PyMC holds it (posterior predictive draws)."""
+        value = np.asarray(value)
+        if size is not None:
+            value = np.broadcast_to(value, (*tuple(size), *self.event_shape))
+        draws = self._as_observed(np.asarray(self.release(value, rng=rng)))
+        return draws.astype(np.int64) if self.discrete else draws
+
+    def _as_observed(self, released: np.ndarray) -> np.ndarray:
+        """Return a release as a PyMC observed variable holds it (see :class:`Thresholded`)."""
+        return released
 
     def _pymc_value(self, value):
         """Return the confidential value of :meth:`to_pymc`, of shape ``event_shape`` exactly.

@@ -199,6 +199,11 @@ class Thresholded(Mechanism):
         out.mechanism = self.mechanism._at_cells(cells)
         return out
 
+    def _as_observed(self, released: np.ndarray) -> np.ndarray:
+        """Put a suppressed cell (NaN) at its cut: PyMC would impute a NaN observation."""
+        cut = np.broadcast_to(self._cut, self.event_shape)
+        return np.where(np.isnan(released), cut, released)
+
     def _pymc_log_terms(self, observed: np.ndarray):
         import pytensor.tensor as pt
 
