@@ -18,13 +18,20 @@ import argparse
 import contextlib
 import json
 import logging
+import math
 import sys
 import warnings
 from collections.abc import Iterator
 
 import numpy as np
 
-from .outputs import OutputBusyError, OutputPathError, check_output_path
+from .outputs import (
+    WAIT_LIMIT,
+    OutputBusyError,
+    OutputPathError,
+    OutputWriteError,
+    check_output_path,
+)
 
 __all__ = ["add_run_command"]
 
@@ -61,7 +68,6 @@ def add_run_command(subparsers) -> None:
 SWITCHES = {
     "--no-progress": "hide progress bars",
     "--verbose": "show PyMC's and PyTensor's messages and progress",
-    "--wait": "if another run is writing to --out, wait for it instead of refusing",
     "--overwrite": (
         "write into an --out folder that holds files dpinfer did not write: files of the "
         "names this run writes are replaced, no other file is touched"
@@ -102,6 +108,18 @@ def _add_example_parser(chooser, example) -> None:
     )
     for flag, text in SWITCHES.items():
         sub.add_argument(flag, action="store_true", help=text)
+    sub.add_argument(
+        "--wait",
+        nargs="?",
+        const=WAIT_LIMIT,
+        default=None,
+        type=_seconds,
+        metavar="SECONDS",
+        help=(
+            "if another process holds --out, wait for it instead of refusing, up to SECONDS "
+            f"(default {WAIT_LIMIT:g})"
+        ),
+    )
     sub.set_defaults(example_parser=sub)
 
 
@@ -130,11 +148,12 @@ def _cmd_run(args: argparse.Namespace, console) -> int:
                 seed=seed,
                 progressbar=not args.no_progress,
                 verbose=args.verbose,
-                wait=args.wait,
+                wait=args.wait is not None,
+                wait_limit=WAIT_LIMIT if args.wait is None else args.wait,
                 overwrite=args.overwrite,
                 on_start=notice,
             )
-    except (OutputBusyError, OutputPathError) as err:
+    except (OutputBusyError, OutputPathError, OutputWriteError) as err:
         print(f"dpinfer run: error: {err}", file=sys.stderr)
         return 1
     except (ValueError, TypeError) as err:
@@ -240,6 +259,17 @@ def seed_type(text: str) -> int:
     if seed < 0:
         raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
     return seed
+
+
+def _seconds(text: str) -> float:
+    """Parse a time limit: a positive, finite number of seconds."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return seconds
 
 
 def _out_folder(text: str):

@@ -13,6 +13,7 @@ import numpy as np
 import dpinfer as dp
 from dpinfer._rng import RNGLike, as_seed_sequence, chunk_generator
 from dpinfer.distances import PrecomputedDistances
+from dpinfer.samplers._privacy_seed import check_privacy_rng
 
 from . import _mixture_uniform_model as mix
 from ._mixture_uniform_model import distance, public_draws, sample_mixture
@@ -80,12 +81,14 @@ def run_experiment(
     rng : seed, optional
         Public randomness (data, features, proposals).
     privacy_rng : seed, optional
-        Privacy noise; OS entropy by default.
+        Privacy noise; OS entropy by default. One equal to or derived from
+        ``rng`` is refused, as in :func:`dpinfer.abcdp`.
 
     Returns
     -------
     ExperimentResult
     """
+    check_privacy_rng(privacy_rng, public=[rng])
     root, noise = as_seed_sequence(rng), as_seed_sequence(privacy_rng)
     means, accepted, queries = [], [], []
     for r in range(repetitions):
@@ -147,6 +150,7 @@ def figure3(
     """
     import xarray as xr
 
+    check_privacy_rng(privacy_rng, public=[rng])
     root, noise = as_seed_sequence(rng), as_seed_sequence(privacy_rng)
     shape = (
         len(resample_values),

@@ -32,6 +32,8 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from dpinfer.outputs import WAIT_LIMIT
+
 from ._report_figures import density_figure, interval_figure, new_figure
 from ._report_rows import (
     LEVELS,
@@ -77,6 +79,7 @@ def save_run(
     progressbar=True,
     verbose=False,
     wait=False,
+    wait_limit=WAIT_LIMIT,
     overwrite=False,
     on_start: Callable[[], None] | None = None,
 ):
@@ -105,6 +108,8 @@ def save_run(
         Passed to ``run``.
     wait : bool, default False
         Wait for another run writing to ``out_dir`` instead of refusing.
+    wait_limit : float, default :data:`dpinfer.outputs.WAIT_LIMIT`
+        The seconds to wait at most.
     overwrite : bool, default False
         Write into a folder that holds files dpinfer did not write (see
         :class:`dpinfer.outputs.OutputFolder`).
@@ -126,7 +131,8 @@ def save_run(
         "seed": seed,
         "options": _jsonable(dict(options)),
     }
-    with OutputFolder(out_dir, info=info, wait=wait, overwrite=overwrite) as folder:
+    access = {"wait": wait, "wait_limit": wait_limit, "overwrite": overwrite}
+    with OutputFolder(out_dir, info=info, **access) as folder:
         if on_start is not None:
             on_start()
         result = example.run(**options, rng=seed, progressbar=progressbar, verbose=verbose)
@@ -155,11 +161,16 @@ def _draw_figure(folder, name: str, result: Result) -> str | None:
     """Draw the figure into ``folder``; return None, or why it could not be drawn.
 
     The report is written before the figure and a figure that fails is
-    recorded, not fatal: a drawing problem never loses the results.
+    recorded, not fatal: a drawing problem never loses the results. A file that
+    the folder refuses (:class:`~dpinfer.outputs.OutputWriteError`) is raised.
     """
+    from dpinfer.outputs import OutputWriteError
+
     figure = result.figure or functools.partial(interval_figure, report=result.report)
     try:
         folder.write(name, figure)
+    except OutputWriteError:
+        raise  # the folder refused the file: an error the user must see, not a drawing problem
     except Exception as err:  # any drawing failure is reported, not raised
         return f"{type(err).__name__}: {err}"
     return None

@@ -14,6 +14,7 @@ import numpy as np
 import dpinfer as dp
 from dpinfer import _validate
 from dpinfer._rng import RNGLike, as_seed_sequence, child_sequence, chunk_generator
+from dpinfer.samplers._privacy_seed import check_privacy_rng
 
 from ._tuberculosis_abcdp import (
     CLIP,
@@ -79,7 +80,8 @@ def error_table(
         Public randomness: the confidential records and the public draws.
     privacy_rng : seed, optional
         The privacy noise; None (default) gives every ABCDP run fresh OS
-        entropy. A seed makes the table reproducible, for studies only.
+        entropy. A seed makes the table reproducible, for studies only; one
+        equal to or derived from ``rng`` is refused, as in :func:`dpinfer.abcdp`.
 
     Returns
     -------
@@ -135,6 +137,7 @@ def _error_runs(
     public_repetitions = _validate.positive_int("public_repetitions", public_repetitions)
     noise_repetitions = _validate.positive_int("noise_repetitions", noise_repetitions)
     c = _validate.positive_int("c", c)
+    check_privacy_rng(privacy_rng, public=[rng])
     root = as_seed_sequence(rng)
     noise = None if privacy_rng is None else as_seed_sequence(privacy_rng)
     abcdp_settings = dict(c=c, epsilon_abc=epsilon_abc, epsilon_total=epsilon_total)

@@ -24,6 +24,7 @@ class PublicDraws:
     distances: np.ndarray
     seed: str
     root: np.random.SeedSequence | None = None
+    chunks: int = 0  # children spawned from ``root``, one per chunk
 
 
 def public_distances(
@@ -106,7 +107,8 @@ def _simulated(observed, distance, model, n_proposals, rng, batch_size, executor
         )
     names = [k for k in chunks[0] if k != "_distance"]
     dists = np.concatenate([c["_distance"] for c in chunks])
-    return PublicDraws(stack_draws(chunks, names), _finite(dists), seed_entropy(root), root)
+    draws = stack_draws(chunks, names)
+    return PublicDraws(draws, _finite(dists), seed_entropy(root), root, len(sizes))
 
 
 def _finite(distances) -> np.ndarray:

@@ -153,7 +153,7 @@ def abcdp(
         executor=executor,
         progressbar=progressbar,
     )
-    check_privacy_rng(privacy_rng, public=[rng, public.root])
+    check_privacy_rng(privacy_rng, public=[rng, public.root], children=public.chunks)
     sensitivity = distance.sensitivity(len(observed))
     if math.isinf(eps_total):
         indicators, b = _noiseless(public.distances, eps_abc, c), 0.0

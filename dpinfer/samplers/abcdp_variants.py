@@ -66,7 +66,7 @@ def rejection_abcdp_gaussian(
     _check_settings(distance, observed, None, epsilon_abc=epsilon_abc, can_charge=False)
     check_privacy_rng(privacy_rng, public=[public.get("rng")])
     draws = public_distances(observed, distance, **public)
-    check_privacy_rng(privacy_rng, public=[public.get("rng"), draws.root])
+    check_privacy_rng(privacy_rng, public=[public.get("rng"), draws.root], children=draws.chunks)
     steps = draws.distances.size
     sensitivity = distance.sensitivity(len(observed))
     sigma = accounting.abcdp_gaussian_sigma(
@@ -145,7 +145,7 @@ def soft_abcdp(
     _check_settings(distance, observed, None, epsilon_abc=eps_abc, can_charge=False)
     check_privacy_rng(privacy_rng, public=[public.get("rng")])
     pub = public_distances(observed, distance, **public)
-    check_privacy_rng(privacy_rng, public=[public.get("rng"), pub.root])
+    check_privacy_rng(privacy_rng, public=[public.get("rng"), pub.root], children=pub.chunks)
     steps = pub.distances.size
     sensitivity = distance.sensitivity(len(observed))
     sigma = accounting.soft_abcdp_sigma(
