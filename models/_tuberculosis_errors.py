@@ -272,7 +272,8 @@ def summarise_errors(table) -> str:
         "per public set); mean and s.e.: "
         + ("over the public sets' means" if n_public > 1 else "over the privacy noise only")
     )
-    lines += [*textwrap.wrap(runs_note, 99), *textwrap.wrap(PAPER_NOTE, 99)]
+    wrap = textwrap.TextWrapper(99, break_on_hyphens=False).wrap
+    lines += [*wrap(runs_note), *wrap(PAPER_NOTE)]
     return "\n".join([*lines, "mean absolute error per parameter:", *per_parameter])
 
 
