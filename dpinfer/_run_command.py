@@ -1,9 +1,9 @@
 """``dpinfer run``: every published example of :mod:`dpinfer.models`, found by discovery.
 
-Each example module declares an :class:`~dpinfer.models._example.Example`
+Each example module declares an :class:`~dpinfer.example.Example`
 (name, paper, expected run time, options) and a ``run`` function; this module
 turns every option into a ``--flag`` of ``dpinfer run <example>``, runs the
-example into its output folder (:func:`dpinfer.models._report.save_run`: locked,
+example into its output folder (:func:`dpinfer.example.save_run`: locked,
 written atomically, manifest last) and prints the report as a table or as JSON.
 
 Standard output carries only the report; notices (a long run's expected
@@ -25,6 +25,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from .example import discover, save_run
 from .outputs import (
     WAIT_LIMIT,
     OutputBusyError,
@@ -41,8 +42,6 @@ _NOISY = ("pymc", "pytensor")
 
 def add_run_command(subparsers) -> None:
     """Add ``run`` with one sub-parser per discovered example to ``subparsers``."""
-    from .models._example import discover
-
     missing: dict[str, str] = {}
     examples = discover(missing=missing)
     parser = subparsers.add_parser(
@@ -137,8 +136,6 @@ def _cmd_run(args: argparse.Namespace, console) -> int:
         args.example_parser.error(f"argument --out: {err}")
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy)
     notice = _notice(example, out) if example.long else None
-    from .models._report import save_run
-
     try:
         with quiet(args.verbose):
             result, manifest = save_run(

@@ -18,7 +18,36 @@ import numpy as np
 
 
 def positive_finite(name: str, value) -> float:
-    """Return ``value`` as a float, or raise unless it is finite and > 0."""
+    """Return ``value`` as a float, or raise unless it is finite and > 0 (NaN fails).
+
+    Parameters
+    ----------
+    name : str
+        The parameter, named in the error message.
+    value : real number
+        What the caller passed.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number (a string, a bool).
+    ValueError
+        If it is 0, negative, infinite or NaN.
+
+    Examples
+    --------
+    >>> from dpinfer.validate import positive_finite
+    >>> positive_finite("scale", 2)
+    2.0
+    >>> positive_finite("scale", float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: scale must be a positive finite number, got nan
+    """
     x = _real(name, value)
     if not (x > 0 and math.isfinite(x)):
         raise ValueError(f"{name} must be a positive finite number, got {value!r}")
@@ -26,7 +55,36 @@ def positive_finite(name: str, value) -> float:
 
 
 def finite(name: str, value) -> float:
-    """Return ``value`` as a float, or raise unless it is a finite real number."""
+    """Return ``value`` as a float, or raise unless it is a finite real number.
+
+    Parameters
+    ----------
+    name : str
+        The parameter, named in the error message.
+    value : real number
+        What the caller passed.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If it is infinite or NaN.
+
+    Examples
+    --------
+    >>> from dpinfer.validate import finite
+    >>> finite("shift", -1)
+    -1.0
+    >>> finite("shift", "1")
+    Traceback (most recent call last):
+    ...
+    TypeError: shift must be a real number, got '1'
+    """
     x = _real(name, value)
     if not math.isfinite(x):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
@@ -42,7 +100,36 @@ def positive_or_inf(name: str, value) -> float:
 
 
 def probability_open(name: str, value) -> float:
-    """Return ``value`` as a float, or raise unless it lies in (0, 1)."""
+    """Return ``value`` as a float, or raise unless it lies in the open interval (0, 1).
+
+    Parameters
+    ----------
+    name : str
+        The parameter, named in the error message.
+    value : real number
+        What the caller passed.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If it is outside (0, 1) or NaN.
+
+    Examples
+    --------
+    >>> from dpinfer.validate import probability_open
+    >>> probability_open("p", 0.25)
+    0.25
+    >>> probability_open("p", 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: p must lie in the open interval (0, 1), got 1
+    """
     x = _real(name, value)
     if not (0 < x < 1):
         raise ValueError(f"{name} must lie in the open interval (0, 1), got {value!r}")
@@ -50,7 +137,32 @@ def probability_open(name: str, value) -> float:
 
 
 def non_negative(name: str, value) -> float:
-    """Return ``value`` as a float, or raise unless it is finite and >= 0."""
+    """Return ``value`` as a float, or raise unless it is finite and >= 0.
+
+    Parameters
+    ----------
+    name : str
+        The parameter, named in the error message.
+    value : real number
+        What the caller passed.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If it is negative, infinite or NaN.
+
+    Examples
+    --------
+    >>> from dpinfer.validate import non_negative
+    >>> non_negative("shift", 0)
+    0.0
+    """
     x = _real(name, value)
     if not (x >= 0 and math.isfinite(x)):
         raise ValueError(f"{name} must be a non-negative finite number, got {value!r}")
@@ -58,7 +170,38 @@ def non_negative(name: str, value) -> float:
 
 
 def positive_int(name: str, value) -> int:
-    """Return ``value`` as an int, or raise unless it is an integer >= 1."""
+    """Return ``value`` as an int, or raise unless it is an integer >= 1.
+
+    A float with an integral value (``3.0``) is accepted; a bool is not.
+
+    Parameters
+    ----------
+    name : str
+        The parameter, named in the error message.
+    value : int or float
+        What the caller passed.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a number, or is a bool.
+    ValueError
+        If it is below 1 or not a whole number.
+
+    Examples
+    --------
+    >>> from dpinfer.validate import positive_int
+    >>> positive_int("n", 3.0)
+    3
+    >>> positive_int("n", 2.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: n must be a positive integer, got 2.5
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral | float | np.floating):
         raise TypeError(f"{name} must be a positive integer, got {value!r}")
     if not (value >= 1 and float(value).is_integer()):
@@ -76,6 +219,18 @@ def size(name: str, value, *, maximum: int = MAX_SIZE) -> int:
 
     For sizes that allocate memory or run work (draws, particles, batch sizes):
     a size that cannot fit is refused up front rather than after a long run.
+
+    Parameters
+    ----------
+    name : str
+        The parameter, named in the error message.
+    value : int
+    maximum : int, default MAX_SIZE
+        The largest size accepted (:data:`MAX_SIZE`, 2**40, by default).
+
+    Returns
+    -------
+    int
 
     Examples
     --------
@@ -108,6 +263,26 @@ def flag(name: str, value) -> bool:
 
     ``"no"``, ``0``, ``None`` and the like are refused: a switch that silently
     reads any truthy object as on is a switch that cannot be trusted.
+
+    Parameters
+    ----------
+    name : str
+        The parameter, named in the error message.
+    value : bool
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from dpinfer.validate import flag
+    >>> flag("progressbar", False)
+    False
+    >>> flag("progressbar", "no")
+    Traceback (most recent call last):
+    ...
+    TypeError: progressbar must be a bool, got 'no'
     """
     if not isinstance(value, bool | np.bool_):
         raise TypeError(f"{name} must be a bool, got {_short_repr(value)}")
@@ -254,11 +429,29 @@ def finite_array(
 ) -> np.ndarray:
     """Return ``value`` as a float array; raise if it is non-numeric, non-finite or misshapen.
 
-    With ``confidential`` a message about non-finite entries gives their count
-    and positions (:func:`bad_entries`), not the values.
+    Parameters
+    ----------
+    name : str
+        The parameter, named in the error message.
+    value : array_like
+        Numbers (strings, bools and other objects are refused, as by
+        :func:`numeric_array`).
+    shape : tuple of int, optional
+        The shape ``value`` must have.
+    confidential : bool, default False
+        A message about non-finite entries gives their count and positions
+        (:func:`bad_entries`), not the values.
+
+    Returns
+    -------
+    numpy.ndarray
+        Float64.
 
     Examples
     --------
+    >>> from dpinfer.validate import finite_array
+    >>> finite_array("y", [1, 2])
+    array([1., 2.])
     >>> finite_array("y", [1.5, np.nan, 2.5], confidential=True)
     Traceback (most recent call last):
     ...
@@ -271,7 +464,7 @@ def finite_array(
     if not np.all(finite):
         if confidential:
             raise ValueError(bad_entries(name, ~finite, "be finite"))
-        raise ValueError(f"{name} must be finite, got {_short(arr)}")
+        raise ValueError(f"{name} must be finite, got {abbreviated(arr)}")
     return arr
 
 
@@ -281,6 +474,25 @@ def confidential_data(name: str, value) -> np.ndarray:
     The check of what a data owner passes (observations, records): its
     messages name the parameter, the shape, the count and the positions of
     bad entries, never their values.
+
+    Parameters
+    ----------
+    name : str
+        The parameter, named in the error message.
+    value : array_like
+
+    Returns
+    -------
+    numpy.ndarray
+        Float64, at least one entry.
+
+    Examples
+    --------
+    >>> from dpinfer.validate import confidential_data
+    >>> confidential_data("records", [[1.0, np.inf], [2.0, 3.0]])
+    Traceback (most recent call last):
+    ...
+    ValueError: records must be finite: 1 of 4 entries (shape (2, 2)) is not, at position [0, 1]
     """
     return non_empty(name, finite_array(name, value, confidential=True))
 
@@ -338,13 +550,40 @@ def bad_entries(name: str, bad, requirement: str, *, positions: int = 3) -> str:
 def finite_vector(
     name: str, value, *, min_size: int = 1, confidential: bool = False
 ) -> np.ndarray:
-    """Return ``value`` as a 1-d float array of at least ``min_size`` finite numbers."""
+    """Return ``value`` as a 1-d float array of at least ``min_size`` finite numbers.
+
+    A number becomes an array of one value.
+
+    Parameters
+    ----------
+    name : str
+        The parameter, named in the error message.
+    value : number or 1-d array_like
+    min_size : int, default 1
+    confidential : bool, default False
+        Messages give counts and positions, not values.
+
+    Returns
+    -------
+    numpy.ndarray
+        Float64, 1-d.
+
+    Examples
+    --------
+    >>> from dpinfer.validate import finite_vector
+    >>> finite_vector("times", 2.0)
+    array([2.])
+    >>> finite_vector("times", [[1.0, 2.0]])
+    Traceback (most recent call last):
+    ...
+    ValueError: times must be a number or a 1-d array, got shape (1, 2)
+    """
     arr = finite_array(name, value, confidential=confidential)
     if arr.ndim > 1:
         raise ValueError(f"{name} must be a number or a 1-d array, got shape {arr.shape}")
     arr = arr.reshape(-1)
     if arr.size < min_size:
-        got = f"{arr.size} value(s)" if confidential else _short(arr)
+        got = f"{arr.size} value(s)" if confidential else abbreviated(arr)
         raise ValueError(f"{name} must hold at least {min_size} value(s), got {got}")
     return arr
 
@@ -362,7 +601,7 @@ def weights(name: str, value) -> np.ndarray | None:
             f"{name} must be a number or a non-empty 1-d array, got shape {arr.shape}"
         )
     if not (np.all(arr >= 0) and np.any(arr > 0)):
-        raise ValueError(f"{name} must be non-negative and not all zero, got {_short(arr)}")
+        raise ValueError(f"{name} must be non-negative and not all zero, got {abbreviated(arr)}")
     return arr
 
 
@@ -431,7 +670,7 @@ def integer_array(name: str, value, *, confidential: bool = False) -> np.ndarray
         if not np.all(whole):
             if confidential:
                 raise ValueError(bad_entries(name, ~whole, "hold integers"))
-            raise ValueError(f"{name} must hold integers, got {_short(arr)}")
+            raise ValueError(f"{name} must hold integers, got {abbreviated(arr)}")
         # 2**63 is a float64 but not an int64: astype would wrap such entries silently
         outside = (as_float >= 2.0**63) | (as_float < -(2.0**63))
     if np.any(outside):
@@ -487,6 +726,25 @@ def shown(value, *, confidential: bool = False, arr: np.ndarray | None = None) -
     return f"an array of {kind} (shape {arr.shape})"
 
 
-def _short(arr: np.ndarray) -> str:
+def abbreviated(arr) -> str:
+    """Return an array as an error message shows it: at most 120 characters.
+
+    Long arrays keep their first and last two entries; for data that is not
+    confidential only (a confidential array is described by :func:`bad_entries`).
+
+    Parameters
+    ----------
+    arr : array_like
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from dpinfer.validate import abbreviated
+    >>> abbreviated(np.arange(100.0))
+    '[ 0.  1. ... 98. 99.]'
+    """
     text = np.array2string(np.asarray(arr), threshold=6, edgeitems=2)
     return text if len(text) < 120 else text[:117] + "..."

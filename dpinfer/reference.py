@@ -11,12 +11,14 @@ discrete. NUTS samples it; the draws come back as the same
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from . import _validate
+from ._compile_once import compiled_once
 from ._rng import RNGLike, as_seed_sequence, seed_entropy
 from .mechanisms.base import Mechanism
 from .model import Model
@@ -163,13 +165,9 @@ def sample_reference(
         pymc_model,
         **nuts,
         progressbar=progressbar,
+        mechanism=mechanism,
         observed=mechanism._check_released(released),
-        constant_data=mechanism_constants(mechanism),
-        attrs={
-            "mechanism": repr(mechanism),
-            **privacy_attrs(mechanism),
-            "likelihood": _path(pymc_model, support, loglik),
-        },
+        attrs={"likelihood": _path(pymc_model, support, loglik)},
         **nuts_kwargs,
     )
 
@@ -248,7 +246,9 @@ _NUTS_DEFAULTS = {
 }
 
 
-def sample_nuts(pymc_model, *, observed=None, constant_data=None, attrs=None, **options):
+def sample_nuts(
+    pymc_model, *, mechanism=None, observed=None, constant_data=None, attrs=None, **options
+):
     """Sample any PyMC model with NUTS and return dpinfer's InferenceData layout.
 
     Parameters
@@ -259,10 +259,16 @@ def sample_nuts(pymc_model, *, observed=None, constant_data=None, attrs=None, **
         ``draws`` (1000), ``tune`` (1000), ``chains`` (2), ``rng`` (None),
         ``progressbar`` (False), ``var_names`` (None) and keywords of
         :func:`pymc.sample`: as in :func:`sample_reference`.
+    mechanism : Mechanism, optional
+        The mechanism of a release the model holds (attached with
+        :meth:`~dpinfer.Mechanism.to_pymc`): its repr and privacy guarantee
+        (``epsilon``, ``delta``, ``rho``) are recorded in ``attrs``, its
+        numeric parameters in ``constant_data``, as :func:`sample_reference`
+        records them.
     observed : array_like, optional
         Stored as ``observed_data['s_dp']``.
     constant_data : dict, optional
-        Stored in ``constant_data``.
+        Stored in ``constant_data`` (after the mechanism's parameters).
     attrs : dict, optional
         Extra metadata merged into the standard ``attrs``.
 
@@ -271,14 +277,37 @@ def sample_nuts(pymc_model, *, observed=None, constant_data=None, attrs=None, **
     arviz.InferenceData
         As in :func:`sample_reference`.
 
+    Notes
+    -----
+    NUTS compiles the model's log-density and gradient once per model: a model
+    sampled again (in one process, ``cores=1``) reuses them, so a model of one
+    shape fitted to new data takes the data through ``pm.Data`` and
+    ``pm.set_data`` and is compiled once. The draws are those of a fresh
+    compilation of the same model, seed for seed.
+
     Examples
     --------
-    >>> import pymc as pm
+    A hand-built model of a release, its mechanism recorded:
+
+    >>> import pymc as pm, dpinfer as dp
+    >>> mech = dp.Laplace.from_privacy(epsilon=1.0, sensitivity=1.0)
     >>> with pm.Model() as m:
-    ...     x = pm.Normal("x", 0.0, 1.0)
-    >>> sample_nuts(m, draws=100, tune=100, rng=0).posterior["x"].shape
+    ...     s = pm.Normal("s", 0.0, 1.0)
+    ...     _ = mech.to_pymc("s_dp", s, observed=0.5)
+    >>> idata = sample_nuts(m, mechanism=mech, observed=0.5, draws=100, tune=100, rng=1)
+    >>> idata.posterior["s"].shape
     (2, 100)
+    >>> idata.attrs["epsilon"], idata.constant_data["mechanism_scale"].values.tolist()
+    (1.0, [1.0])
     """
+    if mechanism is not None:
+        if not isinstance(mechanism, Mechanism):
+            raise TypeError(
+                f"mechanism must be a dpinfer Mechanism, got {type(mechanism).__name__}: "
+                f"{mechanism!r}"
+            )
+        constant_data = {**mechanism_constants(mechanism), **(constant_data or {})}
+        attrs = {"mechanism": repr(mechanism), **privacy_attrs(mechanism), **(attrs or {})}
     import pymc as pm
 
     nuts_kwargs = {**_NUTS_DEFAULTS, **options}
@@ -292,7 +321,10 @@ def sample_nuts(pymc_model, *, observed=None, constant_data=None, attrs=None, **
         raise ValueError(f"var_names {missing} are not variables of the model")
     nuts_kwargs.setdefault("cores", 1)
     size = {"draws": draws, "tune": tune, "chains": chains}
-    with pymc_model:
+    # chains in one process reuse the model's compiled log-density; several processes
+    # would pickle the model, and a model holding a compiled function may not pickle
+    reuse = compiled_once(pymc_model) if nuts_kwargs["cores"] == 1 else contextlib.nullcontext()
+    with pymc_model, reuse:
         trace = pm.sample(
             **size,
             random_seed=seed,

@@ -66,13 +66,26 @@ import math
 import numpy as np
 
 import dpinfer as dp
-from dpinfer import _validate
-from dpinfer._rng import RNGLike
+from dpinfer import validate
+from dpinfer.example import (
+    NUTS_OPTIONS,
+    Example,
+    Option,
+    Report,
+    Result,
+    between,
+    choice,
+    draw_rows,
+    fit_each,
+    idata_draws,
+    integer,
+    new_figure,
+    nuts_note,
+    nuts_options,
+    value_rows,
+)
+from dpinfer.random import RNGLike
 from dpinfer.results import effective_sample_size, rhat
-
-from ._example import Example, Option, between, choice, integer
-from ._nuts import NUTS_OPTIONS, fit_each, nuts_options
-from ._report import Report, Result, draw_rows, idata_draws, new_figure, nuts_note, value_rows
 
 __all__ = [
     "COUNTRIES",
@@ -206,7 +219,7 @@ def pymc_model(released, mech: dp.Thresholded, *, analysis: str = "exact"):
     """
     import pymc as pm
 
-    analysis = _validate.choice("analysis", analysis, ANALYSES)
+    analysis = validate.choice("analysis", analysis, ANALYSES)
     released = mech._check_released(released)
     hidden = np.isnan(released)
     days = released.shape[-1]
@@ -293,7 +306,7 @@ def run(
         With both true, PyMC shows its progress bars.
     **nuts : int
         The NUTS settings ``draws``, ``tune`` and ``chains``
-        (:data:`~dpinfer.models._nuts.NUTS_OPTIONS`).
+        (:data:`~dpinfer.example.NUTS_OPTIONS`).
 
     Returns
     -------

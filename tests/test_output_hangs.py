@@ -180,7 +180,7 @@ def test_cli_wait_without_seconds_waits_the_default_limit(monkeypatch, tmp_path)
         seen.update(kwargs)
         raise OutputBusyError("recorded")
 
-    monkeypatch.setattr("dpinfer.models._report.save_run", record)
+    monkeypatch.setattr("dpinfer._run_command.save_run", record)
     assert cli.main(["run", *TINY, "--out", str(tmp_path / "o"), "--wait"]) == 1
     assert seen["wait"] is True and seen["wait_limit"] == WAIT_LIMIT
     assert cli.main(["run", *TINY, "--out", str(tmp_path / "o")]) == 1

@@ -1,6 +1,8 @@
 """Samplers: exact ABC from a DP release."""
 
 from ._precision import PrecisionWarning
+from ._privacy_seed import check_privacy_rng
+from ._public import PublicDraws, public_distances
 from .abcdp import abcdp
 from .abcdp_variants import rejection_abcdp_gaussian, soft_abcdp
 from .acceptance import AcceptanceRate, estimate_acceptance_rate
@@ -26,14 +28,17 @@ __all__ = [
     "MCEMConvergenceWarning",
     "MCEMResult",
     "PrecisionWarning",
+    "PublicDraws",
     "ProfileWarning",
     "StagedSchedule",
     "mcem",
     "SimulationBudgetExceeded",
     "abcdp",
+    "check_privacy_rng",
     "da_mcmc",
     "estimate_acceptance_rate",
     "importance_abc",
+    "public_distances",
     "rejection_abc",
     "rejection_abcdp_gaussian",
     "smc_abc",

@@ -84,6 +84,20 @@ def check_privacy_rng(
     ValueError
         Naming what matched (the seed, the increment of the published stream,
         ...), never the seed or the state itself.
+
+    Examples
+    --------
+    Code that runs ABCDP's pieces itself (public draws once, several noisy
+    runs) checks its privacy seed as :func:`dpinfer.abcdp` does:
+
+    >>> import numpy as np
+    >>> from dpinfer.samplers import check_privacy_rng
+    >>> check_privacy_rng(None, public=[7])  # OS entropy: always private
+    >>> child = np.random.SeedSequence(7).spawn(2)[1]
+    >>> check_privacy_rng(child, public=[7])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: privacy_rng (a SeedSequence) has the entropy of the published public seed ...
     """
     if privacy_rng is None:
         return

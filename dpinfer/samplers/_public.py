@@ -18,7 +18,19 @@ from ._common import check_options, stack_draws
 
 @dataclass(frozen=True)
 class PublicDraws:
-    """Parameters ``theta_t`` (public) and distances ``rho_t`` (confidential until noised)."""
+    """Parameters ``theta_t`` (public) and distances ``rho_t`` (confidential until noised).
+
+    Attributes
+    ----------
+    params : dict of str to numpy.ndarray
+        ``T`` draws of each parameter, in proposal order.
+    distances : numpy.ndarray
+        ``(T,)`` distances from the confidential data to each pseudo-dataset.
+    seed : str
+        The entropy of the root seed (``"given"`` for given pseudo-data).
+    root : numpy.random.SeedSequence or None
+        The root the chunks were spawned from (None for given pseudo-data).
+    """
 
     params: dict[str, np.ndarray]
     distances: np.ndarray
@@ -40,11 +52,53 @@ def public_distances(
     executor: Executor | None = None,
     progressbar: bool = True,
 ) -> PublicDraws:
-    """Distances from ``observed`` to public pseudo-datasets, in proposal order.
+    """Distances from the confidential ``observed`` to public pseudo-datasets, in proposal order.
 
-    Either ``params`` and ``pseudo_data`` are given (``T`` of each), or
-    ``model`` and ``n_proposals``, in which case the ``T`` public draws are
-    simulated in chunks with ``rng`` and only parameters and distances are kept.
+    The first, public half of ABCDP (Park et al. 2021, Algorithm 2): computed
+    once, the distances can serve several ABCDP runs with fresh privacy noise
+    (:class:`dpinfer.distances.PrecomputedDistances`). The distances are
+    confidential until noised: release only what :func:`dpinfer.abcdp` makes
+    of them.
+
+    Parameters
+    ----------
+    observed : array_like
+        The confidential data.
+    distance : Distance
+        A distance with declared sensitivity (:mod:`dpinfer.distances`).
+    params, pseudo_data : dict and array_like, optional
+        ``T`` given parameter draws and their ``T`` pseudo-datasets.
+    model : Model, optional
+        Otherwise: its prior is drawn ``n_proposals`` times and its simulator
+        makes one pseudo-dataset per draw, in chunks of ``batch_size`` (chunk
+        ``i`` from the ``i``-th child of ``rng``, so any ``executor`` gives the
+        same draws); only parameters and distances are kept.
+    n_proposals : int, optional
+        ``T``, with ``model``.
+    rng : None, int, SeedSequence or Generator, optional
+        Public randomness of the draws and pseudo-datasets.
+    batch_size : int, default 500
+    executor : concurrent.futures.Executor, optional
+    progressbar : bool, default True
+
+    Returns
+    -------
+    PublicDraws
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.stats as st, dpinfer as dp
+    >>> from dpinfer.distances import ClippedL2, PrecomputedDistances
+    >>> from dpinfer.samplers import public_distances
+    >>> observed = np.full((20, 1), 0.3)
+    >>> model = dp.Model(prior={"mu": st.norm(0, 1)},
+    ...                  simulate=lambda p, rng: rng.normal(p["mu"][:, None, None], 1.0,
+    ...                                                     size=(len(p["mu"]), 20, 1)))
+    >>> draws = public_distances(observed, ClippedL2(2.0), model=model, n_proposals=50,
+    ...                          rng=1, progressbar=False)
+    >>> draws.params["mu"].shape, draws.distances.shape
+    ((50,), (50,))
+    >>> shared = PrecomputedDistances(ClippedL2(2.0), observed, draws.distances)
     """
     if not isinstance(distance, Distance):
         raise TypeError(f"distance must be a dpinfer Distance, got {type(distance).__name__}")

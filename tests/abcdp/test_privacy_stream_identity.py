@@ -286,15 +286,15 @@ def _calls() -> dict:
         "dpinfer.models.covid_polynomial.run_experiment": lambda p: (
             covid_polynomial.run_experiment(22.0, n_proposals=50, rng=7, privacy_rng=p)
         ),
-        "dpinfer.models._mixture_uniform_figure3.run_experiment": lambda p: (
+        "dpinfer.models.mixture_uniform._figure3.run_experiment": lambda p: (
             mixture_uniform.run_experiment(
                 c=2, epsilon_abc=0.1, epsilon_total=1.0, privacy_rng=p, **small
             )
         ),
-        "dpinfer.models._mixture_uniform_figure3.figure3": lambda p: mixture_uniform.figure3(
+        "dpinfer.models.mixture_uniform._figure3.figure3": lambda p: mixture_uniform.figure3(
             noise_repetitions=1, privacy_rng=p, **small
         ),
-        "dpinfer.models._tuberculosis_errors.error_table": lambda p: tuberculosis.error_table(
+        "dpinfer.models.tuberculosis._errors.error_table": lambda p: tuberculosis.error_table(
             10, n_proposals=20, noise_repetitions=1, rng=7, privacy_rng=p, progressbar=False
         ),
     }

@@ -188,7 +188,9 @@ def test_a_release_rejection_abc_cannot_afford_switches_to_smc_abc_and_says_so()
     # draws; the pilot predicts it and smc_abc runs instead, with a note saying why
     seeds = np.random.SeedSequence(1).spawn(2)
     released = np.array([30.0, 20.0, 900.0, 600.0])
-    idata, label, notes, numbers = ll._exact_sampler(released, 100, seeds[0], seeds[1], False)
+    idata, label, notes, numbers = run_module._exact_sampler(
+        released, 100, seeds[0], seeds[1], False
+    )
     assert label == "smc_abc" and idata.posterior.attrs["method"] == "smc_abc"
     assert "more than its budget" in notes[0] and "smc_abc is used instead" in notes[0]
     assert numbers["predicted_acceptance_rate"] < 1e-8

@@ -32,9 +32,8 @@ import scipy.stats as st
 
 import dpinfer as dp
 from dpinfer import cli
+from dpinfer.example import Example, Option, Report, Result, between, discover, draw_rows, save_run
 from dpinfer.models import poisson_count as pc
-from dpinfer.models._example import Example, Option, between, discover
-from dpinfer.models._report import Report, Result, draw_rows, save_run
 from dpinfer.outputs import read_manifest
 
 EXAMPLES = discover()

@@ -18,7 +18,7 @@ import scipy.integrate as si
 import scipy.stats as st
 
 from dpinfer.models import tuberculosis as tb
-from dpinfer.models._tuberculosis_simulator import _simulate
+from dpinfer.models.tuberculosis._simulator import _simulate
 
 Z_MAX = 4.5  # two-sided normal tail 6.8e-6 per comparison
 KS_LEVEL = 1e-3  # a correct sampler fails one KS test with probability 0.1%
@@ -390,7 +390,7 @@ def test_run_takes_its_privacy_noise_from_os_entropy_not_from_the_seed(small_run
     ],
 )
 def test_run_resolves_the_reduced_and_the_paper_setting(options, n_values, proposals, scope):
-    from dpinfer.models.tuberculosis import _setting, _setting_lines
+    from dpinfer.models.tuberculosis._run import _setting, _setting_lines
 
     resolved = _setting(
         options.get("records"), options.get("proposals"), options.get("full", False)

@@ -18,7 +18,7 @@ import dpinfer as dp
 from dpinfer import audit, theory
 from dpinfer import distances as dist
 
-from ._api_analyst import _abcdp_args, _abcdp_model_args
+from ._api_analyst import _abcdp_args, _abcdp_model_args, _public_distances_args
 from ._harness import SECRET_FLOAT, SECRET_INT, Entry
 from ._valid import P, _rfmmd, _svt
 
@@ -181,6 +181,12 @@ def data_owner_entries():
             _observed_params(),
         ),
         Entry("abcdp(model=)", dp.abcdp, _abcdp_model_args, _observed_params()),
+        Entry(
+            "public_distances",
+            dp.samplers.public_distances,
+            _public_distances_args,
+            _observed_params(),
+        ),
         Entry(
             "rejection_abcdp_gaussian",
             dp.rejection_abcdp_gaussian,

@@ -56,6 +56,7 @@ NOT_ENTRY_POINTS = {
     "Mechanism",
     "PrecisionWarning",
     "ProfileWarning",
+    "PublicDraws",
     "SBCResult",
     "SVTPrivacyLoss",
     "SVTResult",
