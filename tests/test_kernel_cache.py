@@ -132,6 +132,6 @@ def test_the_kernel_modules_are_found():
         "dpinfer.mechanisms._exact_kernels",
         "dpinfer.marginal._kernels",
         "dpinfer.samplers._da_kernels",
-        "dpinfer.models._sir_kernels",
+        "dpinfer.models.sir._kernels",
     } <= set(modules)
     assert sum(modules.values()) >= 70
