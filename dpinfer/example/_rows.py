@@ -59,7 +59,7 @@ class Row:
     >>> Row("truth", "oracle", "value", "theta", 37.0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: role must be one of [...], got 'oracle'
+    ValueError: role must be one of 'confidential', ..., got 'oracle'
     """
 
     analysis: str
