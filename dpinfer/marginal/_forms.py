@@ -17,15 +17,20 @@ from ._kernels import COUNTABLE
 __all__ = ["joined_form", "release_form"]
 
 
-def release_form(mechanism, released, latent_discrete: bool) -> np.ndarray:
-    """Return the per-cell form of ``released`` (shape ending in the event shape)."""
+def release_form(mechanism, released, latent_discrete: bool, name: str = "released") -> np.ndarray:
+    """Return the per-cell form of ``released`` (shape ending in the event shape).
+
+    ``name`` is the parameter that messages about the release name (with the row's
+    index for a release of several rows).
+    """
     if mechanism.discrete and not latent_discrete:
         raise ValueError(
             f"{type(mechanism).__name__} releases integers and needs an integer confidential "
             "value; the latent distribution given is continuous"
         )
     rows = np.reshape(released, (-1, *mechanism.event_shape))
-    form = np.concatenate([_row_form(mechanism, row) for row in rows])
+    names = [name] if len(rows) == 1 else [f"{name}[{i}]" for i in range(len(rows))]
+    form = np.concatenate([_row_form(mechanism, row, at) for row, at in zip(rows, names)])
     far = ~(np.abs(form["released"]) < COUNTABLE)
     if latent_discrete and far.any():
         requirement = (
@@ -38,8 +43,8 @@ def release_form(mechanism, released, latent_discrete: bool) -> np.ndarray:
     return form
 
 
-def _row_form(mechanism, released: np.ndarray) -> np.ndarray:
-    form = mechanism.cell_form(released)
+def _row_form(mechanism, released: np.ndarray, name: str) -> np.ndarray:
+    form = mechanism.cell_form(mechanism.check_released(released, name=name))
     if form is None:
         raise ValueError(
             f"{type(mechanism).__name__} has no per-cell log-density, so its releases cannot "

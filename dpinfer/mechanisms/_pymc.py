@@ -9,6 +9,12 @@ PyMC is imported when a model is built, not with ``dpinfer``.
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
+
+from .. import _validate
+
 __all__ = ["observe", "register_latent_handler"]
 
 # Handlers of ``to_pymc`` with a latent distribution for ``value``: ``handler(mechanism,
@@ -41,6 +47,7 @@ def observe(mechanism, name: str, value, *, observed, totals=None, tol: float):
         raise TypeError(f"name must be a non-empty str, got {name!r}")
     checked = mechanism._check_released(observed, "observed")
     observed, log_terms = mechanism._pymc_log_terms(checked)
+    value = _checked_value(mechanism, value)
     n_event = len(mechanism.event_shape)
 
     def logp(x, v):
@@ -54,7 +61,41 @@ def observe(mechanism, name: str, value, *, observed, totals=None, tol: float):
         name,
         value,
         logp=logp,
+        random=functools.partial(_random_release, mechanism),
         observed=observed,
         signature=f"({core})->({core})",
         dtype="int64" if mechanism.discrete else "floatX",
     )
+
+
+def _random_release(mechanism, value, rng=None, size=None):
+    """Draw a release at ``value`` as PyMC holds it (posterior predictive draws)."""
+    value = np.asarray(value)
+    if size is not None:
+        value = np.broadcast_to(value, (*tuple(size), *mechanism.event_shape))
+    draws = mechanism._as_observed(np.asarray(mechanism.release(value, rng=rng)))
+    return draws.astype(np.int64) if mechanism.discrete else draws
+
+
+def _checked_value(mechanism, value):
+    """Return the confidential value of ``to_pymc``, of shape ``event_shape`` exactly.
+
+    A tensor whose shape is known only when the model runs is checked then.
+    """
+    from pytensor.graph.basic import Variable
+
+    from .._tensor_shapes import batch_shape, checked
+
+    if not isinstance(value, Variable):
+        arr = _validate.numeric_array("value", value, confidential=True)
+        if arr.shape != mechanism.event_shape:
+            raise ValueError(
+                f"value has shape {arr.shape}, which must equal the mechanism's event_shape "
+                f"{mechanism.event_shape}"
+            )
+        return mechanism._check_value(arr)
+    if str(value.dtype).startswith("complex") or value.dtype == "bool":
+        raise TypeError(f"value must be a real tensor, got dtype {value.dtype}")
+    shape, target = batch_shape(value), mechanism.event_shape
+    about = "the mechanism's event_shape"
+    return checked(value, shape, name="value", target=target, about=about, exact=True)

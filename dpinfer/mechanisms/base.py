@@ -367,6 +367,29 @@ class Mechanism(abc.ABC):
             The observed variable; ``pm.logp`` of it equals :meth:`logpdf`
             (with a tensor value) or the per-cell marginal log-likelihood.
 
+        Raises
+        ------
+        ValueError
+            If ``value`` (a tensor, array or distribution) does not have the
+            shape required, naming both shapes; a shape known only when the
+            model runs is checked then. If a release of a mechanism other than
+            :class:`~dpinfer.Thresholded` holds NaN.
+
+        Notes
+        -----
+        Posterior predictive draws of the returned variable
+        (``pm.sample_posterior_predictive``, ``pm.draw``) are releases: the
+        confidential value (drawn from the distribution, or the variable's
+        value) plus fresh noise of this mechanism, never confidential values
+        themselves (a suppressed cell of a :class:`~dpinfer.Thresholded`
+        release is drawn at its cut, as PyMC holds it).
+
+        The same cells released by several mechanisms are one call of
+        :func:`dpinfer.to_pymc` with every release; a call of this method per
+        release over one distribution sums a latent value out per release, as
+        if each release came from confidential values of its own, and warns
+        with :class:`~dpinfer.SharedLatentWarning`.
+
         Examples
         --------
         >>> import numpy as np, pymc as pm, dpinfer as dp
@@ -378,19 +401,25 @@ class Mechanism(abc.ABC):
         """
         return observe(self, name, value, observed=observed, totals=totals, tol=tol)
 
+    def _as_observed(self, released: np.ndarray) -> np.ndarray:
+        """Return a release as a PyMC observed variable holds it (see :class:`Thresholded`)."""
+        return released
+
     def _pymc_log_terms(self, observed: np.ndarray):
         """Return the observed array PyMC holds and the PyTensor log-density terms ``(x, v)``."""
         pt_ns = pytensor_namespace()
         return observed, lambda x, v: self._log_density(pt_ns, x, v)
 
     # --- shape handling -----------------------------------------------------------
-    def check_released(self, released) -> np.ndarray:
+    def check_released(self, released, *, name: str = "released") -> np.ndarray:
         """Return one release as :meth:`logpdf` reads it, or raise naming what is wrong.
 
         Parameters
         ----------
         released : array_like
             One release, of shape ``event_shape``.
+        name : str, default "released"
+            The parameter that error messages name.
 
         Returns
         -------
@@ -403,9 +432,9 @@ class Mechanism(abc.ABC):
         ------
         ValueError
             A shape other than ``event_shape``, a value the family cannot release
-            (non-finite, non-integer for a discrete family, out of range).
+            (NaN, non-finite, non-integer for a discrete family, out of range).
         """
-        return self._check_released(released)
+        return self._check_released(released, name)
 
     def check_value(self, value) -> np.ndarray:
         """Return confidential values ``(*batch, *event_shape)`` as :meth:`logpdf` reads them.
@@ -421,6 +450,8 @@ class Mechanism(abc.ABC):
         that :meth:`logpdf` is exact for every int64 release.
         """
         arr = _validate.numeric_array(name, released)
+        if arr.dtype.kind == "f" and np.isnan(arr).any():
+            raise ValueError(nan_release_message(self, name, np.isnan(arr)))
         keep_int = arr.dtype.kind in "iu" and (self.discrete or beyond_float(arr))
         if not keep_int:
             arr = _validate.finite_array(name, arr)
@@ -482,3 +513,14 @@ class Mechanism(abc.ABC):
 def _writer(cls: type, name: str) -> type:
     """Return the class of ``cls``'s method resolution order that defines ``name``."""
     return next(c for c in cls.__mro__ if name in vars(c))
+
+
+def nan_release_message(mechanism: Mechanism, name: str, nan) -> str:
+    """Say where a release of a mechanism that publishes every cell has NaN, and what fits."""
+    kind = type(mechanism).__name__
+    return (
+        _validate.bad_entries(name, nan, "hold numbers, not NaN")
+        + f". A {kind} release publishes every cell; for a release whose suppressed cells "
+        f"are NaN, use dp.Thresholded({kind}(...), threshold=...), whose density scores a "
+        "suppressed cell as a noisy value below the threshold"
+    )

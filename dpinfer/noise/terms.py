@@ -67,15 +67,12 @@ __all__ = [
 
 _LOG2 = math.log(2.0)
 _JIT = {"cache": True, "error_model": "numpy"}
-# the formulas and the term are inlined where they are called: a record update of da_mcmc
-# scores a term in a few nanoseconds, and a call would double that
-_INLINE = {**_JIT, "inline": "always"}
 
 
 # --- the formulas of each kind --------------------------------------------------------
 
 
-@nb.njit(**_INLINE)
+@nb.njit(**_JIT)
 def scaled_gap(r, s, scale):
     """``(r - s) / scale``, also where ``r - s`` alone overflows (then halved first)."""
     d = r - s
@@ -84,13 +81,13 @@ def scaled_gap(r, s, scale):
     return (0.5 * r - 0.5 * s) / scale * 2.0
 
 
-@nb.njit(**_INLINE)
+@nb.njit(**_JIT)
 def laplace_term(r, s, scale, log_norm):
     """``log_norm - |r - s| / scale``: the (discrete) Laplace log-density."""
     return log_norm - abs(scaled_gap(r, s, scale))
 
 
-@nb.njit(**_INLINE)
+@nb.njit(**_JIT)
 def laplace_log_ratio(r, s, scale):
     """``laplace_term(s + 1) - laplace_term(s)``."""
     return (abs(r - s) - abs(r - s - 1.0)) / scale
@@ -111,14 +108,14 @@ def discrete_laplace_log_cdf(k, scale, log1p_p):
     return math.log1p(-math.exp(-(k + 1.0) / scale - log1p_p))
 
 
-@nb.njit(**_INLINE)
+@nb.njit(**_JIT)
 def gaussian_term(r, s, sigma, log_norm):
     """``log_norm - z^2 / 2``, ``z = (r - s) / sigma``: the (discrete) Gaussian log-density."""
     z = scaled_gap(r, s, sigma)
     return log_norm - (0.5 * z) * z
 
 
-@nb.njit(**_INLINE)
+@nb.njit(**_JIT)
 def gaussian_log_ratio(r, s, sigma):
     """``gaussian_term(s + 1) - gaussian_term(s)``."""
     return ((r - s) - 0.5) / sigma / sigma
@@ -130,14 +127,14 @@ def gaussian_log_cdf(x, sigma):
     return log_ndtr(x / sigma)
 
 
-@nb.njit(**_INLINE)
+@nb.njit(**_JIT)
 def binomial_term(r, s, trials, pseudo_count, population, log_norm):
     """``log_norm + r log(s + m) + (n - r) log(K + m - s)``: the binomial release."""
     right = (population + pseudo_count) - s
     return log_norm + r * math.log(s + pseudo_count) + (trials - r) * math.log(right)
 
 
-@nb.njit(**_INLINE)
+@nb.njit(**_JIT)
 def binomial_log_ratio(r, s, trials, pseudo_count, population):
     """``binomial_term(s + 1) - binomial_term(s)``."""
     right = (population + pseudo_count) - s
@@ -154,7 +151,7 @@ def binomial_mode(r, trials, pseudo_count, population):
 # --- the form: dispatch on each cell's kind -------------------------------------------
 
 
-@nb.njit(**_INLINE)
+@nb.njit(**_JIT)
 def support(form, i):
     """``(lower, upper)``: the confidential values cell ``i``'s term allows."""
     cell = form[i]
@@ -163,7 +160,7 @@ def support(form, i):
     return -math.inf, math.inf
 
 
-@nb.njit(**_INLINE)
+@nb.njit(**_JIT)
 def term(form, table, i, s):
     """Cell ``i``'s log-density at ``s`` (suppressed: ``log P(suppressed | s)``)."""
     cell = form[i]
@@ -174,7 +171,7 @@ def term(form, table, i, s):
     return published_term(form, i, s)
 
 
-@nb.njit(**_INLINE)
+@nb.njit(**_JIT)
 def published_term(form, i, s):
     """:func:`term` of a published cell ``i`` (no table, no call: a loop over it stays tight).
 
