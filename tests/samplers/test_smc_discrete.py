@@ -22,7 +22,8 @@ import scipy.stats as st
 from scipy.special import logsumexp
 
 import dpinfer as dp
-from dpinfer.samplers import _smc_kernels, _transforms
+from dpinfer.samplers import _transforms
+from dpinfer.samplers.smc import _particles
 
 Z = 4.0
 TRIALS, RELEASE, SCALE = 60, 30, 3.0
@@ -129,7 +130,7 @@ def test_planted_bug_an_asymmetric_integer_step_fails(monkeypatch):
         return z + step
 
     monkeypatch.setattr("dpinfer.samplers.smc.random_walk", floor_walk)
-    assert _smc_kernels.random_walk is not floor_walk
+    assert _particles.random_walk is not floor_walk
     # 8000 particles: the drift's bias (about 0.2) is then some 6 reported errors
     idata = dp.smc_abc(
         count_model(), dp.DiscreteLaplace(SCALE), RELEASE, particles=8000, rng=3,

@@ -6,13 +6,13 @@ import math
 
 import numpy as np
 
-from .. import _validate, accounting
-from .._rng import RNGLike, as_generator
-from ..results import to_inference_data
-from . import _weights
+from ... import _validate, accounting
+from ..._rng import RNGLike, as_generator
+from ...results import to_inference_data
+from .. import _weights
+from . import _check_settings
 from ._privacy_seed import check_privacy_rng, privacy_noise_label
 from ._public import check_observed, public_distances
-from .abcdp import _check_settings
 
 __all__ = ["rejection_abcdp_gaussian", "soft_abcdp"]
 

@@ -7,15 +7,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import _validate, parallel
-from .._progress import progress_bar
-from .._rng import RNGLike, as_seed_sequence
-from ..mechanisms.base import Mechanism
-from ..record_model import RecordModel
-from ._common import AbcCall, check_count, check_mechanism, check_options
-from ._da_init import initial_records
-from ._da_records import RecordUpdater
-from ._da_theta import ThetaKernel
+from ... import _validate, parallel
+from ..._progress import progress_bar
+from ..._rng import RNGLike, as_seed_sequence
+from ...mechanisms.base import Mechanism
+from ...record_model import RecordModel
+from .._common import AbcCall, check_count, check_mechanism, check_options
+from ._initial import initial_records
+from ._records import RecordUpdater
+from ._theta import ThetaKernel
 
 __all__ = ["da_mcmc"]
 

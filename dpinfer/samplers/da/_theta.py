@@ -6,7 +6,7 @@ Given the imputed records the release carries no further information about
 
 * the model's ``update(records, rng)``, an exact (conjugate) draw;
 * otherwise, ``steps`` random-walk Metropolis steps on the unconstrained scale
-  of :mod:`._transforms` (log-Jacobian included). The proposal covariance is
+  of :mod:`dpinfer.samplers._transforms` (log-Jacobian included). The proposal covariance is
   the empirical covariance of the chain over doubling windows of the tuning
   phase and its scale follows a Robbins-Monro recursion towards the usual
   acceptance rate (Andrieu & Thoms 2008, Algorithm 4); both are frozen when
@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.stats
 
-from ._transforms import ParameterSpace
+from .._transforms import ParameterSpace
 
 _FIRST_WINDOW = 25
 

@@ -7,12 +7,12 @@ import warnings
 
 import numpy as np
 
-from .._progress import progress_bar
-from .._rng import child_sequence, chunk_generator
-from ._chains import combine, run_chains
-from ._precision import check_covariance
-from ._simulate import BatchSimulator
-from ._transforms import ParameterSpace
+from ..._progress import progress_bar
+from ..._rng import child_sequence, chunk_generator
+from .._chains import combine, run_chains
+from .._precision import check_covariance
+from .._simulate import BatchSimulator
+from .._transforms import ParameterSpace
 
 
 def proposal_factor(z, weights, integer=None, labels=None) -> np.ndarray:

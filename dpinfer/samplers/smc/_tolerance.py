@@ -10,13 +10,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import _validate
-from .._rng import RNGLike, as_seed_sequence
-from . import _weights
-from ._chains import ChainRun
-from ._common import AbcCall, check_count
-from ._smc_kernels import COMBINE_RULES as SMC_RULES
-from ._smc_kernels import (
+from ... import _validate
+from ..._rng import RNGLike, as_seed_sequence
+from .. import _weights
+from .._chains import ChainRun
+from .._common import AbcCall, check_count
+from ._particles import COMBINE_RULES as SMC_RULES
+from ._particles import (
     check_particles,
     expand,
     moves_needed,
