@@ -22,7 +22,7 @@ import scipy.stats as st
 from scipy.special import logsumexp
 
 import dpinfer as dp
-from dpinfer.samplers import _transforms
+from dpinfer import _parameter_space
 from dpinfer.samplers.smc import _particles
 
 Z = 4.0
@@ -105,7 +105,7 @@ def test_count_stays_integer_and_particles_move(count_run):
 
 def test_planted_bug_a_count_moved_as_continuous_fails(monkeypatch):
     """Treating K as continuous (the old behaviour): float draws, no move accepted."""
-    monkeypatch.setattr(_transforms, "_integer_dtype", lambda dist, dtype: None)
+    monkeypatch.setattr(_parameter_space, "_integer_dtype", lambda dist, dtype: None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         idata = dp.smc_abc(

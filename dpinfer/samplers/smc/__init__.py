@@ -419,7 +419,7 @@ def _step(state, model, sim, space, driver, settings) -> tuple[SMCState, StageIn
 
 
 def _rejuvenate(state, model, sim, space, driver, move_probability, max_moves):
-    chol = proposal_factor(state.z, np.exp(state.log_weight), space.integer, space.labels())
+    chol = proposal_factor(state.z, np.exp(state.log_weight), space.integer, space.labels)
     accepted, moves, needed = 0, 0, 1
     while moves < needed:
         state, n_acc = _mh_move(state, model, sim, space, chol, driver)
@@ -434,7 +434,7 @@ def _rejuvenate(state, model, sim, space, driver, move_probability, max_moves):
 def _mh_move(state, model, sim, space, chol, driver):
     n = len(state.z)
     z_new = random_walk(state.z, chol, driver, space.integer)
-    params_new, log_jac = space.unflatten(z_new)
+    params_new, log_jac = space.batch_from_unconstrained(z_new)
     log_prior_new = np.asarray(model.prior.logpdf(params_new), dtype=float) + log_jac
     log_lik_new = np.full(n, -np.inf)
     alive = np.isfinite(log_prior_new)

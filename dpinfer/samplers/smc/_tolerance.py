@@ -239,7 +239,7 @@ def _resample_alive(state: _State, driver) -> _State:
 
 
 def _rejuvenate(state, model, sim, space, driver, move_probability, max_moves):
-    chol = proposal_factor(state.z, np.ones(len(state.z)), space.integer, space.labels())
+    chol = proposal_factor(state.z, np.ones(len(state.z)), space.integer, space.labels)
     accepted, moves, needed = 0, 0, 1
     while moves < needed:
         state, n_acc = _abc_mcmc_move(state, model, sim, space, chol, driver)
@@ -253,7 +253,7 @@ def _rejuvenate(state, model, sim, space, driver, move_probability, max_moves):
 def _abc_mcmc_move(state, model, sim, space, chol, driver):
     n = len(state.z)
     z_new = random_walk(state.z, chol, driver, space.integer)
-    params_new, log_jac = space.unflatten(z_new)
+    params_new, log_jac = space.batch_from_unconstrained(z_new)
     log_prior_new = np.asarray(model.prior.logpdf(params_new), dtype=float) + log_jac
     prior_ok = np.log(driver.random(n)) < log_prior_new - state.log_prior
     dist_new = np.full(n, np.inf)
