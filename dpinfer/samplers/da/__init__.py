@@ -140,7 +140,7 @@ def da_mcmc(
     one call of ``simulate`` (in blocks of 65,536 records for large ``n``) and
     their statistics in one call of ``statistic``, then runs the sequential
     accept/reject loop. With the identity summary and a mechanism of the
-    library the loop is a numba kernel that evaluates the mechanism's
+    library the loop is compiled (numba) and evaluates the mechanism's
     per-coordinate log-density formula; otherwise it scores blocks of
     candidates with one ``mechanism.logpdf`` call each (exact, and fast while
     acceptances are rare).
