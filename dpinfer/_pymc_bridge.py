@@ -24,7 +24,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from . import _validate
-from .likelihood import ExponentialFamily, Likelihood, ParameterSpace
+from ._parameter_space import ParameterSpace
+from .likelihood import ExponentialFamily, Likelihood
 
 __all__ = ["model_parts"]
 

@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from . import _validate
+from ._parameter_space import as_bounds
 from ._user_code import no_writes, outside_domain, read_only
-from .likelihood import _as_bounds
 from .model import Prior, _callable_name, pymc_prior
 
 __all__ = ["RecordModel"]
@@ -337,5 +337,5 @@ def _check_support(support, names) -> dict:
     if unknown:
         raise ValueError(f"support names {unknown}, which are not parameters of the prior {names}")
     for name, spec in support.items():
-        _as_bounds(name, spec)
+        as_bounds(name, spec)
     return support

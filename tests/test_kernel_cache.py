@@ -129,9 +129,9 @@ def test_the_kernel_modules_are_found():
     # the companion of the walk above: it finds the known kernel modules
     modules = _kernel_modules()
     assert {
-        "dpinfer.mechanisms._exact_kernels",
+        "dpinfer.mechanisms._exact_compiled",
         "dpinfer.marginal._kernels",
-        "dpinfer.samplers._da_kernels",
-        "dpinfer.models.sir._kernels",
+        "dpinfer.samplers.da._da_kernels",
+        "dpinfer.models.sir._compiled",
     } <= set(modules)
     assert sum(modules.values()) >= 70

@@ -117,7 +117,7 @@ class _Estimator:
                 "params must hold one array per parameter with a common leading batch axis "
                 f"and the parameter's shape after it {expected}, got shapes {shapes}"
             )
-        return self.space.flatten(arrays)
+        return self.space.batch_to_unconstrained(arrays)
 
     def _draws_result(self, params, released, root, chains, stats, *, batch=False, **attrs):
         """Build the InferenceData of draws given ``released`` (with ``batch``, each release)."""
@@ -178,7 +178,7 @@ class NeuralPosterior(_Estimator):
             Log densities, shape ``(n,)``.
         """
         z = self._params(params)
-        _, log_jac = self.space.unflatten(z)
+        _, log_jac = self.space.batch_from_unconstrained(z)
         context = self._tensor(self._released(released))
         with torch.no_grad():
             log_q = self.density.log_prob(self._tensor(z), context).double().cpu().numpy()
@@ -264,7 +264,7 @@ class NeuralPosterior(_Estimator):
                 tried += len(z)
                 ok = np.all(np.isfinite(z), axis=1) & np.isfinite(log_z)
                 if prior is not None:
-                    params, log_jac = self.space.unflatten(z[ok])
+                    params, log_jac = self.space.batch_from_unconstrained(z[ok])
                     ok[ok] = np.isfinite(np.asarray(prior.logpdf(params), dtype=float))
                 kept.append(z[ok])
                 log_q.append(log_z[ok])
@@ -275,7 +275,7 @@ class NeuralPosterior(_Estimator):
                         "prior support; train longer or check the model"
                     )
         z = np.concatenate(kept)[:n]
-        params, log_jac = self.space.unflatten(z)
+        params, log_jac = self.space.batch_from_unconstrained(z)
         return z, params, np.concatenate(log_q)[:n] - log_jac, accepted / tried
 
 
@@ -381,7 +381,7 @@ class NeuralLikelihood(_Estimator):
         """
 
         def target(z):
-            params, log_jac = self.space.unflatten(z)
+            params, log_jac = self.space.batch_from_unconstrained(z)
             lp = np.asarray(prior.logpdf(params), dtype=float) + log_jac
             ok = np.isfinite(lp)
             out = np.full(len(z), -np.inf)
@@ -396,7 +396,7 @@ class NeuralLikelihood(_Estimator):
     def chains(self, released, prior, n_chains, per_chain, mcmc: MCMC, seq) -> Chains:
         """Run ``n_chains`` chains from resampled prior draws; keep ``per_chain`` draws each."""
         gen = as_generator(seq)
-        candidates = self.space.flatten(prior.sample(mcmc.initial_candidates, gen))
+        candidates = self.space.batch_to_unconstrained(prior.sample(mcmc.initial_candidates, gen))
         log_w = self._log_lik(released, candidates)
         log_w[~np.isfinite(log_w)] = -np.inf
         if not np.isfinite(log_w).any():
@@ -412,7 +412,7 @@ class NeuralLikelihood(_Estimator):
     def chain_draws(self, released, run: Chains) -> tuple[dict, dict]:
         """Parameters of the kept states (chain-major) and their per-draw statistics."""
         z = run.z.reshape(-1, run.z.shape[-1])
-        params, _ = self.space.unflatten(z)
+        params, _ = self.space.batch_from_unconstrained(z)
         stats = {
             "log_likelihood_estimate": self._log_lik(released, z),
             "lp": run.log_target.reshape(-1),

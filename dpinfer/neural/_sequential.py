@@ -140,7 +140,7 @@ def run_rounds(setup: Setup, method, rounds: int, simulations: int, callback) ->
         progress_bar(method.label, total=rounds, enabled=setup.progressbar) as bar,
     ):
         threads = torch.get_num_threads()
-        z = setup.space.flatten(
+        z = setup.space.batch_to_unconstrained(
             setup.model.prior.sample(simulations, np.random.default_rng(setup.seq(PRIOR)))
         )
         for r in range(rounds):
@@ -151,7 +151,7 @@ def run_rounds(setup: Setup, method, rounds: int, simulations: int, callback) ->
                 draws = final.params
             else:
                 z = method.propose(setup, estimator, simulations, setup.seq(PROPOSE, r))
-                draws = setup.space.unflatten(z)[0]
+                draws = setup.space.batch_from_unconstrained(z)[0]
             run.close_round(time.perf_counter() - t0)
             bar.advance(1)
             if callback is not None and callback(run.info(r, estimator, draws)) and final is None:
@@ -255,7 +255,7 @@ class _Run:
 
 
 def _add_round(setup: Setup, pool: Pool, simulate, z: np.ndarray, r: int) -> None:
-    params, log_jac = setup.space.unflatten(z)
+    params, log_jac = setup.space.batch_from_unconstrained(z)
     s = simulate(params)
     s_dp = privatise(
         setup.mechanism, s, setup.copies, setup.qmc, np.random.default_rng(setup.seq(NOISE, r))

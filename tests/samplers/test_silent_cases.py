@@ -12,7 +12,7 @@ import scipy.stats as st
 
 import dpinfer as dp
 from dpinfer.samplers import importance
-from dpinfer.samplers._schedule import AscentSchedule, as_schedule
+from dpinfer.samplers.mcem._schedule import AscentSchedule, as_schedule
 
 from ._oracles import normal_model
 

@@ -6,13 +6,13 @@ import math
 
 import numpy as np
 
-from .. import _validate
-from .._rng import RNGLike, as_generator
-from ..accounting import compose
-from ..distances.provenance import leaked_settings
-from ..mechanisms.base import Privacy
-from ..mechanisms.svt import SparseVector
-from ..results import to_inference_data
+from ... import _validate
+from ..._rng import RNGLike, as_generator
+from ...accounting import compose
+from ...distances.provenance import leaked_settings
+from ...mechanisms.base import Privacy
+from ...mechanisms.svt import SparseVector
+from ...results import to_inference_data
 from ._privacy_seed import check_privacy_rng, privacy_noise_label
 from ._public import check_observed, public_distances
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from scipy.stats import norm
 
-from .. import _validate
+from ... import _validate
 from ._estep import MIN_ESS
 
 __all__ = ["AscentSchedule", "StagedSchedule", "as_schedule"]
@@ -233,7 +233,7 @@ class AscentSchedule:
         ``se`` was estimated on ``n_final`` draws, so the asymptotic variance
         of the increase is ``n_final * se^2``. When the stopping rule is met
         but the E-step's effective sample size ``ess`` is below
-        :data:`~dpinfer.samplers._estep.MIN_ESS`, the Monte Carlo error that
+        :data:`~dpinfer.samplers.mcem._estep.MIN_ESS`, the Monte Carlo error that
         met it cannot be trusted: the run goes on with a sample large enough
         to reach that floor at the same ESS per draw (at most ten times
         larger), and ends not converged if ``max_size`` cannot reach it.

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import parallel
+from ... import parallel
 
 __all__ = ["MIN_ESS", "Means", "WeightedSample"]
 

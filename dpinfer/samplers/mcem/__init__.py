@@ -20,18 +20,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import _validate
-from .._progress import progress_bar
-from .._rng import RNGLike, as_seed_sequence, seed_entropy
-from ..likelihood import Likelihood, needs_message
-from . import _estep, _mstep
-from . import _mcem_boundary as _boundary
-from . import _mcem_health as _health
-from ._common import check_count, check_inputs, check_options, privacy_attrs
+from ... import _validate
+from ..._progress import progress_bar
+from ..._rng import RNGLike, as_seed_sequence, seed_entropy
+from ...likelihood import Likelihood, needs_message
+from .._common import check_count, check_inputs, check_options, privacy_attrs
+from . import _boundary, _estep, _health, _mstep
 from ._estep import WeightedSample, make_draw
-from ._mcem_health import MCEMConvergenceWarning
-from ._mcem_result import MCEMResult, _FitContext
+from ._health import MCEMConvergenceWarning
 from ._profile import ProfileIntervals, ProfileWarning
+from ._result import MCEMResult, _FitContext
 from ._schedule import AscentSchedule, StagedSchedule, as_schedule
 
 MCEMResult.__module__ = __name__  # its home for pickles and documentation
@@ -194,7 +192,7 @@ def mcem(
     whatever the real error. Far from the MLE that is normal (EM then follows
     the simulations nearest the release, which still moves it toward the
     MLE), but an E-step whose effective sample size is below 100
-    (``dpinfer.samplers._estep.MIN_ESS``) never ends a run: the ascent-based
+    (``dpinfer.samplers.mcem._estep.MIN_ESS``) never ends a run: the ascent-based
     schedule grows the sample instead (at most tenfold per iteration, up to
     its ``max_size``). A run whose last E-step is below the floor, or
     whose information pass is below it, or that runs out of iterations, is

@@ -12,15 +12,16 @@ import numpy as np
 import scipy.optimize as so
 from scipy.special import logsumexp
 
-from .. import _validate
-from .._rng import RNGLike, as_seed_sequence
-from . import _mcse, _smc_pilot, _weights
+from ... import _validate
+from ..._rng import RNGLike, as_seed_sequence
+from .. import _mcse, _weights
+from .._chains import ChainRun
+from .._common import AbcCall, check_count
+from .._precision import warn_if_coarse_release, warn_if_unresolved_log_weights
+from . import _pilot
 from . import _pseudo_marginal as _pm
-from ._chains import ChainRun
-from ._common import AbcCall, check_count
-from ._precision import warn_if_coarse_release, warn_if_unresolved_log_weights
-from ._smc_kernels import COMBINE_RULES as SMC_RULES
-from ._smc_kernels import (
+from ._particles import COMBINE_RULES as SMC_RULES
+from ._particles import (
     check_particles,
     expand,
     moves_needed,
@@ -280,7 +281,7 @@ def smc_abc(
         check_count("max_moves", max_moves),
         check_count("max_stages", max_stages),
         check_count("batch_size", batch_size),
-        _smc_pilot.check_count_option(simulations_per_particle),
+        _pilot.check_count_option(simulations_per_particle),
     )
     if not model.prior.has_logpdf:
         raise ValueError("smc_abc needs a prior with a logpdf (pass logpdf= to a callable Prior)")
@@ -288,7 +289,7 @@ def smc_abc(
     warn_if_coarse_release("smc_abc", mechanism, released, float_simulations=False)
     pilot_attrs = {}
     if settings.simulations_per_particle == "auto":
-        pilot = _smc_pilot.choose_by_pilot(
+        pilot = _pilot.choose_by_pilot(
             partial(_run_chain, model, mechanism, released), model, mechanism, released,
             settings, root, executor,
         )  # fmt: skip
@@ -418,7 +419,7 @@ def _step(state, model, sim, space, driver, settings) -> tuple[SMCState, StageIn
 
 
 def _rejuvenate(state, model, sim, space, driver, move_probability, max_moves):
-    chol = proposal_factor(state.z, np.exp(state.log_weight), space.integer, space.labels())
+    chol = proposal_factor(state.z, np.exp(state.log_weight), space.integer, space.labels)
     accepted, moves, needed = 0, 0, 1
     while moves < needed:
         state, n_acc = _mh_move(state, model, sim, space, chol, driver)
@@ -433,7 +434,7 @@ def _rejuvenate(state, model, sim, space, driver, move_probability, max_moves):
 def _mh_move(state, model, sim, space, chol, driver):
     n = len(state.z)
     z_new = random_walk(state.z, chol, driver, space.integer)
-    params_new, log_jac = space.unflatten(z_new)
+    params_new, log_jac = space.batch_from_unconstrained(z_new)
     log_prior_new = np.asarray(model.prior.logpdf(params_new), dtype=float) + log_jac
     log_lik_new = np.full(n, -np.inf)
     alive = np.isfinite(log_prior_new)

@@ -3,7 +3,7 @@ r"""The result of Monte Carlo EM: estimate, Louis information, intervals, trace.
 :class:`MCEMResult` holds what :func:`dpinfer.mcem` found; its Wald interval
 comes from the Louis information, its profile-likelihood interval
 (:meth:`MCEMResult.profile_interval`) from simulating again at the nodes of the
-profile (:mod:`dpinfer.samplers._profile`), for which the result keeps the model,
+profile (:mod:`dpinfer.samplers.mcem._profile`), for which the result keeps the model,
 the mechanism and the release.
 """
 
@@ -16,11 +16,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import _validate
-from .._rng import RNGLike, as_seed_sequence, child_sequence
-from ..likelihood import Likelihood
+from ... import _validate
+from ..._rng import RNGLike, as_seed_sequence, child_sequence
+from ...likelihood import Likelihood
+from .._common import check_count, check_options
 from . import _profile
-from ._common import check_count, check_options
 
 __all__ = ["MCEMResult"]
 

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _validate, parallel
-from .._progress import progress_bar
-from .._rng import RNGLike, as_seed_sequence, seed_entropy
-from .._user_code import no_writes, outside_domain, read_only
-from ..distances.base import Distance
-from ..model import Model, _callable_name
-from ._common import check_options, stack_draws
+from ... import _validate, parallel
+from ..._progress import progress_bar
+from ..._rng import RNGLike, as_seed_sequence, seed_entropy
+from ..._user_code import no_writes, outside_domain, read_only
+from ...distances.base import Distance
+from ...model import Model, _callable_name
+from .._common import check_options, stack_draws
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from collections.abc import Iterable
 import numpy as np
 from numpy.random.bit_generator import _coerce_to_uint32_array
 
-from .._rng import RNGLike, as_seed_sequence
+from ..._rng import RNGLike, as_seed_sequence
 
 __all__ = ["CHILDREN", "GRANDCHILDREN", "check_privacy_rng", "privacy_noise_label", "seed_words"]
 

@@ -48,8 +48,8 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import chi2
 
-from .._progress import progress_bar
-from .._rng import child_sequence
+from ..._progress import progress_bar
+from ..._rng import child_sequence
 from . import _mstep
 from ._estep import MIN_ESS, WeightedSample, make_draw
 
