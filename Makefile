@@ -34,4 +34,4 @@ bench: $(STAMP)
 	for f in benchmarks/*.py; do $(BIN)/python $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info out .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist *.egg-info out .pytest_cache .ruff_cache .mypy_cache
