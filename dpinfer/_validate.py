@@ -204,7 +204,8 @@ def positive_int(name: str, value) -> int:
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral | float | np.floating):
         raise TypeError(f"{name} must be a positive integer, got {value!r}")
-    if not (value >= 1 and float(value).is_integer()):
+    # numbers.Integral's stubs declare no comparison with int, though every integral type has one
+    if not (value >= 1 and float(value).is_integer()):  # type: ignore[operator]
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
 
@@ -253,7 +254,8 @@ def non_negative_int(name: str, value, *, maximum: int = MAX_SIZE) -> int:
     """Return ``value`` as an int, or raise unless it is an integer in ``[0, maximum]``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral | float | np.floating):
         raise TypeError(f"{name} must be a non-negative integer, got {value!r}")
-    if not (0 <= value <= maximum and float(value).is_integer()):
+    # numbers.Integral's stubs declare no comparison with int, though every integral type has one
+    if not (0 <= value <= maximum and float(value).is_integer()):  # type: ignore[operator]
         raise ValueError(f"{name} must be an integer from 0 to {maximum:,}, got {value!r}")
     return int(value)
 

@@ -683,7 +683,9 @@ def _flat_grad(cost, param_vars, space, n):
         disconnected_inputs="ignore",
         return_disconnected="zero",
     )
-    parts = [g.reshape((n, space.sizes[k])) for k, g in zip(param_vars, grads, strict=True)]
+    # the gradients of a list of tensors are a list of tensors; the stubs leave a union
+    pairs = zip(param_vars, grads, strict=True)  # type: ignore[arg-type]
+    parts = [g.reshape((n, space.sizes[k])) for k, g in pairs]  # type: ignore[attr-defined]
     return pt.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
 
 

@@ -43,7 +43,8 @@ class Prior:
 
     def __init__(self, spec, *, logpdf: Callable | None = None):
         _validate.optional_callable("logpdf", logpdf)
-        self._described = None  # what describe() says of a callable prior (set from PyMC)
+        # what describe() says of a callable prior (set from PyMC)
+        self._described: str | None = None
         if isinstance(spec, Mapping) and logpdf is not None:
             raise ValueError(
                 "logpdf is for a prior given as a sample function; a dict of scipy.stats "
@@ -54,10 +55,10 @@ class Prior:
                 raise ValueError("prior must name at least one parameter, got an empty mapping")
             for name, dist in spec.items():
                 _check_frozen(name, dist)
-            self._spec = dict(spec)
-            self._sample_fn = None
-            self._logpdf_fn = None
-            self.names = tuple(self._spec)
+            self._spec: dict | None = dict(spec)
+            self._sample_fn: Callable | None = None
+            self._logpdf_fn: Callable | None = None
+            self.names: tuple[str, ...] | None = tuple(spec)
         elif callable(spec):
             self._spec = None
             self._sample_fn = spec
@@ -85,7 +86,7 @@ class Prior:
         rng = as_generator(rng)
         if self._spec is not None:
             draws = {name: _batch_rvs(dist, n, rng) for name, dist in self._spec.items()}
-        else:
+        elif self._sample_fn is not None:  # a callable prior: it has no spec
             draws = self._sample_fn(n, rng)
             if not isinstance(draws, Mapping):
                 raise TypeError(
@@ -116,7 +117,7 @@ class Prior:
                 raise ValueError("this prior was given as a sampler only; pass logpdf=... too")
             with no_writes(f"the prior density {_callable_name(self._logpdf_fn)}", "params"):
                 return np.asarray(self._logpdf_fn(read_only(params)), dtype=float)
-        total = 0.0
+        total: float | np.ndarray = 0.0
         for name, dist in self._spec.items():
             x = np.asarray(params[name])
             batch = x.shape[:1]
@@ -202,7 +203,7 @@ class Model:
         if loglik is None and likelihood is not None:
             self.loglik = likelihood.logp
         self.pymc_model = None
-        self.statistic = None
+        self.statistic: str | tuple[str, ...] | None = None
 
     @classmethod
     def from_pymc(

@@ -106,9 +106,9 @@ class RecordModel:
         for name, fn in (("simulate", simulate), ("statistic", statistic)):
             if not callable(fn):
                 raise TypeError(f"{name} must be callable, got {type(fn).__name__}: {fn!r}")
-        for name, fn in (("summary", summary), ("loglik", loglik), ("update", update)):
-            if fn is not None and not callable(fn):
-                raise TypeError(f"{name} must be callable or None, got {type(fn).__name__}")
+        for name, option in (("summary", summary), ("loglik", loglik), ("update", update)):
+            if option is not None and not callable(option):
+                raise TypeError(f"{name} must be callable or None, got {type(option).__name__}")
         if loglik is None and update is None:
             raise ValueError(
                 "a RecordModel needs update= (an exact draw of theta given the records) or "
@@ -250,6 +250,8 @@ class RecordModel:
 
     def complete_loglik(self, records, params) -> np.ndarray:
         """``loglik(records, params)``, checked to have shape ``(batch,)``."""
+        if self.loglik is None:
+            raise ValueError("this RecordModel was given no loglik=")
         batch = len(records)
         with no_writes(f"loglik {_callable_name(self.loglik)}", "records or params"):
             out = np.asarray(self.loglik(read_only(records), read_only(params)), dtype=float)
@@ -261,6 +263,8 @@ class RecordModel:
 
     def draw_update(self, records, rng, names) -> dict[str, np.ndarray]:
         """``update(records, rng)``, checked against the parameter names and batch."""
+        if self.update is None:
+            raise ValueError("this RecordModel was given no update=")
         batch = len(records)
         with no_writes(f"update {_callable_name(self.update)}", "records"):
             out = self.update(read_only(records), rng)

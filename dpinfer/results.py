@@ -353,12 +353,12 @@ def _diagnostics():
     az = _arviz()
     switch = getattr(az, "Numba", None)
     previous = getattr(switch, "numba_flag", None)
-    if previous is not None:
+    if switch is not None and previous is not None:
         switch.numba_flag = False
     try:
         yield az
     finally:
-        if previous is not None:
+        if switch is not None and previous is not None:
             switch.numba_flag = previous
 
 
@@ -449,7 +449,7 @@ def _by_chain(group: Mapping[str, np.ndarray], chains: int) -> dict:
 
 def _netcdf_attrs(attrs: Mapping) -> dict:
     """Fill the standard keys and make every value netCDF-storable."""
-    merged = {key: math.nan for key in ATTR_KEYS}
+    merged: dict[str, object] = {key: math.nan for key in ATTR_KEYS}
     merged.update(attrs)
     merged["dpinfer_version"] = __version__
     return {key: _storable(value) for key, value in merged.items()}
