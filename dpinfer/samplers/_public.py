@@ -138,6 +138,7 @@ def check_observed(observed) -> np.ndarray:
 def _simulated(observed, distance, model, n_proposals, rng, batch_size, executor, progressbar):
     if not isinstance(model, Model):
         raise TypeError(f"model must be a dpinfer.Model, got {type(model).__name__}")
+    prior = model.require_prior("public_distances")
     total = _validate.size("n_proposals", n_proposals)
     batch_size = _validate.size("batch_size", batch_size)
     sizes = [min(batch_size, total - start) for start in range(0, total, batch_size)]
@@ -145,7 +146,7 @@ def _simulated(observed, distance, model, n_proposals, rng, batch_size, executor
     name = f"the simulator of pseudo-datasets {_callable_name(model.simulate)}"
 
     def task(index, chunk_rng):
-        params = model.prior.sample(sizes[index], chunk_rng)
+        params = prior.sample(sizes[index], chunk_rng)
         with no_writes(name, "params"):
             pseudo = model.simulate(read_only(params), chunk_rng)
         pseudo = _validate.numeric_output(pseudo, source="the simulator of pseudo-datasets")

@@ -87,7 +87,7 @@ class ParameterSpace:
         space._build_flat()
         return space
 
-    def bounds(self) -> dict[str, tuple[float, float]]:
+    def bounds(self) -> dict[str, tuple[float | np.ndarray, float | np.ndarray]]:
         """``(lower, upper)`` of each parameter's map (infinite where unbounded)."""
         return {k: (t.lower, t.upper) for k, t in self.transforms.items()}
 

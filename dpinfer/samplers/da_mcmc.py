@@ -257,7 +257,7 @@ def _run_chain(record_model, mechanism, released, settings, rng, *, on_iteration
         start.stats.sum(axis=0),
         float(updater.log_density(start.stats.sum(axis=0)[None])[0]),
     )
-    kept = {"params": [], "s": [], "info": []}
+    kept: dict[str, list] = {"params": [], "s": [], "info": []}
     for it in range(settings["tune"] + settings["draws"]):
         tuning_step = it if it < settings["tune"] else None
         state, info = step(state, record_model, updater, theta, rng, tuning_step=tuning_step)

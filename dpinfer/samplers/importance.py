@@ -225,7 +225,8 @@ class _ParticleStream:
     def __init__(self, model, mechanism, released, proposal, root):
         self.model, self.mechanism, self.released = model, mechanism, released
         self.proposal, self.root = proposal, root
-        self.next_chunk, self.n, self.names = 0, 0, None
+        self.next_chunk, self.n = 0, 0
+        self.names: list[str] = []  # the parameters, known from the first round on
         self.float_simulations = False
 
     def round(self, size: int, batch_size: int, executor) -> _Round:

@@ -356,7 +356,8 @@ def _run_em(schedule, theta, root, sample_at, em, bar_on) -> _Run:
             total_sims += sample.n
             step = float(np.max(np.abs(theta_new - state.theta)))
             if not space.contains(theta_new):
-                infos.append(MCEMInfo(theta_new, sample.n, math.nan, *_NO_Q, step, state.stage, 0))
+                info = MCEMInfo(theta_new, sample.n, math.nan, *_NO_Q, step, state.stage, False)
+                infos.append(info)
                 break
             cycled = schedule.common_random_numbers and theta_new.tobytes() in seen
             seen.add(theta_new.tobytes())
@@ -477,7 +478,7 @@ def _result(
     naive_se = np.sqrt(np.where(np.diag(naive_cov) >= 0, np.diag(naive_cov), np.nan))
 
     thetas = np.array([i.theta for i in infos])
-    data = {}
+    data: dict[str, tuple] = {}
     for name in space.names:
         sl = _slice(space, name)
         values = thetas[:, sl].reshape(len(infos), *space.shapes[name])

@@ -180,14 +180,14 @@ def rejection_abc(
 
     names = [k for k in accepted[0] if not k.startswith("_")]
     posterior = {k: v[:draws] for k, v in stack_draws(accepted, names).items()}
-    rate = n_acc / n_sim
+    accepted_share = n_acc / n_sim
     return call.result(
         posterior,
         root=root,
         n_simulations=n_sim,
-        acceptance_rate=rate,
+        acceptance_rate=accepted_share,
         ess=float(draws),
-        log_evidence=math.log(rate) + log_bound if rate > 0 else -math.inf,
+        log_evidence=math.log(accepted_share) + log_bound if accepted_share > 0 else -math.inf,
         log_max_density=log_bound,
     )
 

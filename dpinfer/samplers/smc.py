@@ -354,7 +354,7 @@ def _run_chain(model, mechanism, released, settings, seed, executor, advance) ->
         np.arange(n),
         settings.simulations_per_particle,
     )
-    infos = []
+    infos: list[StageInfo] = []
     while state.lam < 1:
         if len(infos) >= settings.max_stages:
             raise RuntimeError(f"smc_abc did not reach lambda = 1 in {settings.max_stages} stages")

@@ -189,7 +189,7 @@ def _run_chain(model, mechanism, released, settings, seed, executor, advance) ->
         score=score,
     )
     state = _State(z, params, log_prior, sim(params), math.inf)
-    stages = []
+    stages: list[tuple[float, float, int, int]] = []
     while len(stages) < settings.max_stages:
         before = sim.n_simulations
         tolerance = max(
