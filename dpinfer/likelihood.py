@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _support, _validate
 from ._user_code import no_writes, read_only
@@ -76,7 +77,12 @@ class ParameterSpace:
     array([1., 1.])
     """
 
-    def __init__(self, params, *, support: Mapping | None = None):
+    def __init__(
+        self,
+        params: Mapping[str, int | Sequence[int]] | Sequence[str],
+        *,
+        support: Mapping | None = None,
+    ) -> None:
         if isinstance(params, Mapping):
             shapes = {str(k): _as_shape(v) for k, v in params.items()}
         elif isinstance(params, Sequence) and not isinstance(params, str):
@@ -138,7 +144,7 @@ class ParameterSpace:
         return out
 
     # --- validation ---------------------------------------------------------------------
-    def check(self, params, *, name: str = "start") -> np.ndarray:
+    def check(self, params: Mapping[str, ArrayLike], *, name: str = "start") -> np.ndarray:
         """Validate one parameter set (names, shapes, finiteness, support); return it flat."""
         if not isinstance(params, Mapping):
             raise TypeError(
@@ -322,7 +328,7 @@ class Likelihood:
         has_hessian: bool,
         exponential_family: ExponentialFamily | None = None,
         source: str,
-    ):
+    ) -> None:
         if exponential_family is not None and not isinstance(
             exponential_family, ExponentialFamily
         ):
@@ -343,7 +349,7 @@ class Likelihood:
         cls,
         factory: Callable,
         *,
-        params,
+        params: Mapping[str, int | Sequence[int]] | Sequence[str],
         support: Mapping | None = None,
         exponential_family: ExponentialFamily | None = None,
     ) -> Likelihood:
@@ -422,7 +428,7 @@ class Likelihood:
         cls,
         logp: Callable,
         *,
-        params,
+        params: Mapping[str, int | Sequence[int]] | Sequence[str],
         support: Mapping | None = None,
         exponential_family: ExponentialFamily | None = None,
     ) -> Likelihood:
@@ -461,7 +467,7 @@ class Likelihood:
         cls,
         logp: Callable,
         *,
-        params,
+        params: Mapping[str, int | Sequence[int]] | Sequence[str],
         score: Callable | None = None,
         hessian: Callable | None = None,
         support: Mapping | None = None,
@@ -525,21 +531,21 @@ class Likelihood:
         )
 
     # --- evaluation ---------------------------------------------------------------------
-    def logp(self, s, params: Mapping) -> np.ndarray:
+    def logp(self, s: ArrayLike, params: Mapping) -> np.ndarray:
         """``log pi(s_i | theta_i)``, shape ``(n,)``."""
         return self._evaluate(np.asarray(s), params, 0)[0]
 
-    def score(self, s, params: Mapping) -> np.ndarray:
+    def score(self, s: ArrayLike, params: Mapping) -> np.ndarray:
         """Gradients of :meth:`logp` in the flat parameters, shape ``(n, p)``."""
         self.require(order=1)
         return self._evaluate(np.asarray(s), params, 1)[1]
 
-    def hessian(self, s, params: Mapping) -> np.ndarray:
+    def hessian(self, s: ArrayLike, params: Mapping) -> np.ndarray:
         """Second derivatives of :meth:`logp`, shape ``(n, p, p)``."""
         self.require(order=2)
         return self._evaluate(np.asarray(s), params, 2)[2]
 
-    def derivatives(self, s, theta: np.ndarray, *, order: int) -> tuple:
+    def derivatives(self, s: ArrayLike, theta: np.ndarray, *, order: int) -> tuple:
         """``(logp, score, hessian)`` up to ``order`` at one flat parameter vector.
 
         Returns arrays of shapes ``(n,)``, ``(n, p)`` and ``(n, p, p)`` (None

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 import scipy.stats
+from numpy.typing import ArrayLike
 
 from . import _validate
 from ._rng import RNGLike, as_generator
 from ._user_code import no_writes, read_only
+
+if TYPE_CHECKING:
+    import pymc as pm
+
+    from .likelihood import ExponentialFamily, Likelihood
 
 __all__ = ["Model", "Prior", "as_prior"]
 
@@ -41,7 +48,12 @@ class Prior:
     ((3,), (3,))
     """
 
-    def __init__(self, spec, *, logpdf: Callable | None = None):
+    def __init__(
+        self,
+        spec: Mapping[str, Any] | Callable[..., Mapping[str, ArrayLike]],
+        *,
+        logpdf: Callable | None = None,
+    ) -> None:
         _validate.optional_callable("logpdf", logpdf)
         # what describe() says of a callable prior (set from PyMC)
         self._described: str | None = None
@@ -186,12 +198,12 @@ class Model:
 
     def __init__(
         self,
-        prior=None,
+        prior: Prior | Mapping[str, Any] | None = None,
         simulate: Callable | None = None,
         *,
         loglik: Callable | None = None,
-        likelihood=None,
-    ):
+        likelihood: Likelihood | None = None,
+    ) -> None:
         self.prior = prior if prior is None or isinstance(prior, Prior) else Prior(prior)
         if not callable(simulate):
             raise TypeError(f"simulate must be callable, got {type(simulate).__name__}")
@@ -208,12 +220,12 @@ class Model:
     @classmethod
     def from_pymc(
         cls,
-        pymc_model,
+        pymc_model: pm.Model,
         *,
-        statistic,
-        params=None,
-        support=None,
-        exponential_family=None,
+        statistic: str | Sequence[str],
+        params: Sequence[str] | None = None,
+        support: Mapping[str, Any] | None = None,
+        exponential_family: ExponentialFamily | None = None,
     ) -> Model:
         """Build prior, simulator and likelihood from one PyMC model.
 
@@ -268,7 +280,13 @@ class Model:
         model.statistic = names[0] if isinstance(statistic, str) else tuple(names)
         return model
 
-    def simulate_checked(self, params, rng, *, event_shape) -> np.ndarray:
+    def simulate_checked(
+        self,
+        params: Mapping[str, np.ndarray],
+        rng: np.random.Generator,
+        *,
+        event_shape: tuple[int, ...],
+    ) -> np.ndarray:
         """Simulate, then check the output's shape and that every value is finite.
 
         Every sampler simulates through this method, so a simulator returning
@@ -371,7 +389,19 @@ def _check_likelihood(likelihood):
     return likelihood
 
 
-def as_prior(obj, *, name: str = "prior"):
+class PriorLike(Protocol):
+    """What a sampler needs of a prior or a proposal: batched draws and their density."""
+
+    def sample(self, n: int, rng: RNGLike = None) -> Mapping[str, np.ndarray]:
+        """Draw ``n`` parameter sets as a dict of arrays with leading dimension ``n``."""
+        ...
+
+    def logpdf(self, params: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Log density of a batch of parameter sets, shape ``(n,)``."""
+        ...
+
+
+def as_prior(obj: object, *, name: str = "prior") -> Prior | PriorLike:
     """Return ``obj`` as something with ``sample(n, rng)`` and ``logpdf(params)``.
 
     Accepts a :class:`Prior`, a dict of frozen distributions, or any object
@@ -382,7 +412,7 @@ def as_prior(obj, *, name: str = "prior"):
     if isinstance(obj, Mapping):
         return Prior(obj)
     if callable(getattr(obj, "sample", None)) and callable(getattr(obj, "logpdf", None)):
-        return obj
+        return cast(PriorLike, obj)
     raise TypeError(
         f"{name} must be a dict of frozen scipy.stats distributions or an object with "
         f"sample(n, rng) and logpdf(params) methods, got {type(obj).__name__}: {obj!r}"

@@ -114,7 +114,7 @@ class OutputWriteError(OSError):
     """
 
 
-def check_output_path(path) -> Path:
+def check_output_path(path: str | os.PathLike) -> Path:
     """Return ``path`` as a :class:`~pathlib.Path`, or raise unless it can be an output folder.
 
     Parameters
@@ -197,13 +197,13 @@ class OutputFolder:
 
     def __init__(
         self,
-        path,
+        path: str | os.PathLike,
         *,
         info: Mapping | None = None,
-        wait=False,
-        wait_limit=WAIT_LIMIT,
-        overwrite=False,
-    ):
+        wait: bool = False,
+        wait_limit: float = WAIT_LIMIT,
+        overwrite: bool = False,
+    ) -> None:
         self.path = check_output_path(path)
         self.info = check.mapping("info", info)
         clash = sorted(set(self.info) & manifests.KEYS)
@@ -423,7 +423,7 @@ class OutputFolder:
         return manifest
 
 
-def read_manifest(path, *, verify=True) -> dict:
+def read_manifest(path: str | os.PathLike, *, verify: bool = True) -> dict:
     """Return the manifest of a complete output folder, or raise if the run is not intact.
 
     Parameters
