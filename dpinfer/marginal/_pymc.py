@@ -102,7 +102,9 @@ def _kernel_logp(family, params, forms, cells, tol):
 
     constants = [pt.constant(x) for x in Cells.stack(forms)]
     a, b = (pt.broadcast_to(pt.cast(p, "float64"), cells).ravel() for p in params)
-    return MarginalLogp(family, tol)(a, b, *constants)[0].reshape(cells)
+    # an Op of three outputs returns a list of three, which the stubs leave a union
+    logp = MarginalLogp(family, tol)(a, b, *constants)[0]  # type: ignore[index]
+    return pt.reshape(logp, cells)
 
 
 def _normal_logp(params, forms, cells):
