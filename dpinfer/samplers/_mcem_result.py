@@ -265,7 +265,7 @@ class MCEMResult:
             self._profiles[key] = out
         return out
 
-    def to_xarray(self):
+    def to_xarray(self) -> xr.Dataset:
         """Everything as one :class:`xarray.Dataset`: estimates, matrices and the trace."""
         import xarray as xr
 

@@ -15,6 +15,7 @@ of ``z`` hold integers, the moves step them by integers, and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,7 +110,7 @@ class ParameterSpace:
         """Number of unconstrained coordinates."""
         return int(sum(np.prod(s, dtype=int) for s in self.shapes.values()))
 
-    def flatten(self, params: dict[str, np.ndarray]) -> np.ndarray:
+    def flatten(self, params: Mapping[str, np.ndarray]) -> np.ndarray:
         """``(n, d)`` unconstrained coordinates of a batch of parameters."""
         cols = [np.asarray(params[k], float).reshape(len(params[k]), -1) for k in self.names]
         return self._flat.to_unconstrained(np.concatenate(cols, axis=1))

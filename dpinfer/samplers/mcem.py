@@ -15,10 +15,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from collections.abc import Mapping
 from concurrent.futures import Executor
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate
 from .._progress import progress_bar
@@ -35,6 +37,10 @@ from ._profile import ProfileIntervals, ProfileWarning
 from ._schedule import AscentSchedule, StagedSchedule, as_schedule
 
 MCEMResult.__module__ = __name__  # its home for pickles and documentation
+
+if TYPE_CHECKING:
+    from ..mechanisms.base import Mechanism
+    from ..model import Model
 
 __all__ = [
     "BoundaryEstimateWarning",
@@ -86,13 +92,13 @@ class MCEMInfo(NamedTuple):
 
 # ----------------------------------------------------------------------------------------
 def mcem(
-    model,
-    mechanism,
-    released,
+    model: Model,
+    mechanism: Mechanism,
+    released: ArrayLike,
     *,
-    start,
+    start: Mapping[str, ArrayLike],
     rng: RNGLike = None,
-    schedule="auto",
+    schedule: str | StagedSchedule | AscentSchedule = "auto",
     mstep: str = "auto",
     accelerate: bool = False,
     batch_size: int = 100_000,

@@ -6,10 +6,11 @@ import math
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import numpy as np
 import scipy.optimize as so
+from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
 from .. import _validate
@@ -30,6 +31,11 @@ from ._smc_kernels import (
     start_chain,
     take,
 )
+
+if TYPE_CHECKING:
+    from ..mechanisms.base import Mechanism
+    from ..model import Model
+    from ..results import InferenceData
 
 __all__ = ["smc_abc"]
 
@@ -82,9 +88,9 @@ class _Settings:
 
 
 def smc_abc(
-    model,
-    mechanism,
-    released,
+    model: Model,
+    mechanism: Mechanism,
+    released: ArrayLike,
     *,
     particles: int = 2000,
     chains: int = 4,
@@ -98,7 +104,7 @@ def smc_abc(
     batch_size: int = 100_000,
     executor: Executor | None = None,
     progressbar: bool = True,
-):
+) -> InferenceData:
     r"""Sample the exact posterior given a DP release by tempered, pseudo-marginal SMC.
 
     Stage targets are :math:`\pi_\lambda(\theta, s) \propto \pi_0(\theta)\,
@@ -282,7 +288,7 @@ def smc_abc(
         check_count("batch_size", batch_size),
         _smc_pilot.check_count_option(simulations_per_particle),
     )
-    if not model.prior.has_logpdf:
+    if not model.require_prior("smc_abc").has_logpdf:
         raise ValueError("smc_abc needs a prior with a logpdf (pass logpdf= to a callable Prior)")
     root = as_seed_sequence(rng)
     warn_if_coarse_release("smc_abc", mechanism, released, float_simulations=False)
