@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Collection
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -301,6 +302,33 @@ def names(name: str, value: object, *, single: bool = False) -> list[str]:
     if not all(isinstance(v, str) and v for v in value):
         raise TypeError(f"{name} must hold non-empty strings, got {_short_repr(value)}")
     return list(value)
+
+
+def choice(name: str, value: object, allowed: Collection[str], *, alternatives: str = "") -> str:
+    """Return ``value``, or raise unless it is one of the strings ``allowed``.
+
+    A non-string (a NumPy array, a list, None) raises :class:`TypeError` and an
+    unknown string :class:`ValueError`, each naming ``name`` and the choices,
+    where ``value in allowed`` would raise NumPy's "truth value of an array is
+    ambiguous" or accept an array that equals a choice. ``alternatives``
+    describes what else the parameter accepts (its caller handles those).
+
+    Examples
+    --------
+    >>> choice("calibration", "classical", ("analytic", "classical"))
+    'classical'
+    >>> choice("calibration", np.array(["analytic"]), ("analytic", "classical"))
+    Traceback (most recent call last):
+    ...
+    TypeError: calibration must be one of 'analytic', 'classical', got ndarray: array(['analytic'], dtype='<U8')
+    """  # noqa: E501
+    options = ", ".join(repr(str(a)) for a in allowed)
+    what = f"one of {options}" + (f" or {alternatives}" if alternatives else "")
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}: {_short_repr(value)}")
+    if value not in tuple(allowed):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return str(value)
 
 
 def mapping(name: str, value: object) -> dict:
