@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 import warnings
 
 
@@ -27,7 +28,8 @@ def warn_moved_module(old: str, names) -> None:
     line that imported it, past the import machinery and a package's ``__getattr__``,
     so that Python's default filters show it to the code doing the import.
     """
-    level, frame = 3, sys._getframe(2)  # frame 1 is the old module's body
+    level = 3
+    frame: types.FrameType | None = sys._getframe(2)  # frame 1 is the old module's body
     while frame is not None:
         if _is_forwarding(frame):
             level += 1

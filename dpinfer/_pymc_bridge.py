@@ -209,7 +209,7 @@ def _compile_model(graphs: _Graphs, space: ParameterSpace) -> dict:
 
     # prior: batched by vectorising dependent parameters, resizing root ones
     n = pt.iscalar("n")
-    replace = {}
+    replace: dict = {}
     for rv in param_rvs:
         new = vectorize_graph(rv, replace=replace) if replace else rv
         if new.ndim == rv.ndim:
@@ -312,7 +312,7 @@ class _StatLogp:
         values = [pt.tensor(dtype="float64", shape=rv.type.shape) for rv in stat_rvs]
         terms = pm.logprob.conditional_logp(dict(zip(stat_rvs, values, strict=True)))
         total = pt.add(*[t.sum() for t in terms.values()])
-        replace = {holders[rv]: param_vars[rv.name] for rv in param_rvs}
+        replace: dict = {holders[rv]: param_vars[rv.name] for rv in param_rvs}
         if len(stat_rvs) == 1:
             replace[values[0]] = s_var
         else:

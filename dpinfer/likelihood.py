@@ -21,10 +21,11 @@ unconstrained scale and map back.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._parameter_space import ParameterSpace
 from ._user_code import no_writes, read_only
@@ -131,7 +132,7 @@ class Likelihood:
         has_hessian: bool,
         exponential_family: ExponentialFamily | None = None,
         source: str,
-    ):
+    ) -> None:
         if exponential_family is not None and not isinstance(
             exponential_family, ExponentialFamily
         ):
@@ -152,7 +153,7 @@ class Likelihood:
         cls,
         factory: Callable,
         *,
-        params,
+        params: Mapping[str, int | Sequence[int]] | Sequence[str],
         support: Mapping | None = None,
         exponential_family: ExponentialFamily | None = None,
     ) -> Likelihood:
@@ -231,7 +232,7 @@ class Likelihood:
         cls,
         logp: Callable,
         *,
-        params,
+        params: Mapping[str, int | Sequence[int]] | Sequence[str],
         support: Mapping | None = None,
         exponential_family: ExponentialFamily | None = None,
     ) -> Likelihood:
@@ -270,7 +271,7 @@ class Likelihood:
         cls,
         logp: Callable,
         *,
-        params,
+        params: Mapping[str, int | Sequence[int]] | Sequence[str],
         score: Callable | None = None,
         hessian: Callable | None = None,
         support: Mapping | None = None,
@@ -334,21 +335,21 @@ class Likelihood:
         )
 
     # --- evaluation ---------------------------------------------------------------------
-    def logp(self, s, params: Mapping) -> np.ndarray:
+    def logp(self, s: ArrayLike, params: Mapping) -> np.ndarray:
         """``log pi(s_i | theta_i)``, shape ``(n,)``."""
         return self._evaluate(np.asarray(s), params, 0)[0]
 
-    def score(self, s, params: Mapping) -> np.ndarray:
+    def score(self, s: ArrayLike, params: Mapping) -> np.ndarray:
         """Gradients of :meth:`logp` in the flat parameters, shape ``(n, p)``."""
         self.require(order=1)
         return self._evaluate(np.asarray(s), params, 1)[1]
 
-    def hessian(self, s, params: Mapping) -> np.ndarray:
+    def hessian(self, s: ArrayLike, params: Mapping) -> np.ndarray:
         """Second derivatives of :meth:`logp`, shape ``(n, p, p)``."""
         self.require(order=2)
         return self._evaluate(np.asarray(s), params, 2)[2]
 
-    def derivatives(self, s, theta: np.ndarray, *, order: int) -> tuple:
+    def derivatives(self, s: ArrayLike, theta: np.ndarray, *, order: int) -> tuple:
         """``(logp, score, hessian)`` up to ``order`` at one flat parameter vector.
 
         Returns arrays of shapes ``(n,)``, ``(n, p)`` and ``(n, p, p)`` (None
@@ -492,7 +493,9 @@ def _flat_grad(cost, param_vars, space, n):
         disconnected_inputs="ignore",
         return_disconnected="zero",
     )
-    parts = [g.reshape((n, space.sizes[k])) for k, g in zip(param_vars, grads, strict=True)]
+    # the gradients of a list of tensors are a list of tensors; the stubs leave a union
+    pairs = zip(param_vars, grads, strict=True)  # type: ignore[arg-type]
+    parts = [g.reshape((n, space.sizes[k])) for k, g in pairs]  # type: ignore[attr-defined]
     return pt.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
 
 

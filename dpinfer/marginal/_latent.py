@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
@@ -23,6 +24,10 @@ _SUPPORTED = (
     "and mixtures of them (Mixture with a list of components, ZeroInflatedPoisson, "
     "ZeroInflatedBinomial, ZeroInflatedNegativeBinomial)"
 )
+
+
+if TYPE_CHECKING:
+    from pytensor.tensor.variable import TensorVariable
 
 
 class SharedLatentWarning(UserWarning):
@@ -66,7 +71,7 @@ class Latent:
     params: tuple
     discrete: bool
     components: tuple = ()
-    op: object = None
+    op: Any = None
 
     def tensors(self) -> list:
         """Every parameter tensor, the components' after the mixture's weights."""
@@ -126,7 +131,7 @@ class Latent:
         return rng.integers(np.asarray(a, np.int64), np.asarray(own[1], np.int64) + 1, size=size)
 
 
-def is_unregistered_distribution(value) -> bool:
+def is_unregistered_distribution(value: object) -> TypeGuard[TensorVariable]:
     """Whether ``value`` is a PyMC distribution made with ``.dist(...)`` (not a model variable)."""
     from pytensor.tensor.random.op import RandomVariable
     from pytensor.tensor.variable import TensorVariable

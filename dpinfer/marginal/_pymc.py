@@ -122,8 +122,8 @@ def _checked_tensors(dist, latent: Latent, cells: tuple[int, ...]) -> list:
     op = dist.owner.op
     size = op.size_param(dist.owner) if isinstance(op, RandomVariable) else None
     if size is not None and not isinstance(size, Constant) and size.type.ndim == 1:
-        size_check = {"name": f"dist ({kind}) size", "target": cells, "about": about}
-        tensors[0] = checked(tensors[0], size, **size_check, exact=False)
+        label = f"dist ({kind}) size"
+        tensors[0] = checked(tensors[0], size, name=label, target=cells, about=about, exact=False)
     return tensors
 
 
@@ -171,7 +171,9 @@ def _kernel_logp(family, params, forms, cells, tol):
 
     constants = [pt.constant(x) for x in Cells.stack(forms)]
     a, b = (pt.broadcast_to(pt.cast(p, "float64"), cells).ravel() for p in params)
-    return MarginalLogp(family, tol)(a, b, *constants)[0].reshape(cells)
+    # an Op of three outputs returns a list of three, which the stubs leave a union
+    logp = MarginalLogp(family, tol)(a, b, *constants)[0]  # type: ignore[index]
+    return pt.reshape(logp, cells)
 
 
 def _normal_logp(params, forms, cells):

@@ -9,6 +9,7 @@ only within the supported range, refusing targets outside it with the reason.
 from __future__ import annotations
 
 import math
+from typing import TypeVar
 
 import numpy as np
 import scipy.optimize as so
@@ -33,8 +34,10 @@ SIGMA_MIN = math.sqrt(float(np.finfo(float).tiny))
 # and the direct sum would hold 40 sigma terms.
 _DIRECT_SIGMA = 1e4
 
+_Sigma = TypeVar("_Sigma", float, np.ndarray)  # one sigma, or one per cell
 
-def check_sigma(sigma: float) -> float:
+
+def check_sigma(sigma: _Sigma) -> _Sigma:
     """Refuse a discrete Gaussian sigma outside ``[SIGMA_MIN, 2**53]``, saying why."""
     return check_range(
         "sigma",

@@ -170,7 +170,8 @@ def sample_discrete_laplace(scale, size: int, source: WordSource, cells=None) ->
         return compiled.run_discrete_laplace(words, pos, t_arr, s_arr, kt, ok, cells, out, start)
 
     def reference(i, r):
-        return discrete_laplace(*ts[cells[i % cells.size]], r)
+        t, s = ts[cells[i % cells.size]]
+        return discrete_laplace(t, s, r)
 
     bits = max(2 * (t - 1).bit_length() + 16 for t, _ in ts)
     return _drive(loop if ok.any() else None, reference, size, source, bits)
@@ -197,7 +198,8 @@ def sample_discrete_gaussian(sigma2, size: int, source: WordSource, cells=None) 
         )
 
     def reference(i, r):
-        return discrete_gaussian(*nds[cells[i % cells.size]], r)
+        n, d = nds[cells[i % cells.size]]
+        return discrete_gaussian(n, d, r)
 
     bits = max(3 * math.isqrt(n // d).bit_length() + 32 for n, d in nds)
     return _drive(loop if ok.any() else None, reference, size, source, bits)

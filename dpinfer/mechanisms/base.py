@@ -16,13 +16,18 @@ import copy
 import math
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import TYPE_CHECKING, Self
 
 import numpy as np
 import scipy.special as sc
+from numpy.typing import ArrayLike
 
 from .. import _validate
 from .._rng import RNGLike, as_generator
 from ._numerics import beyond_float, difference, float_spacing
+
+if TYPE_CHECKING:
+    from pytensor.tensor.variable import TensorVariable
 
 __all__ = ["AdditiveNoise", "Mechanism", "Privacy"]
 
@@ -161,7 +166,7 @@ class Privacy:
             return "zCDP"
         return "pure" if self.delta == 0 else "approximate"
 
-    def to_approx(self, delta) -> Privacy:
+    def to_approx(self, delta: float) -> Privacy:
         r"""Return the :math:`(\varepsilon, \delta)` guarantee this one implies at ``delta``.
 
         The smaller of the two conversions that apply: rho-zCDP gives
@@ -214,7 +219,7 @@ class Privacy:
         """
         if self.rho is not None:
             return Privacy(rho=self.rho, neighbouring=self.neighbouring)
-        if self.delta == 0 and math.isfinite(self.epsilon):
+        if self.epsilon is not None and self.delta == 0 and math.isfinite(self.epsilon):
             # 0.5 eps eps: inf beyond the float range, where eps**2 raises OverflowError
             return Privacy(rho=0.5 * self.epsilon * self.epsilon, neighbouring=self.neighbouring)
         raise ValueError(
@@ -296,7 +301,7 @@ class Mechanism(abc.ABC):
         """``log sup eta(s_dp | s)`` over releases and confidential values."""
 
     # --- generic faces ------------------------------------------------------------
-    def release(self, value, *, rng: RNGLike = None) -> np.ndarray:
+    def release(self, value: ArrayLike, *, rng: RNGLike = None) -> np.ndarray:
         """Release ``value`` through the mechanism (the curator's side).
 
         Parameters
@@ -355,7 +360,7 @@ class Mechanism(abc.ABC):
         """Return what :meth:`_sample` draws from; families with their own bits override it."""
         return as_generator(rng)
 
-    def release_from_uniform(self, value, u) -> np.ndarray:
+    def release_from_uniform(self, value: ArrayLike, u: ArrayLike) -> np.ndarray:
         r"""Release ``value`` as a function of uniforms: the inverse CDF, coordinate-wise.
 
         Parameters
@@ -410,7 +415,7 @@ class Mechanism(abc.ABC):
             "no release_from_uniform"
         )
 
-    def logpdf(self, released, value) -> np.ndarray:
+    def logpdf(self, released: ArrayLike, value: ArrayLike) -> np.ndarray:
         """Log density of a release given confidential values (the analyst's side).
 
         Parameters
@@ -440,7 +445,7 @@ class Mechanism(abc.ABC):
             terms = self._log_density(NUMPY, released, value)
             return self._sum_event(np.asarray(terms, dtype=float))
 
-    def log_max_density_at(self, released) -> float:
+    def log_max_density_at(self, released: ArrayLike) -> float:
         """``log sup_s eta(released | s)``: the bound rejection ABC divides by.
 
         Translation families attain :attr:`log_max_density` at every release;
@@ -466,7 +471,7 @@ class Mechanism(abc.ABC):
         mech, released = self._cells_of(released, cells)
         return np.asarray(mech._log_density(NUMPY, released, np.asarray(s)), dtype=float)
 
-    def _at_cells(self, cells) -> Mechanism:
+    def _at_cells(self, cells) -> Self:
         """Return a copy with its per-cell parameters gathered at the flat indices ``cells``."""
         cells = np.asarray(cells)
         k = max(1, math.prod(self.event_shape))
@@ -478,7 +483,7 @@ class Mechanism(abc.ABC):
             )
         out = copy.copy(self)
         names = self._cell_params
-        if np.ndim(getattr(self, "sensitivity", None)):  # per-cell bounds follow their cells
+        if np.ndim(getattr(self, "sensitivity", 0)):  # per-cell bounds follow their cells
             names = (*names, "sensitivity")
         for name in names:
             value = getattr(self, name)
@@ -494,7 +499,14 @@ class Mechanism(abc.ABC):
             return self, released
         return self._at_cells(cells), released.reshape(-1)[np.asarray(cells)]
 
-    def to_pymc(self, name: str, value, *, observed, tol: float = 1e-10):
+    def to_pymc(
+        self,
+        name: str,
+        value: TensorVariable | ArrayLike,
+        *,
+        observed: ArrayLike,
+        tol: float = 1e-10,
+    ) -> TensorVariable:
         """Add this mechanism's density as a likelihood term to the PyMC model in context.
 
         Parameters
@@ -613,8 +625,10 @@ class Mechanism(abc.ABC):
                     f"{self.event_shape}"
                 )
             return self._check_value(arr)
-        if str(value.dtype).startswith("complex") or value.dtype == "bool":
-            raise TypeError(f"value must be a real tensor, got dtype {value.dtype}")
+        # a model's variables and pm.Data are tensors; the stubs' Variable declares no dtype
+        dtype = str(value.dtype)  # type: ignore[attr-defined]
+        if dtype.startswith("complex") or dtype == "bool":
+            raise TypeError(f"value must be a real tensor, got dtype {dtype}")
         shape, target = batch_shape(value), self.event_shape
         about = "the mechanism's event_shape"
         return checked(value, shape, name="value", target=target, about=about, exact=True)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate, accounting
 from ..._rng import RNGLike, as_generator
@@ -13,6 +15,10 @@ from .. import _weights
 from . import _check_settings
 from ._privacy_seed import check_privacy_rng, privacy_noise_label
 from ._public import check_observed, public_distances
+
+if TYPE_CHECKING:
+    from ...distances.base import Distance
+    from ...results import InferenceData
 
 __all__ = ["rejection_abcdp_gaussian", "soft_abcdp"]
 
@@ -23,15 +29,15 @@ REFERENCE = (
 
 
 def rejection_abcdp_gaussian(
-    observed,
-    distance,
+    observed: ArrayLike,
+    distance: Distance,
     *,
-    epsilon_total,
-    epsilon_abc,
-    distance_bound,
+    epsilon_total: float,
+    epsilon_abc: float,
+    distance_bound: float,
     privacy_rng: RNGLike = None,
-    **public,
-):
+    **public: Any,
+) -> InferenceData:
     r"""Rejection ABCDP with Gaussian noise on each distance (arXiv Algorithm 1).
 
     Every one of the ``T`` proposals is answered: accept when
@@ -100,17 +106,17 @@ def rejection_abcdp_gaussian(
 
 
 def soft_abcdp(
-    observed,
-    distance,
+    observed: ArrayLike,
+    distance: Distance,
     *,
-    epsilon_total,
-    delta_total,
-    epsilon_abc,
+    epsilon_total: float,
+    delta_total: float,
+    epsilon_abc: float,
     draws: int | None = None,
     privacy_rng: RNGLike = None,
     resample_rng: RNGLike = 0,
-    **public,
-):
+    **public: Any,
+) -> InferenceData:
     r"""Soft-thresholding ABCDP with Renyi-DP accounting (arXiv Algorithm 2).
 
     Each proposal gets the weight ``exp(-max(rho_t / epsilon_abc + n_t, 0))``,

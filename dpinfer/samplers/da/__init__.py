@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from concurrent.futures import Executor
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate, parallel
 from ..._progress import progress_bar
@@ -16,6 +17,9 @@ from .._common import AbcCall, check_count, check_mechanism, check_options
 from ._initial import initial_records
 from ._records import RecordUpdater
 from ._theta import ThetaKernel
+
+if TYPE_CHECKING:
+    from ...results import InferenceData
 
 __all__ = ["da_mcmc"]
 
@@ -50,7 +54,7 @@ class DAInfo(NamedTuple):
 def da_mcmc(
     record_model: RecordModel,
     mechanism: Mechanism,
-    released,
+    released: ArrayLike,
     *,
     n: int,
     draws: int = 1000,
@@ -61,7 +65,7 @@ def da_mcmc(
     init_datasets: int | None = None,
     executor: Executor | None = None,
     progressbar: bool = True,
-):
+) -> InferenceData:
     r"""Sample the exact posterior given a DP release by data-augmentation MCMC.
 
     The confidential records are latent variables. Each iteration is a Gibbs
@@ -257,7 +261,7 @@ def _run_chain(record_model, mechanism, released, settings, rng, *, on_iteration
         start.stats.sum(axis=0),
         float(updater.log_density(start.stats.sum(axis=0)[None])[0]),
     )
-    kept = {"params": [], "s": [], "info": []}
+    kept: dict[str, list] = {"params": [], "s": [], "info": []}
     for it in range(settings["tune"] + settings["draws"]):
         tuning_step = it if it < settings["tune"] else None
         state, info = step(state, record_model, updater, theta, rng, tuning_step=tuning_step)

@@ -74,6 +74,8 @@ class ThetaKernel:
         if self.exact:
             names = list(params)
             return self.model.draw_update(batch, rng, names), None, 1.0
+        if self.space is None:
+            raise RuntimeError("start() must set up the random walk before its first update")
         z, log_prior, accepted = walk.z, walk.log_prior, 0
         current = log_prior + self._loglik(batch, params)
         log_scale = walk.log_scale

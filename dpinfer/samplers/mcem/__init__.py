@@ -15,10 +15,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from collections.abc import Mapping
 from concurrent.futures import Executor
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate
 from ..._progress import progress_bar
@@ -33,6 +35,10 @@ from ._result import MCEMResult, _FitContext
 from ._schedule import AscentSchedule, StagedSchedule, as_schedule
 
 MCEMResult.__module__ = __name__  # its home for pickles and documentation
+
+if TYPE_CHECKING:
+    from ...mechanisms.base import Mechanism
+    from ...model import Model
 
 __all__ = [
     "BoundaryEstimateWarning",
@@ -84,13 +90,13 @@ class MCEMInfo(NamedTuple):
 
 # ----------------------------------------------------------------------------------------
 def mcem(
-    model,
-    mechanism,
-    released,
+    model: Model,
+    mechanism: Mechanism,
+    released: ArrayLike,
     *,
-    start,
+    start: Mapping[str, ArrayLike],
     rng: RNGLike = None,
-    schedule="auto",
+    schedule: str | StagedSchedule | AscentSchedule = "auto",
     mstep: str = "auto",
     accelerate: bool = False,
     batch_size: int = 100_000,
@@ -354,7 +360,8 @@ def _run_em(schedule, theta, root, sample_at, em, bar_on) -> _Run:
             total_sims += sample.n
             step = float(np.max(np.abs(theta_new - state.theta)))
             if not space.contains(theta_new):
-                infos.append(MCEMInfo(theta_new, sample.n, math.nan, *_NO_Q, step, state.stage, 0))
+                info = MCEMInfo(theta_new, sample.n, math.nan, *_NO_Q, step, state.stage, False)
+                infos.append(info)
                 break
             cycled = schedule.common_random_numbers and theta_new.tobytes() in seen
             seen.add(theta_new.tobytes())
@@ -474,7 +481,7 @@ def _result(
     naive_se = np.sqrt(np.where(np.diag(naive_cov) >= 0, np.diag(naive_cov), np.nan))
 
     thetas = np.array([i.theta for i in infos])
-    data = {}
+    data: dict[str, tuple] = {}
     for name in space.names:
         sl = _slice(space, name)
         values = thetas[:, sl].reshape(len(infos), *space.shapes[name])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from ..._rng import RNGLike, as_seed_sequence, child_sequence
 from ...likelihood import Likelihood
 from .._common import check_count, check_options
 from . import _profile
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 __all__ = ["MCEMResult"]
 
@@ -100,7 +103,7 @@ class MCEMResult:
     standard_error: dict
     score: np.ndarray
     converged: bool
-    trace: object
+    trace: xr.Dataset
     complete_information: np.ndarray
     monte_carlo_se: dict
     naive_estimate: dict
@@ -262,7 +265,7 @@ class MCEMResult:
             self._profiles[key] = out
         return out
 
-    def to_xarray(self):
+    def to_xarray(self) -> xr.Dataset:
         """Everything as one :class:`xarray.Dataset`: estimates, matrices and the trace."""
         import xarray as xr
 

@@ -6,10 +6,11 @@ import math
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import numpy as np
 import scipy.optimize as so
+from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
 from ... import _validate
@@ -31,6 +32,11 @@ from ._particles import (
     start_chain,
     take,
 )
+
+if TYPE_CHECKING:
+    from ...mechanisms.base import Mechanism
+    from ...model import Model
+    from ...results import InferenceData
 
 __all__ = ["smc_abc"]
 
@@ -83,9 +89,9 @@ class _Settings:
 
 
 def smc_abc(
-    model,
-    mechanism,
-    released,
+    model: Model,
+    mechanism: Mechanism,
+    released: ArrayLike,
     *,
     particles: int = 2000,
     chains: int = 4,
@@ -99,7 +105,7 @@ def smc_abc(
     batch_size: int = 100_000,
     executor: Executor | None = None,
     progressbar: bool = True,
-):
+) -> InferenceData:
     r"""Sample the exact posterior given a DP release by tempered, pseudo-marginal SMC.
 
     Stage targets are :math:`\pi_\lambda(\theta, s) \propto \pi_0(\theta)\,
@@ -283,7 +289,7 @@ def smc_abc(
         check_count("batch_size", batch_size),
         _pilot.check_count_option(simulations_per_particle),
     )
-    if not model.prior.has_logpdf:
+    if not model.require_prior("smc_abc").has_logpdf:
         raise ValueError("smc_abc needs a prior with a logpdf (pass logpdf= to a callable Prior)")
     root = as_seed_sequence(rng)
     warn_if_coarse_release("smc_abc", mechanism, released, float_simulations=False)
@@ -355,7 +361,7 @@ def _run_chain(model, mechanism, released, settings, seed, executor, advance) ->
         np.arange(n),
         settings.simulations_per_particle,
     )
-    infos = []
+    infos: list[StageInfo] = []
     while state.lam < 1:
         if len(infos) >= settings.max_stages:
             raise RuntimeError(f"smc_abc did not reach lambda = 1 in {settings.max_stages} stages")

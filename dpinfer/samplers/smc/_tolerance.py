@@ -6,9 +6,10 @@ import math
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from functools import partial
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate
 from ..._rng import RNGLike, as_seed_sequence
@@ -27,6 +28,11 @@ from ._particles import (
     start_chain,
     take,
 )
+
+if TYPE_CHECKING:
+    from ...mechanisms.base import Mechanism
+    from ...model import Model
+    from ...results import InferenceData
 
 __all__ = ["tolerance_smc_abc"]
 
@@ -60,9 +66,9 @@ class _Settings:
 
 
 def tolerance_smc_abc(
-    model,
-    mechanism,
-    released,
+    model: Model,
+    mechanism: Mechanism,
+    released: ArrayLike,
     *,
     particles: int = 2000,
     chains: int = 4,
@@ -76,7 +82,7 @@ def tolerance_smc_abc(
     batch_size: int = 100_000,
     executor: Executor | None = None,
     progressbar: bool = True,
-):
+) -> InferenceData:
     r"""Approximate SMC-ABC with a shrinking tolerance on the release distance.
 
     Each particle simulates ``s`` and then a release ``s~ = mechanism.release(s)``;
@@ -144,7 +150,7 @@ def tolerance_smc_abc(
         check_count("max_stages", max_stages),
         check_count("batch_size", batch_size),
     )
-    if not model.prior.has_logpdf:
+    if not model.require_prior("tolerance_smc_abc").has_logpdf:
         raise ValueError("tolerance_smc_abc needs a prior with a logpdf")
     root = as_seed_sequence(rng)
     posterior, sample_stats, attrs = run_smc_chains(
@@ -189,7 +195,7 @@ def _run_chain(model, mechanism, released, settings, seed, executor, advance) ->
         score=score,
     )
     state = _State(z, params, log_prior, sim(params), math.inf)
-    stages = []
+    stages: list[tuple[float, float, int, int]] = []
     while len(stages) < settings.max_stages:
         before = sim.n_simulations
         tolerance = max(
