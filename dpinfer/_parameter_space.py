@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.stats
 
 from . import _support, _validate
+
+if TYPE_CHECKING:
+    from .model import PriorLike
 
 __all__ = ["ParameterSpace"]
 
@@ -76,7 +80,12 @@ class ParameterSpace:
     array([1., 1.])
     """
 
-    def __init__(self, params, *, support: Mapping | None = None):
+    def __init__(
+        self,
+        params: Mapping[str, int | Sequence[int]] | Sequence[str],
+        *,
+        support: Mapping | None = None,
+    ) -> None:
         if isinstance(params, Mapping):
             shapes = {str(k): _as_shape(v) for k, v in params.items()}
         elif isinstance(params, Sequence) and not isinstance(params, str):
@@ -99,7 +108,9 @@ class ParameterSpace:
         self._build(shapes, bounds, dict.fromkeys(shapes))
 
     @classmethod
-    def from_prior(cls, prior, example: Mapping, *, support: Mapping | None = None):
+    def from_prior(
+        cls, prior: PriorLike, example: Mapping, *, support: Mapping | None = None
+    ) -> ParameterSpace:
         """Return the space of a prior's parameters, read from a batch of its draws.
 
         Parameters
@@ -189,7 +200,7 @@ class ParameterSpace:
         return out
 
     # --- validation ---------------------------------------------------------------------
-    def check(self, params, *, name: str = "start") -> np.ndarray:
+    def check(self, params: Mapping, *, name: str = "start") -> np.ndarray:
         """Validate one parameter set (names, shapes, finiteness, support); return it flat."""
         if not isinstance(params, Mapping):
             raise TypeError(
