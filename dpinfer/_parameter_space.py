@@ -16,15 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 import scipy.stats
 
 from . import _support, _validate
-
-if TYPE_CHECKING:
-    from .model import PriorLike
 
 __all__ = ["ParameterSpace"]
 
@@ -109,7 +106,7 @@ class ParameterSpace:
 
     @classmethod
     def from_prior(
-        cls, prior: PriorLike, example: Mapping, *, support: Mapping | None = None
+        cls, prior: Any, example: Mapping, *, support: Mapping | None = None
     ) -> ParameterSpace:
         """Return the space of a prior's parameters, read from a batch of its draws.
 
