@@ -121,8 +121,8 @@ def _checked_tensors(dist, latent: Latent, cells: tuple[int, ...]) -> list:
     op = dist.owner.op
     size = op.size_param(dist.owner) if isinstance(op, RandomVariable) else None
     if size is not None and not isinstance(size, Constant) and size.type.ndim == 1:
-        size_check = {"name": f"dist ({kind}) size", "target": cells, "about": about}
-        tensors[0] = checked(tensors[0], size, **size_check, exact=False)
+        label = f"dist ({kind}) size"
+        tensors[0] = checked(tensors[0], size, name=label, target=cells, about=about, exact=False)
     return tensors
 
 
@@ -172,7 +172,10 @@ def _kernel_logp(family, params, forms, cells, tol):
     state = pytensor.shared(np.full((int(np.prod(cells)), STATE), np.nan), name="marginal_state")
     a, b = (pt.broadcast_to(pt.cast(p, "float64"), cells).ravel() for p in params)
     op = MarginalLogp(family, tol)
-    return op(a, b, pt.constant(as_matrix(form)), pt.constant(table), state)[0].reshape(cells)
+    constants = pt.constant(as_matrix(form)), pt.constant(table)
+    # an Op's outputs are a list, which the stubs leave a union
+    logp = op(a, b, *constants, state)[0]  # type: ignore[index]
+    return pt.reshape(logp, cells)
 
 
 def _normal_logp(params, forms, cells):

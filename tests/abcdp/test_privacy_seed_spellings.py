@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpinfer.samplers._privacy_seed import check_privacy_rng, seed_words
+from dpinfer.samplers.abcdp._privacy_seed import check_privacy_rng, seed_words
 
 from ._helpers import location_model, sampler_calls
 

@@ -28,8 +28,8 @@ import dpinfer as dp
 import dpinfer.models
 from dpinfer.distances import RandomFeatureMMD
 from dpinfer.mechanisms.svt import SparseVector
-from dpinfer.samplers import _privacy_seed
-from dpinfer.samplers._privacy_seed import CHILDREN, GRANDCHILDREN, check_privacy_rng
+from dpinfer.samplers.abcdp import _privacy_seed
+from dpinfer.samplers.abcdp._privacy_seed import CHILDREN, GRANDCHILDREN, check_privacy_rng
 
 from ._helpers import Recording, abcdp_module, capture, location_model, sampler_calls
 
@@ -279,10 +279,10 @@ def _calls() -> dict:
     small = dict(n_observations=10, n_proposals=20, n_features=5, rng=7)
     return {
         "dpinfer.samplers.abcdp.abcdp": lambda p: samplers["abcdp"](7, p),
-        "dpinfer.samplers.abcdp_variants.rejection_abcdp_gaussian": (
+        "dpinfer.samplers.abcdp._variants.rejection_abcdp_gaussian": (
             lambda p: samplers["rejection_abcdp_gaussian"](7, p)
         ),
-        "dpinfer.samplers.abcdp_variants.soft_abcdp": lambda p: samplers["soft_abcdp"](7, p),
+        "dpinfer.samplers.abcdp._variants.soft_abcdp": lambda p: samplers["soft_abcdp"](7, p),
         "dpinfer.models.covid_polynomial.run_experiment": lambda p: (
             covid_polynomial.run_experiment(22.0, n_proposals=50, rng=7, privacy_rng=p)
         ),
