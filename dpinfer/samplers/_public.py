@@ -148,7 +148,7 @@ def _simulated(observed, distance, model, n_proposals, rng, batch_size, executor
         params = model.prior.sample(sizes[index], chunk_rng)
         with no_writes(name, "params"):
             pseudo = model.simulate(read_only(params), chunk_rng)
-        pseudo = _validate.numeric_output(pseudo, source="the simulator of pseudo-datasets")
+        pseudo = _validate.numeric_output(pseudo, source=name)
         return {**params, "_distance": distance(observed, pseudo)}
 
     with progress_bar("distances", total=total, enabled=progressbar) as bar:
