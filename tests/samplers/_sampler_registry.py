@@ -367,7 +367,7 @@ SAMPLERS: list[Sampler] = [
             start={"theta": 15.0},
             # a cap far above the 11 iterations it takes, for faulty simulators that never settle
             schedule=dp.StagedSchedule(stages=((100, 1e-2), (1000, 1e-3)), max_iterations=30),
-            batch_size=64,
+            batch_size=400,
         ),
         family="mcem",
         without={
