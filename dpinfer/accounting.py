@@ -26,6 +26,7 @@ import math
 import numpy as np
 import scipy.optimize as so
 import scipy.special as sc
+from numpy.typing import ArrayLike
 
 from . import _validate
 from .mechanisms._numerics import fsum_or_inf
@@ -129,7 +130,7 @@ def _compose_zcdp(guarantees) -> Privacy:
     return Privacy(rho=fsum_or_inf(rhos))
 
 
-def laplace_epsilon(scale, sensitivity) -> float:
+def laplace_epsilon(scale: float, sensitivity: float) -> float:
     """Epsilon of the Laplace mechanism: ``sensitivity / scale`` (l1 sensitivity)."""
     return _validate.positive_finite("sensitivity", sensitivity) / _validate.positive_finite(
         "scale", scale
@@ -139,7 +140,7 @@ def laplace_epsilon(scale, sensitivity) -> float:
 # --- Gaussian --------------------------------------------------------------------------
 
 
-def gaussian_sigma_classical(epsilon, delta, sensitivity) -> float:
+def gaussian_sigma_classical(epsilon: float, delta: float, sensitivity: float) -> float:
     """Classical calibration ``sigma = sensitivity * sqrt(2 log(1.25/delta)) / epsilon``.
 
     Valid only for ``epsilon < 1`` (Dwork & Roth 2014, Theorem A.1); larger
@@ -156,7 +157,7 @@ def gaussian_sigma_classical(epsilon, delta, sensitivity) -> float:
     return sens * math.sqrt(2.0 * math.log(1.25 / dlt)) / eps
 
 
-def gaussian_delta(epsilon, sigma, sensitivity) -> float:
+def gaussian_delta(epsilon: float, sigma: float, sensitivity: float) -> float:
     """Exact delta(epsilon) of the Gaussian mechanism (Balle & Wang 2018, Theorem 8).
 
     ``delta = Phi(D/(2 sigma) - eps sigma/D) - e^eps Phi(-D/(2 sigma) - eps sigma/D)``
@@ -173,7 +174,7 @@ def gaussian_delta(epsilon, sigma, sensitivity) -> float:
     return float(np.exp(log_first) * -np.expm1(log_second - log_first))
 
 
-def gaussian_sigma_analytic(epsilon, delta, sensitivity) -> float:
+def gaussian_sigma_analytic(epsilon: float, delta: float, sensitivity: float) -> float:
     """Smallest sigma with ``gaussian_delta(epsilon, sigma) <= delta`` (Balle & Wang 2018).
 
     Solved by root finding on the exact delta(epsilon) curve, which decreases in sigma.
@@ -203,7 +204,7 @@ def gaussian_sigma_analytic(epsilon, delta, sensitivity) -> float:
     return math.exp(so.brentq(gap, lo, hi, xtol=1e-14, rtol=1e-15)) * (1 + 1e-12)
 
 
-def gaussian_epsilon(delta, sigma, sensitivity) -> float:
+def gaussian_epsilon(delta: float, sigma: float, sensitivity: float) -> float:
     """Smallest epsilon with ``gaussian_delta(epsilon, sigma) <= delta``."""
     dlt = _validate.probability_open("delta", delta)
     sig = _validate.positive_finite("sigma", sigma)
@@ -223,7 +224,7 @@ def gaussian_epsilon(delta, sigma, sensitivity) -> float:
     return so.brentq(lambda e: gaussian_delta(e, sig, sens) - dlt, 0.0, hi, xtol=1e-14)
 
 
-def zcdp_gaussian(sigma, sensitivity) -> float:
+def zcdp_gaussian(sigma: float, sensitivity: float) -> float:
     """Return the zCDP parameter of a Gaussian: ``rho = D^2 / (2 sigma^2)``.
 
     ``inf`` where rho exceeds the float64 range (a sigma tiny next to ``D``).
@@ -238,7 +239,7 @@ def zcdp_gaussian(sigma, sensitivity) -> float:
     return 0.5 * ratio * ratio
 
 
-def zcdp_to_approx(rho, delta) -> float:
+def zcdp_to_approx(rho: float, delta: float) -> float:
     """Epsilon of a rho-zCDP mechanism at ``delta``: ``rho + 2 sqrt(rho log(1/delta))``.
 
     Bun & Steinke (2016), Proposition 1.3; ``inf`` for ``rho = inf`` or beyond the
@@ -249,7 +250,7 @@ def zcdp_to_approx(rho, delta) -> float:
     return r + 2 * math.sqrt(r * math.log(1 / dlt))
 
 
-def discrete_gaussian_delta(epsilon, sigma, sensitivity=1) -> float:
+def discrete_gaussian_delta(epsilon: float, sigma: float, sensitivity: int = 1) -> float:
     """Exact delta(epsilon) of the discrete Gaussian mechanism.
 
     Canonne, Kamath & Steinke (2020), Theorem 7: with ``Y ~ N_Z(0, sigma^2)``
@@ -269,7 +270,7 @@ def discrete_gaussian_delta(epsilon, sigma, sensitivity=1) -> float:
 # --- Renyi DP --------------------------------------------------------------------------
 
 
-def rdp_to_approx(orders, rdp_epsilons, delta) -> float:
+def rdp_to_approx(orders: ArrayLike, rdp_epsilons: ArrayLike, delta: float) -> float:
     """Convert Renyi-DP curves to (epsilon, delta)-DP.
 
     ``eps = min_alpha rdp(alpha) + log(1/delta) / (alpha - 1)`` (Mironov 2017,
@@ -307,7 +308,7 @@ def rdp_to_approx(orders, rdp_epsilons, delta) -> float:
 # --- Sparse vector technique -----------------------------------------------------------
 
 
-def svt_epsilon(scale, sensitivity, c, *, resample: bool) -> float:
+def svt_epsilon(scale: float, sensitivity: float, c: int, *, resample: bool) -> float:
     """Epsilon of ABCDP's sparse vector run (Park et al. 2021, Theorem 1).
 
     Threshold noise ``Lap(b)``, query noise ``Lap(2b)``; halting after ``c``
@@ -320,7 +321,7 @@ def svt_epsilon(scale, sensitivity, c, *, resample: bool) -> float:
     return (2 * c if _validate.flag("resample", resample) else c + 1) * sens / b
 
 
-def svt_scale(epsilon, sensitivity, c, *, resample: bool) -> float:
+def svt_scale(epsilon: float, sensitivity: float, c: int, *, resample: bool) -> float:
     """Noise scale ``b`` giving ``epsilon`` in :func:`svt_epsilon` (Theorem 1 inverted)."""
     eps = _validate.positive_finite("epsilon", epsilon)
     sens = _validate.positive_finite("sensitivity", sensitivity)
@@ -331,7 +332,7 @@ def svt_scale(epsilon, sensitivity, c, *, resample: bool) -> float:
 # --- Binomial release ------------------------------------------------------------------
 
 
-def binomial_release_epsilon(n, m, length) -> float:
+def binomial_release_epsilon(n: int, m: float, length: int) -> float:
     """Epsilon of Xiong et al.'s binomial release: ``n L / m`` (Proposition 4)."""
     return (
         _validate.positive_int("n", n)
@@ -343,7 +344,9 @@ def binomial_release_epsilon(n, m, length) -> float:
 # --- ABCDP, arXiv version (Park & Jitkrittum, ABCDP meets DP), Theorems 3.1-3.3 ------
 
 
-def abcdp_gaussian_epsilon(sigma, *, sensitivity, distance_bound, epsilon_abc) -> float:
+def abcdp_gaussian_epsilon(
+    sigma: float, *, sensitivity: float, distance_bound: float, epsilon_abc: float
+) -> float:
     """Per-step epsilon ``h(sigma)`` of rejection ABCDP with Gaussian noise (Theorem 3.1).
 
     ``h(sigma) = min(1, D / sqrt(2 pi sigma^2)) / Phi(min(eps_abc - B, -eps_abc) / sigma)``
@@ -365,7 +368,9 @@ def _abcdp_gaussian_log_h(sigma, sensitivity, bound, epsilon_abc) -> float:
     return log_num - float(sc.log_ndtr(min(epsilon_abc - bound, -epsilon_abc) / sigma))
 
 
-def abcdp_gaussian_sigma(epsilon, *, sensitivity, distance_bound, epsilon_abc) -> float:
+def abcdp_gaussian_sigma(
+    epsilon: float, *, sensitivity: float, distance_bound: float, epsilon_abc: float
+) -> float:
     """Return ``h^{-1}(epsilon)`` by root finding; ``h`` decreases strictly in sigma."""
     eps = _validate.positive_finite("epsilon", epsilon)
     sens = _validate.positive_finite("sensitivity", sensitivity)
@@ -383,7 +388,9 @@ def abcdp_gaussian_sigma(epsilon, *, sensitivity, distance_bound, epsilon_abc) -
     return math.exp(so.brentq(gap, lo, hi, xtol=1e-13))
 
 
-def soft_abcdp_rdp(alpha, sigma, *, sensitivity, epsilon_abc, steps) -> np.ndarray:
+def soft_abcdp_rdp(
+    alpha: ArrayLike, sigma: float, *, sensitivity: float, epsilon_abc: float, steps: int
+) -> np.ndarray:
     """RDP of ``steps`` soft-ABCDP weights (Theorems 3.2-3.3).
 
     ``rdp(alpha) = alpha D^2 T / (2 sigma^2 eps_abc^2)``.
@@ -398,7 +405,9 @@ def soft_abcdp_rdp(alpha, sigma, *, sensitivity, epsilon_abc, steps) -> np.ndarr
     return orders * sens**2 * t / (2 * sig**2 * eps_abc**2)
 
 
-def soft_abcdp_epsilon(sigma, delta, *, sensitivity, epsilon_abc, steps) -> float:
+def soft_abcdp_epsilon(
+    sigma: float, delta: float, *, sensitivity: float, epsilon_abc: float, steps: int
+) -> float:
     """(epsilon, delta)-DP of soft ABCDP, optimising the Renyi order in closed form.
 
     With ``rdp(alpha) = alpha K``, ``min_alpha alpha K + log(1/delta)/(alpha - 1)``
@@ -411,7 +420,9 @@ def soft_abcdp_epsilon(sigma, delta, *, sensitivity, epsilon_abc, steps) -> floa
     return k + 2 * math.sqrt(k * log_inv_delta)
 
 
-def soft_abcdp_sigma(epsilon, delta, *, sensitivity, epsilon_abc, steps) -> float:
+def soft_abcdp_sigma(
+    epsilon: float, delta: float, *, sensitivity: float, epsilon_abc: float, steps: int
+) -> float:
     """Noise ``sigma_soft`` giving ``(epsilon, delta)``: inverts :func:`soft_abcdp_epsilon`."""
     eps = _validate.positive_finite("epsilon", epsilon)
     log_inv_delta = math.log(1 / _validate.probability_open("delta", delta))

@@ -1,23 +1,25 @@
 """Faulty user code is caught with a clear error or warning.
 
-Simulators returning booleans or objects and simulators drawing from NumPy's global
-random state in a worker, for every sampler of the registry that runs a simulator
-(``samplers/_sampler_registry.py``); priors returning NaN or the wrong shape, hung chunks
-(``parallel.with_timeout``) and exception classes that cannot travel back from a
-spawned worker (defined in ``__main__``). Each check comes with a companion
-showing the correct variant goes through.
+Simulators returning booleans or objects, drawing from NumPy's global random state
+(serially or in a worker) and given parameters outside their domain by a wide prior, for
+every sampler of the registry that runs a simulator (``samplers/_sampler_registry.py``);
+priors returning NaN or the wrong shape, hung chunks (``parallel.with_timeout``) and
+exception classes that cannot travel back from a spawned worker (defined in
+``__main__``). Each check comes with a companion showing the correct variant goes through.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import re
 import threading
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import numpy as np
 import pytest
 import scipy.stats as st
-from samplers._sampler_registry import SAMPLERS, Problem, by_name, theta_draws  # on the path
+from samplers import _sampler_registry  # tests/ is on the path
+from samplers._sampler_registry import SAMPLERS, Problem, by_name, theta_draws
 
 import dpinfer as dp
 from dpinfer import parallel
@@ -51,6 +53,13 @@ def _run(case, simulate, **options):
 
 def _finite_draws(result) -> bool:
     return bool(np.all(np.isfinite(theta_draws(result))))
+
+
+def _rejection(model):
+    """Rejection ABC on ``model`` with a prior of its own."""
+    return dp.rejection_abc(
+        model, MECH, 3.0, draws=8, chains=2, rng=0, batch_size=50, progressbar=False
+    )
 
 
 # --- simulator outputs of the wrong dtype ------------------------------------------------
@@ -93,7 +102,7 @@ def test_bad_prior_draws_are_named_as_coming_from_the_prior(sample, message):
         prior=dp.Prior(sample), simulate=lambda p, rng: rng.poisson(3.0, len(p["mu"]))
     )
     with pytest.raises((ValueError, TypeError), match=message):
-        dp.rejection_abc(model, MECH, 3.0, draws=8, rng=0, batch_size=50, progressbar=False)
+        _rejection(model)
 
 
 def test_companion_a_finite_prior_of_the_right_shape_runs():
@@ -101,10 +110,7 @@ def test_companion_a_finite_prior_of_the_right_shape_runs():
         prior=dp.Prior(lambda n, rng: {"mu": rng.gamma(3.0, size=n)}),
         simulate=lambda p, rng: rng.poisson(p["mu"]),
     )
-    idata = dp.rejection_abc(
-        model, MECH, 3.0, draws=8, chains=2, rng=0, batch_size=50, progressbar=False
-    )
-    assert idata.posterior["mu"].shape == (2, 4)
+    assert _rejection(model).posterior["mu"].shape == (2, 4)
 
 
 def test_prior_logpdf_must_be_callable_and_only_for_a_sample_function():
@@ -137,10 +143,71 @@ def test_companion_a_task_drawing_from_its_rng_is_not_warned_about(recwarn):
     assert not [w for w in recwarn if issubclass(w.category, parallel.GlobalRandomStateWarning)]
 
 
+# a simulator ignoring its rng never settles MCEM's staged schedule: no convergence, as said
+@pytest.mark.filterwarnings("ignore::dpinfer.MCEMConvergenceWarning")
 @pytest.mark.parametrize("case", THREADED, ids=str)
 def test_a_sampler_whose_simulator_uses_the_global_state_warns_on_an_executor(case):
     with ThreadPoolExecutor(2) as pool, pytest.warns(parallel.GlobalRandomStateWarning):
         _run(case, poisson_from_the_global_state, executor=pool)
+
+
+# a simulator ignoring its rng never settles MCEM's staged schedule: no convergence, as said
+@pytest.mark.filterwarnings("ignore::dpinfer.MCEMConvergenceWarning")
+@pytest.mark.parametrize("case", FAULTY, ids=str)
+def test_a_serial_run_whose_simulator_uses_the_global_state_warns(case):
+    with pytest.warns(parallel.GlobalRandomStateWarning, match="same rng= does not give") as rec:
+        _run(case, poisson_from_the_global_state)
+    # pointed at the call of the sampler (here in the registry's adapter), not at dpinfer
+    assert rec[0].filename == _sampler_registry.__file__
+
+
+def test_a_serial_run_whose_prior_uses_the_global_state_warns():
+    prior = dp.Prior(lambda n, rng: {"theta": np.random.gamma(3.0, size=n)})  # noqa: NPY002
+    model = dp.Model(prior=prior, simulate=poisson_counts)
+    with pytest.warns(parallel.GlobalRandomStateWarning):
+        _rejection(model)
+
+
+@pytest.mark.parametrize("case", FAULTY, ids=str)
+def test_companion_a_serial_run_drawing_from_its_rng_does_not_warn(case, recwarn):
+    _run(case, poisson_counts)
+    assert not [w for w in recwarn if issubclass(w.category, parallel.GlobalRandomStateWarning)]
+
+
+# --- a prior wider than the simulator's domain --------------------------------------------
+
+FROM_THE_PRIOR = [case for case in FAULTY if case.draws_from_the_prior]
+
+
+def _run_with_prior(case, prior):
+    return case.run(Problem(simulate=poisson_counts, theta_prior=prior), rng=0)
+
+
+@pytest.mark.parametrize("case", FROM_THE_PRIOR, ids=str)
+def test_a_prior_outside_the_simulators_domain_names_the_simulator_and_positions(case):
+    # a Cauchy rate goes negative: NumPy's bare "lam < 0 or lam contains NaNs" before
+    with pytest.raises(ValueError) as err:
+        _run_with_prior(case, st.cauchy(0.5, 1.0))
+    message = str(err.value)
+    assert re.match(
+        r"the (record )?simulator (of pseudo-datasets )?poisson_counts raised", message
+    )
+    assert "raised NumPy's ValueError('lam < 0" in message
+    assert re.search(r"theta is negative in \d+ of them \(positions? \d+", message)
+    assert "halfcauchy" in message
+
+
+@pytest.mark.parametrize("case", FROM_THE_PRIOR, ids=str)
+def test_companion_a_prior_within_the_simulators_domain_runs(case):
+    assert _finite_draws(_run_with_prior(case, st.halfcauchy(0.0, 3.0)))
+
+
+def test_other_errors_of_the_simulator_pass_through_as_they_are():
+    def broken(p, rng):
+        raise ValueError("the simulator's own message")
+
+    with pytest.raises(ValueError, match="^the simulator's own message$"):
+        _run(REJECTION, broken)
 
 
 # --- per-chunk timeout -------------------------------------------------------------------

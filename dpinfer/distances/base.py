@@ -7,6 +7,7 @@ import hashlib
 from collections import deque
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from .. import _validate
 
@@ -18,7 +19,7 @@ __all__ = ["DataDerived", "Distance", "fingerprint_rows", "recent_data_derived",
 _RECENT: deque[tuple[float, frozenset[bytes]]] = deque(maxlen=256)
 
 
-def fingerprint_rows(data, *, dtype=float) -> frozenset[bytes]:
+def fingerprint_rows(data: ArrayLike, *, dtype: DTypeLike = float) -> frozenset[bytes]:
     """Hashes of the rows of ``data`` (first axis), to recognise confidential data later.
 
     With ``dtype=np.float32`` rows are hashed at single precision, so that a
@@ -31,7 +32,7 @@ def fingerprint_rows(data, *, dtype=float) -> frozenset[bytes]:
     return frozenset(hashlib.blake2b(r.tobytes(), digest_size=16).digest() for r in rows)
 
 
-def record_rows(data) -> frozenset[bytes]:
+def record_rows(data: ArrayLike) -> frozenset[bytes]:
     """Hash the records of ``data`` as provenance compares them: rows at float32 precision."""
     return fingerprint_rows(data, dtype=np.float32)
 
@@ -51,7 +52,7 @@ class DataDerived(float):
         _RECENT.append((float(obj), obj.rows))
         return obj
 
-    def derived_from(self, observed) -> bool:
+    def derived_from(self, observed: ArrayLike) -> bool:
         """Whether any row of ``observed`` was among the data this setting came from.
 
         A setting computed from even one confidential record depends on it.
@@ -76,7 +77,7 @@ class Distance(abc.ABC):
     """
 
     @abc.abstractmethod
-    def __call__(self, observed, pseudo) -> np.ndarray:
+    def __call__(self, observed: ArrayLike, pseudo: ArrayLike) -> np.ndarray:
         """Distances ``rho(observed, pseudo[t])`` for every ``t``, shape ``(T,)``."""
 
     @abc.abstractmethod
@@ -87,7 +88,7 @@ class Distance(abc.ABC):
         """Named settings of the distance (bandwidths, clip bounds, ...)."""
         return {}
 
-    def confidential_settings(self, observed) -> list[str]:
+    def confidential_settings(self, observed: ArrayLike) -> list[str]:
         """Names of settings computed from ``observed`` (the confidential data), or copies.
 
         See :func:`dpinfer.distances.provenance.leaked_settings` for what is

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
@@ -23,6 +24,21 @@ _SUPPORTED = (
     "and mixtures of them (Mixture with a list of components, ZeroInflatedPoisson, "
     "ZeroInflatedBinomial, ZeroInflatedNegativeBinomial)"
 )
+
+
+if TYPE_CHECKING:
+    from pytensor.tensor.variable import TensorVariable
+
+
+class SharedLatentWarning(UserWarning):
+    """Two observed variables of one model each sum out the same latent expression.
+
+    Each ``to_pymc`` call marginalises its own copy of the confidential value,
+    so two calls over one latent (two releases of the same cells) model the
+    cells as holding two independent confidential values. Releases of the same
+    cells go in one call, ``dp.to_pymc(name, dist, observed=[(m1, y1), (m2, y2)])``,
+    which sums each cell's value once against the product of its densities.
+    """
 
 
 @dataclass(frozen=True)
@@ -55,7 +71,7 @@ class Latent:
     params: tuple
     discrete: bool
     components: tuple = ()
-    op: object = None
+    op: Any = None
 
     def tensors(self) -> list:
         """Every parameter tensor, the components' after the mixture's weights."""
@@ -75,6 +91,16 @@ class Latent:
             parts.append(rest[:size])
             rest = rest[size:]
         return own, parts
+
+    def same_expression(self, other: Latent) -> bool:
+        """Whether ``other`` is the same family with the same parameter expressions."""
+        from pytensor.graph.basic import equal_computations
+
+        def kinds(latent):
+            parts = tuple(kinds(c) for c in latent.components)
+            return latent.kind, latent.family, type(latent.op).__name__, parts
+
+        return kinds(self) == kinds(other) and equal_computations(self.tensors(), other.tensors())
 
     def sample(self, values, rng: np.random.Generator, size) -> np.ndarray:
         """Draw latent values with NumPy, for posterior predictive releases."""
@@ -105,7 +131,7 @@ class Latent:
         return rng.integers(np.asarray(a, np.int64), np.asarray(own[1], np.int64) + 1, size=size)
 
 
-def is_unregistered_distribution(value) -> bool:
+def is_unregistered_distribution(value: object) -> TypeGuard[TensorVariable]:
     """Whether ``value`` is a PyMC distribution made with ``.dist(...)`` (not a model variable)."""
     from pytensor.tensor.random.op import RandomVariable
     from pytensor.tensor.variable import TensorVariable

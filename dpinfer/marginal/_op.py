@@ -31,9 +31,10 @@ class MarginalLogp(Op):
         # each cell's last mode and constants of its releases (_sweep.marginal_sweep): valid
         # for the releases they were computed with, the arrays held in _state_of
         self._state = np.empty((0, STATE))
-        self._state_of = ()
+        self._state_of: tuple[np.ndarray, ...] = ()
 
-    def make_node(self, a, b, kinds, released, coef, table):
+    # PyTensor's Ops name their inputs (the base class takes *inputs)
+    def make_node(self, a, b, kinds, released, coef, table):  # type: ignore[override]
         a = pt.as_tensor_variable(a).astype("float64")
         b = pt.as_tensor_variable(b).astype("float64")
         kinds = pt.as_tensor_variable(kinds).astype("int64")
@@ -89,7 +90,8 @@ class MarginalLogp(Op):
         return [[True, True, True], [True, True, True], *([[False] * 3] * 4)]
 
     def grad(self, inputs, output_grads):
-        _, score_a, score_b = self(*inputs)
+        # an Op of three outputs returns a list of three, which the stubs leave a union
+        _, score_a, score_b = self(*inputs)  # type: ignore[misc]
         constants = [disconnected_type() for _ in inputs[2:]]
         for name, extra in zip(("score_a", "score_b"), output_grads[1:], strict=True):
             if not isinstance(extra.type, DisconnectedType):

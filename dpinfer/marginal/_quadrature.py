@@ -137,7 +137,8 @@ def _held_fixed_op():
     class HeldFixed(Op):
         __props__ = ()
 
-        def make_node(self, x):
+        # PyTensor's Ops name their inputs (the base class takes *inputs)
+        def make_node(self, x):  # type: ignore[override]
             x = as_tensor_variable(x)
             return Apply(self, [x], [x.type()])
 

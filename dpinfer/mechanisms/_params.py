@@ -107,7 +107,7 @@ def _shown(values: np.ndarray):
 
 
 def as_shape(event_shape) -> tuple[int, ...]:
-    """Return ``event_shape`` as a tuple of non-negative ints (an int means ``(int,)``)."""
+    """Return ``event_shape`` as a tuple of positive ints (an int means ``(int,)``)."""
     if isinstance(event_shape, str) or not (
         np.ndim(event_shape) == 0 or isinstance(event_shape, tuple | list)
     ):
@@ -118,6 +118,11 @@ def as_shape(event_shape) -> tuple[int, ...]:
     ):
         raise ValueError(f"event_shape must be a tuple of non-negative ints, got {event_shape!r}")
     dims = tuple(int(d) for d in dims)
+    if 0 in dims:
+        raise ValueError(
+            "event_shape must have positive entries: a release of no cells has no noise and "
+            f"no privacy guarantee to state, got {event_shape!r}"
+        )
     if math.prod(dims) > _validate.MAX_SIZE:
         raise ValueError(
             f"event_shape must have at most {_validate.MAX_SIZE:,} entries, got {event_shape!r}"
@@ -216,7 +221,7 @@ def budget_per_cell(
     else:
         shape = as_shape(event_shape)
     sens = sensitivity_array(sensitivity, shape, integer=integer, l2=l2)
-    if sens.ndim and not arr.ndim:
+    if sens_shape and not arr.ndim:
         raise ValueError(
             f"{name} is a scalar but sensitivity is per cell: give {name} per cell too (the "
             f"split of the budget; the guarantee is their sum), got {name}={budget!r}"
@@ -248,7 +253,7 @@ def gaussian_privacy(mechanism, *, values: str):
     """Return the guarantee of Gaussian noise (continuous or discrete) for its sensitivity.
 
     rho-zCDP only without ``delta``; with it, the epsilon kept from calibration,
-    else ``mechanism._epsilon_at_delta(rho, sensitivity)``. ``values`` names what
+    else ``mechanism._epsilon_at_delta(rho, sensitivity, delta)``. ``values`` names what
     the neighbours change (see :func:`neighbouring`).
     """
     from .base import Privacy
@@ -260,7 +265,7 @@ def gaussian_privacy(mechanism, *, values: str):
         return Privacy(rho=rho, neighbouring=text)
     eps = mechanism._calibrated_epsilon
     if eps is None:
-        eps = mechanism._epsilon_at_delta(rho, sens)
+        eps = mechanism._epsilon_at_delta(rho, sens, mechanism.delta)
     return Privacy(epsilon=eps, delta=mechanism.delta, rho=rho, neighbouring=text)
 
 

@@ -16,13 +16,18 @@ import copy
 import math
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import TYPE_CHECKING, Self
 
 import numpy as np
 import scipy.special as sc
+from numpy.typing import ArrayLike
 
 from .. import _validate
 from .._rng import RNGLike, as_generator
 from ._numerics import beyond_float, difference, float_spacing
+
+if TYPE_CHECKING:
+    from pytensor.tensor.variable import TensorVariable
 
 __all__ = ["AdditiveNoise", "Mechanism", "Privacy"]
 
@@ -161,7 +166,7 @@ class Privacy:
             return "zCDP"
         return "pure" if self.delta == 0 else "approximate"
 
-    def to_approx(self, delta) -> Privacy:
+    def to_approx(self, delta: float) -> Privacy:
         r"""Return the :math:`(\varepsilon, \delta)` guarantee this one implies at ``delta``.
 
         The smaller of the two conversions that apply: rho-zCDP gives
@@ -214,7 +219,7 @@ class Privacy:
         """
         if self.rho is not None:
             return Privacy(rho=self.rho, neighbouring=self.neighbouring)
-        if self.delta == 0 and math.isfinite(self.epsilon):
+        if self.epsilon is not None and self.delta == 0 and math.isfinite(self.epsilon):
             # 0.5 eps eps: inf beyond the float range, where eps**2 raises OverflowError
             return Privacy(rho=0.5 * self.epsilon * self.epsilon, neighbouring=self.neighbouring)
         raise ValueError(
@@ -296,7 +301,7 @@ class Mechanism(abc.ABC):
         """``log sup eta(s_dp | s)`` over releases and confidential values."""
 
     # --- generic faces ------------------------------------------------------------
-    def release(self, value, *, rng: RNGLike = None) -> np.ndarray:
+    def release(self, value: ArrayLike, *, rng: RNGLike = None) -> np.ndarray:
         """Release ``value`` through the mechanism (the curator's side).
 
         Parameters
@@ -355,7 +360,7 @@ class Mechanism(abc.ABC):
         """Return what :meth:`_sample` draws from; families with their own bits override it."""
         return as_generator(rng)
 
-    def release_from_uniform(self, value, u) -> np.ndarray:
+    def release_from_uniform(self, value: ArrayLike, u: ArrayLike) -> np.ndarray:
         r"""Release ``value`` as a function of uniforms: the inverse CDF, coordinate-wise.
 
         Parameters
@@ -410,7 +415,7 @@ class Mechanism(abc.ABC):
             "no release_from_uniform"
         )
 
-    def logpdf(self, released, value) -> np.ndarray:
+    def logpdf(self, released: ArrayLike, value: ArrayLike) -> np.ndarray:
         """Log density of a release given confidential values (the analyst's side).
 
         Parameters
@@ -440,7 +445,7 @@ class Mechanism(abc.ABC):
             terms = self._log_density(NUMPY, released, value)
             return self._sum_event(np.asarray(terms, dtype=float))
 
-    def log_max_density_at(self, released) -> float:
+    def log_max_density_at(self, released: ArrayLike) -> float:
         """``log sup_s eta(released | s)``: the bound rejection ABC divides by.
 
         Translation families attain :attr:`log_max_density` at every release;
@@ -466,7 +471,7 @@ class Mechanism(abc.ABC):
         mech, released = self._cells_of(released, cells)
         return np.asarray(mech._log_density(NUMPY, released, np.asarray(s)), dtype=float)
 
-    def _at_cells(self, cells) -> Mechanism:
+    def _at_cells(self, cells) -> Self:
         """Return a copy with its per-cell parameters gathered at the flat indices ``cells``."""
         cells = np.asarray(cells)
         k = max(1, math.prod(self.event_shape))
@@ -478,7 +483,7 @@ class Mechanism(abc.ABC):
             )
         out = copy.copy(self)
         names = self._cell_params
-        if np.ndim(getattr(self, "sensitivity", None)):  # per-cell bounds follow their cells
+        if np.ndim(getattr(self, "sensitivity", 0)):  # per-cell bounds follow their cells
             names = (*names, "sensitivity")
         for name in names:
             value = getattr(self, name)
@@ -494,7 +499,14 @@ class Mechanism(abc.ABC):
             return self, released
         return self._at_cells(cells), released.reshape(-1)[np.asarray(cells)]
 
-    def to_pymc(self, name: str, value, *, observed, tol: float = 1e-10):
+    def to_pymc(
+        self,
+        name: str,
+        value: TensorVariable | ArrayLike,
+        *,
+        observed: ArrayLike,
+        tol: float = 1e-10,
+    ) -> TensorVariable:
         """Add this mechanism's density as a likelihood term to the PyMC model in context.
 
         Parameters
@@ -522,6 +534,29 @@ class Mechanism(abc.ABC):
             The observed variable; ``pm.logp`` of it equals :meth:`logpdf`
             (with a tensor value) or the per-cell marginal log-likelihood.
 
+        Raises
+        ------
+        ValueError
+            If ``value`` (a tensor, array or distribution) does not have the
+            shape required, naming both shapes; a shape known only when the
+            model runs is checked then. If a release of a mechanism other than
+            :class:`~dpinfer.Thresholded` holds NaN.
+
+        Notes
+        -----
+        Posterior predictive draws of the returned variable
+        (``pm.sample_posterior_predictive``, ``pm.draw``) are releases: the
+        confidential value (drawn from the distribution, or the variable's
+        value) plus fresh noise of this mechanism, never confidential values
+        themselves (a suppressed cell of a :class:`~dpinfer.Thresholded`
+        release is drawn at its cut, as PyMC holds it).
+
+        The same cells released by several mechanisms are one call of
+        :func:`dpinfer.to_pymc` with every release; a call of this method per
+        release over one distribution sums a latent value out per release, as
+        if each release came from confidential values of its own, and warns
+        with :class:`~dpinfer.SharedLatentWarning`.
+
         Examples
         --------
         >>> import numpy as np, pymc as pm, dpinfer as dp
@@ -541,6 +576,7 @@ class Mechanism(abc.ABC):
         if not (isinstance(name, str) and name):
             raise TypeError(f"name must be a non-empty str, got {name!r}")
         observed, log_terms = self._pymc_log_terms(self._check_released(observed, "observed"))
+        value = self._pymc_value(value)
         n_event = len(self.event_shape)
 
         def logp(x, v):
@@ -554,10 +590,48 @@ class Mechanism(abc.ABC):
             name,
             value,
             logp=logp,
+            random=self._pymc_random,
             observed=observed,
             signature=f"({core})->({core})",
             dtype="int64" if self.discrete else "floatX",
         )
+
+    def _pymc_random(self, value, rng=None, size=None):
+        """Draw a release at ``value`` as PyMC holds it (posterior predictive draws)."""
+        value = np.asarray(value)
+        if size is not None:
+            value = np.broadcast_to(value, (*tuple(size), *self.event_shape))
+        draws = self._as_observed(np.asarray(self.release(value, rng=rng)))
+        return draws.astype(np.int64) if self.discrete else draws
+
+    def _as_observed(self, released: np.ndarray) -> np.ndarray:
+        """Return a release as a PyMC observed variable holds it (see :class:`Thresholded`)."""
+        return released
+
+    def _pymc_value(self, value):
+        """Return the confidential value of :meth:`to_pymc`, of shape ``event_shape`` exactly.
+
+        A tensor whose shape is known only when the model runs is checked then.
+        """
+        from pytensor.graph.basic import Variable
+
+        from .._tensor_shapes import batch_shape, checked
+
+        if not isinstance(value, Variable):
+            arr = _validate.numeric_array("value", value, confidential=True)
+            if arr.shape != self.event_shape:
+                raise ValueError(
+                    f"value has shape {arr.shape}, which must equal the mechanism's event_shape "
+                    f"{self.event_shape}"
+                )
+            return self._check_value(arr)
+        # a model's variables and pm.Data are tensors; the stubs' Variable declares no dtype
+        dtype = str(value.dtype)  # type: ignore[attr-defined]
+        if dtype.startswith("complex") or dtype == "bool":
+            raise TypeError(f"value must be a real tensor, got dtype {dtype}")
+        shape, target = batch_shape(value), self.event_shape
+        about = "the mechanism's event_shape"
+        return checked(value, shape, name="value", target=target, about=about, exact=True)
 
     def _pymc_log_terms(self, observed: np.ndarray):
         """Return the observed array PyMC holds and the PyTensor log-density terms ``(x, v)``."""
@@ -572,6 +646,8 @@ class Mechanism(abc.ABC):
         that :meth:`logpdf` is exact for every int64 release.
         """
         arr = _validate.numeric_array(name, released)
+        if arr.dtype.kind == "f" and np.isnan(arr).any():
+            raise ValueError(nan_release_message(self, name, np.isnan(arr)))
         keep_int = arr.dtype.kind in "iu" and (self.discrete or beyond_float(arr))
         if not keep_int:
             arr = _validate.finite_array(name, arr)
@@ -657,6 +733,17 @@ class AdditiveNoise(Mechanism):
         zero = np.zeros(self.event_shape)
         terms = self._log_density(NUMPY, zero, zero)
         return np.broadcast_to(np.asarray(terms, dtype=float), self.event_shape).copy()
+
+
+def nan_release_message(mechanism: Mechanism, name: str, nan) -> str:
+    """Say where a release of a mechanism that publishes every cell has NaN, and what fits."""
+    kind = type(mechanism).__name__
+    return (
+        _validate.bad_entries(name, nan, "hold numbers, not NaN")
+        + f". A {kind} release publishes every cell; for a release whose suppressed cells "
+        f"are NaN, use dp.Thresholded({kind}(...), threshold=...), whose density scores a "
+        "suppressed cell as a noisy value below the threshold"
+    )
 
 
 def exact_gap(cut, s) -> np.ndarray:

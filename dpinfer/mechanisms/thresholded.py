@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Self
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate
 from ._numerics import difference
@@ -95,15 +98,16 @@ class Thresholded(Mechanism):
     array([-11.924])
     """
 
-    def __init__(self, mechanism, *, threshold, publish: str = "at_least"):
+    def __init__(
+        self, mechanism: AdditiveNoise, *, threshold: ArrayLike, publish: str = "at_least"
+    ) -> None:
         if isinstance(mechanism, Thresholded) or not isinstance(mechanism, AdditiveNoise):
             raise TypeError(
                 "mechanism must be an additive noise mechanism (Laplace, Gaussian, "
                 f"DiscreteLaplace or DiscreteGaussian), got {type(mechanism).__name__}: "
                 f"{mechanism!r}"
             )
-        if publish not in _PUBLISH:
-            raise ValueError(f"publish must be one of {_PUBLISH}, got {publish!r}")
+        publish = _validate.choice("publish", publish, _PUBLISH)
         self.mechanism = mechanism
         self.event_shape = mechanism.event_shape
         self.publish = publish
@@ -132,7 +136,7 @@ class Thresholded(Mechanism):
         with np.errstate(invalid="ignore"):
             return y > self.threshold if self.publish == "above" else y >= self.threshold
 
-    def suppressed(self, released) -> np.ndarray:
+    def suppressed(self, released: ArrayLike) -> np.ndarray:
         """Which cells of a release are suppressed (NaN), as a boolean array of the event shape."""
         return np.isnan(self._check_released(released))
 
@@ -195,10 +199,15 @@ class Thresholded(Mechanism):
         mech = self if cells is None else self._at_cells(cells)
         return mech._log_suppressed(np.asarray(s))
 
-    def _at_cells(self, cells) -> Thresholded:
+    def _at_cells(self, cells) -> Self:
         out = super()._at_cells(cells)
         out.mechanism = self.mechanism._at_cells(cells)
         return out
+
+    def _as_observed(self, released: np.ndarray) -> np.ndarray:
+        """Put a suppressed cell (NaN) at its cut: PyMC would impute a NaN observation."""
+        cut = np.broadcast_to(self._cut, self.event_shape)
+        return np.where(np.isnan(released), cut, released)
 
     def _pymc_log_terms(self, observed: np.ndarray):
         import pytensor.tensor as pt
@@ -224,7 +233,7 @@ class Thresholded(Mechanism):
         """``log sup`` of the density: per cell, the inner supremum or 1 (suppression)."""
         return float(np.sum(np.maximum(self.mechanism._cell_log_max(), 0.0)))
 
-    def log_max_density_at(self, released) -> float:
+    def log_max_density_at(self, released: ArrayLike) -> float:
         """``log sup_s eta(released | s)``: the inner supremum over published cells.
 
         A suppressed cell's probability tends to 1 as its confidential value

@@ -56,8 +56,8 @@ runs, about 8 minutes of one core). The public seed draws the confidential
 records and the proposals; the privacy noise always comes from OS entropy.
 
 **The package.** :mod:`._prior` holds the parameters and their prior;
-:mod:`._simulator` the birth-death simulator over the numba kernel of
-:mod:`._kernels` and the San Francisco statistics; :mod:`._abcdp` the records,
+:mod:`._simulator` the birth-death simulator over the compiled loop of
+:mod:`._compiled` and the San Francisco statistics; :mod:`._abcdp` the records,
 the distance, the public draws and one ABCDP run; :mod:`._errors` the error
 table over repetitions; :mod:`._run` the command-line example and its report.
 Every public name is imported here.
@@ -102,7 +102,14 @@ from ._abcdp import (
     prior,
     public_draws,
 )
-from ._errors import PAPER_ERRORS, SETTINGS, error_table, summarise_errors
+from ._errors import (
+    PAPER_ERRORS,
+    QUANTILES,
+    SETTINGS,
+    error_table,
+    single_run_errors,
+    summarise_errors,
+)
 from ._prior import (
     ALPHA1_BOUND,
     BETA_MEAN,
@@ -157,6 +164,7 @@ __all__ = [
     "N_RECORDS",
     "Outbreak",
     "PAPER_ERRORS",
+    "QUANTILES",
     "PARAMETERS",
     "P_COMPLIANCE",
     "P_OBSERVED",
@@ -185,6 +193,7 @@ __all__ = [
     "sf_statistics",
     "simulate",
     "simulate_outbreak",
+    "single_run_errors",
     "summarise_errors",
     "summary_statistics",
 ]

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from samplers._sampler_registry import by_name  # tests/ is on the path
 
-from dpinfer.samplers._privacy_seed import check_privacy_rng, seed_words
+from dpinfer.samplers.abcdp._privacy_seed import check_privacy_rng, seed_words
 
 SEEDS = st.integers(min_value=0, max_value=2**96)
 

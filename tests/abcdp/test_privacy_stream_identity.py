@@ -29,8 +29,8 @@ import dpinfer as dp
 import dpinfer.models
 from dpinfer.distances import RandomFeatureMMD
 from dpinfer.mechanisms.svt import SparseVector
-from dpinfer.samplers import _privacy_seed
-from dpinfer.samplers._privacy_seed import CHILDREN, GRANDCHILDREN, check_privacy_rng
+from dpinfer.samplers.abcdp import _privacy_seed
+from dpinfer.samplers.abcdp._privacy_seed import CHILDREN, GRANDCHILDREN, check_privacy_rng
 
 from ._helpers import Recording, abcdp_module, capture, location_model
 

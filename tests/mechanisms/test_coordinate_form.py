@@ -15,7 +15,7 @@ import pytest
 from _mechanism_registry import CASES, case_shape_ids, case_shapes
 
 from dpinfer.mechanisms._coordinate import BINOMIAL
-from dpinfer.samplers._da_kernels import density_with
+from dpinfer.samplers.da._da_kernels import density_with
 
 
 def _form_logpdf(form, values):

@@ -91,6 +91,10 @@ def poisson_count(params, rng):
     return rng.poisson(params["theta"])
 
 
+#: The prior of the SBC problem.
+GAMMA_PRIOR = st.gamma(_poisson.SHAPE, scale=1 / _poisson.RATE)
+
+
 @dataclass(frozen=True)
 class Problem:
     """A Poisson count ``offset + s`` released through ``mechanism`` as ``released``."""
@@ -99,9 +103,10 @@ class Problem:
     mechanism: Any = dp.Laplace(1.0, sensitivity=1.0)
     released: Any = 20.3
     offset: float = 0
+    theta_prior: Any = GAMMA_PRIOR
 
     def prior(self) -> dict:
-        return {"theta": st.gamma(_poisson.SHAPE, scale=1 / _poisson.RATE)}
+        return {"theta": self.theta_prior}
 
 
 PROBLEM = Problem()
@@ -132,7 +137,11 @@ def likelihood_model(problem: Problem) -> dp.Model:
 
 
 def record_model(problem: Problem) -> dp.RecordModel:
-    """One record, the count itself, with the conjugate Gamma update (DA-MCMC)."""
+    """One record, the count itself (DA-MCMC).
+
+    Theta's step is the conjugate update under the Gamma prior, a Metropolis step on the
+    Poisson log-likelihood under any other.
+    """
     simulate = problem.simulate
 
     @functools.wraps(simulate)
@@ -143,7 +152,11 @@ def record_model(problem: Problem) -> dp.RecordModel:
         total = (x - problem.offset).sum(axis=1)
         return {"theta": rng.gamma(_poisson.SHAPE + total, 1 / (_poisson.RATE + x.shape[1]))}
 
-    return dp.RecordModel(problem.prior(), records, lambda x: x, update=update)
+    def loglik(x, params):
+        return st.poisson.logpmf(x - problem.offset, params["theta"][:, None]).sum(axis=1)
+
+    theta_step = {"update": update} if problem.theta_prior is GAMMA_PRIOR else {"loglik": loglik}
+    return dp.RecordModel(problem.prior(), records, lambda x: x, **theta_step)
 
 
 def pseudo_data_model(problem: Problem) -> dp.Model:
@@ -166,7 +179,8 @@ def pymc_build(problem: Problem) -> Callable:
     """The problem as a PyMC build callable (the NUTS reference): the prior, the count's law."""
     import pymc as pm  # not with the module, which executor workers import
 
-    if problem.simulate is not poisson_count or problem.offset:
+    plain = problem.simulate is poisson_count and problem.theta_prior is GAMMA_PRIOR
+    if not plain or problem.offset:
         raise ValueError("the PyMC model is the plain Poisson count only")
 
     def build():
@@ -236,6 +250,7 @@ class Sampler:
     family: str
     without: Mapping[str, str] = field(default_factory=dict)
     boolean_simulations: bool = False  # booleans pass (as records of a binary attribute)
+    draws_from_the_prior: bool = True  # False: simulates at its own iterates only (MCEM)
     several_tasks: Mapping = field(default_factory=dict)  # options splitting a run into tasks
     sbc: Calibration | None = None
     module: str = "dpinfer"
@@ -370,6 +385,7 @@ SAMPLERS: list[Sampler] = [
             batch_size=400,
         ),
         family="mcem",
+        draws_from_the_prior=False,
         without={
             "precision": _NO_PRECISION_WARNING,
             "sbc": "a maximum likelihood estimate, not posterior draws",

@@ -19,7 +19,7 @@ import pytest
 import scipy.stats as st
 
 import dpinfer as dp
-from dpinfer.samplers import _da_kernels
+from dpinfer.samplers.da import _da_kernels
 
 from ._da_references import (
     Z_LIMIT,
@@ -216,7 +216,7 @@ def test_speculative_blocks_reproduce_the_compiled_kernel():
 def test_speculative_sweep_makes_the_kernel_decisions(mechanism):
     # Random sweeps over three-coordinate integer statistics (a third of the offers equal the
     # record they replace, so the sum does not move): same accepted records, same sum.
-    from dpinfer.samplers._da_records import speculative_sweep
+    from dpinfer.samplers.da._records import speculative_sweep
 
     rng = np.random.default_rng(6)
     released = np.array([30.5, 12.0, 61.2])

@@ -14,7 +14,7 @@ import pytest
 import scipy.stats as st
 
 import dpinfer as dp
-from dpinfer.samplers import _estep
+from dpinfer.samplers.mcem import _estep
 
 from ._helpers import poisson_model
 

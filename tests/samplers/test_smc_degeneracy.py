@@ -7,7 +7,7 @@ import pytest
 import scipy.stats as st
 
 import dpinfer as dp
-from dpinfer.samplers._smc_kernels import (
+from dpinfer.samplers.smc._particles import (
     MIN_DISTINCT_FRACTION,
     MIN_PARTICLES_PER_CHAIN,
     warn_if_degenerate,

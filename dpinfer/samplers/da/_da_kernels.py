@@ -22,7 +22,7 @@ import math
 import numba
 import numpy as np
 
-from ..mechanisms._coordinate import GAUSSIAN, LAPLACE
+from ...mechanisms._coordinate import GAUSSIAN, LAPLACE
 
 
 @numba.njit(cache=True, inline="always")

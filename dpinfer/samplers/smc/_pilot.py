@@ -10,7 +10,7 @@ never enter it, only its simulations are counted.
 
 Changing ``m`` inside one run instead (an importance step onto the target
 with more simulations) is exact as well, but its lineage ESS overstated the
-precision (see :mod:`dpinfer.samplers._pseudo_marginal`).
+precision (see :mod:`dpinfer.samplers.smc._pseudo_marginal`).
 
 The target is the move acceptance and not the variance of
 :math:`\log \hat L_m` at the posterior, which Doucet et al. (2015) advise to
@@ -31,10 +31,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._rng import child_sequence
+from ... import _validate
+from ..._rng import child_sequence
+from .._common import check_count
+from .._simulate import BatchSimulator
 from . import _pseudo_marginal as _pm
-from ._common import check_count
-from ._simulate import BatchSimulator
 
 __all__ = [
     "MAX_COUNT",
@@ -146,12 +147,11 @@ def log_density_variance(sim, params: dict, m: int, repeats: int = 4) -> tuple[f
 
 def check_count_option(value) -> int | str:
     """Return ``simulations_per_particle``: a positive integer or ``"auto"``."""
-    if isinstance(value, str):
-        if value != "auto":
-            raise ValueError(
-                f'simulations_per_particle must be a positive integer or "auto", got {value!r}'
-            )
-        return value
+    if isinstance(value, str | list | tuple) or (
+        isinstance(value, np.ndarray) and value.dtype.kind in "USO"
+    ):
+        also = "a positive integer"
+        return _validate.choice("simulations_per_particle", value, ("auto",), alternatives=also)
     return check_count("simulations_per_particle", value)
 
 
