@@ -152,7 +152,7 @@ def _simulated(observed, distance, model, n_proposals, rng, batch_size, executor
         params = prior.sample(sizes[index], chunk_rng)
         with no_writes(name, "params"), outside_domain(name, params):
             pseudo = model.simulate(read_only(params), chunk_rng)
-        pseudo = _validate.numeric_output(pseudo, source="the simulator of pseudo-datasets")
+        pseudo = _validate.numeric_output(pseudo, source=name)
         return {**params, "_distance": distance(observed, pseudo)}
 
     with progress_bar("distances", total=total, enabled=progressbar) as bar:
