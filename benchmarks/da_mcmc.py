@@ -94,9 +94,9 @@ from dpinfer.models import naive_bayes as nb
 from dpinfer.noise.form import NO_TABLE
 from dpinfer.noise.terms import term
 from dpinfer.results import effective_sample_size, to_inference_data
-from dpinfer.samplers import _da_kernels
+from dpinfer.samplers.da import _da_kernels
 
-da_module = importlib.import_module("dpinfer.samplers.da_mcmc")
+da_module = importlib.import_module("dpinfer.samplers.da")
 REFERENCE = Path(__file__).parent.parent / "tests/samplers/data/regression_nuts_reference.npz"
 QUANTILES = (0.05, 0.5, 0.95)
 

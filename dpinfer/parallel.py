@@ -102,7 +102,7 @@ class _TimedExecutor:
         return f"with_timeout({self._executor!r}, {self.chunk_timeout:g})"
 
 
-def with_timeout(executor: Executor, timeout: float):
+def with_timeout(executor: Executor, timeout: float) -> _TimedExecutor:
     """Return ``executor`` with a per-chunk ``timeout`` (seconds), for a sampler's ``executor=``.
 
     A chunk whose result has not arrived ``timeout`` seconds after the sampler starts

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _validate
 from ._compile_once import compiled_once
@@ -25,6 +27,11 @@ from .mechanisms.base import Mechanism
 from .model import Model
 from .results import to_inference_data
 from .samplers._common import check_count, check_options, mechanism_constants, privacy_attrs
+
+if TYPE_CHECKING:
+    import pymc as pm
+
+    from .results import InferenceData
 
 __all__ = ["reference_model", "sample_nuts", "sample_reference"]
 
@@ -36,10 +43,10 @@ REFERENCE = (
 
 def sample_reference(
     model: Model | Callable,
-    mechanism,
-    released,
+    mechanism: Mechanism,
+    released: ArrayLike,
     *,
-    support=None,
+    support: ArrayLike | None = None,
     loglik: Callable | None = None,
     draws: int = 1000,
     tune: int = 1000,
@@ -47,8 +54,8 @@ def sample_reference(
     rng: RNGLike = None,
     progressbar: bool = False,
     var_names: Sequence[str] | None = None,
-    **nuts_kwargs,
-):
+    **nuts_kwargs: Any,
+) -> InferenceData:
     r"""Sample the posterior given a DP release with NUTS on a PyMC model.
 
     Parameters
@@ -161,7 +168,13 @@ def sample_reference(
         )
     _check_nuts_options(draws, tune, chains, rng, progressbar, var_names)
     pymc_model = reference_model(model, mechanism, released, support=support, loglik=loglik)
-    nuts = {"draws": draws, "tune": tune, "chains": chains, "rng": rng, "var_names": var_names}
+    nuts: dict[str, Any] = {
+        "draws": draws,
+        "tune": tune,
+        "chains": chains,
+        "rng": rng,
+        "var_names": var_names,
+    }
     return sample_nuts(
         pymc_model,
         **nuts,
@@ -173,7 +186,14 @@ def sample_reference(
     )
 
 
-def reference_model(model, mechanism, released, *, support=None, loglik=None):
+def reference_model(
+    model: Model | Callable,
+    mechanism: Mechanism,
+    released: ArrayLike,
+    *,
+    support: ArrayLike | None = None,
+    loglik: Callable | None = None,
+) -> pm.Model:
     """Build the PyMC model that :func:`sample_reference` samples, without sampling it.
 
     Parameters
@@ -248,8 +268,14 @@ _NUTS_DEFAULTS = {
 
 
 def sample_nuts(
-    pymc_model, *, mechanism=None, observed=None, constant_data=None, attrs=None, **options
-):
+    pymc_model: pm.Model,
+    *,
+    mechanism: Mechanism | None = None,
+    observed: ArrayLike | None = None,
+    constant_data: Mapping[str, ArrayLike] | None = None,
+    attrs: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> InferenceData:
     """Sample any PyMC model with NUTS and return dpinfer's InferenceData layout.
 
     Parameters
@@ -347,7 +373,11 @@ def sample_nuts(
                 [np.asarray(trace.get_sampler_stats(source, chains=c)) for c in trace.chains]
             )
     divergences = int(np.sum(stats.get("diverging", 0)))
-    groups = {"sample_stats": stats, "observed": observed, "constant_data": constant_data}
+    groups: dict[str, Any] = {
+        "sample_stats": stats,
+        "observed": observed,
+        "constant_data": constant_data,
+    }
     return to_inference_data(
         posterior,
         **groups,

@@ -26,6 +26,7 @@ class Import:
     target: str
     line: int
     top_level: bool
+    type_only: bool = False  # under ``if TYPE_CHECKING:``: read by type checkers, never run
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -47,11 +48,23 @@ def imports(root: Path) -> list[Import]:
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         tree = ast.parse(path.read_text(), filename=str(path))
         top = {id(node) for node in tree.body}
+        typing = {id(node) for block in tree.body if _type_checking(block) for node in block.body}
         for node in ast.walk(tree):
             for target in _targets(node, package, known):
                 if target != name:
-                    out.append(Import(name, target, node.lineno, id(node) in top))
+                    imp = Import(name, target, node.lineno, id(node) in top, id(node) in typing)
+                    out.append(imp)
     return out
+
+
+def _type_checking(node) -> bool:
+    """Whether ``node`` is ``if TYPE_CHECKING:`` (or ``if typing.TYPE_CHECKING:``)."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def import_graph(root: Path) -> dict[str, set[str]]:

@@ -4,8 +4,10 @@ The walker (``tests/_import_graph.py``) reads the source, so an import inside a 
 counts: deferring an import hides a circle at import time, not in the design. A
 function-level import of a dpinfer module is allowed only where it defers an optional or
 heavy dependency that ``import dpinfer`` must not load (the module it imports loads one
-of ``HEAVY`` at its top level). Companions plant a circle and a needless deferred import
-in a small package written for the test, and the checks must find them.
+of ``HEAVY`` at its top level); an import under ``if TYPE_CHECKING:`` is read by type
+checkers only, never run, so it defers nothing (it stays an edge of the graph).
+Companions plant a circle and a needless deferred import in a small package written for
+the test, and the checks must find them.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def _deferred_light_imports(root: Path) -> list[str]:
     return [
         f"{imp.module} (line {imp.line}) imports {imp.target} inside a function"
         for imp in imports(root)
-        if not imp.top_level and imp.target not in heavy
+        if not imp.top_level and not imp.type_only and imp.target not in heavy
     ]
 
 
@@ -93,3 +95,10 @@ def test_companion_a_needless_deferred_import_is_flagged(tmp_path, heavy, flagge
     found = _deferred_light_imports(root)
     assert (found == ["pkg.b (line 3) imports pkg.sub.c inside a function"]) is flagged
     assert found == [] or flagged
+
+
+def test_companion_an_import_for_type_checkers_only_is_not_deferred(tmp_path):
+    typed = "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from .sub.c import x\n"
+    root = _package(tmp_path, {**PLANTED, "b.py": typed, "sub/c.py": "x = 1\n"})
+    assert _deferred_light_imports(root) == []
+    assert import_graph(root)["pkg.b"] == {"pkg.sub.c"}  # still an edge of the graph

@@ -27,7 +27,7 @@ from ._zcdp import zcdp_gaussian, zcdp_to_approx
 __all__ = ["discrete_gaussian_delta", "discrete_gaussian_epsilon", "discrete_gaussian_sigma"]
 
 
-def discrete_gaussian_delta(epsilon, sigma, sensitivity=1) -> float:
+def discrete_gaussian_delta(epsilon: float, sigma: float, sensitivity: int = 1) -> float:
     """Exact delta(epsilon) of the discrete Gaussian mechanism.
 
     Canonne, Kamath & Steinke (2020), Theorem 7: with ``Y ~ N_Z(0, sigma^2)``

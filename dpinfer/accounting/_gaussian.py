@@ -22,7 +22,7 @@ __all__ = [
 ]
 
 
-def gaussian_sigma_classical(epsilon, delta, sensitivity) -> float:
+def gaussian_sigma_classical(epsilon: float, delta: float, sensitivity: float) -> float:
     """Classical calibration ``sigma = sensitivity * sqrt(2 log(1.25/delta)) / epsilon``.
 
     Valid only for ``epsilon < 1`` (Dwork & Roth 2014, Theorem A.1); larger
@@ -39,7 +39,7 @@ def gaussian_sigma_classical(epsilon, delta, sensitivity) -> float:
     return sens * math.sqrt(2.0 * math.log(1.25 / dlt)) / eps
 
 
-def gaussian_delta(epsilon, sigma, sensitivity) -> float:
+def gaussian_delta(epsilon: float, sigma: float, sensitivity: float) -> float:
     """Exact delta(epsilon) of the Gaussian mechanism (Balle & Wang 2018, Theorem 8).
 
     ``delta = Phi(D/(2 sigma) - eps sigma/D) - e^eps Phi(-D/(2 sigma) - eps sigma/D)``
@@ -56,7 +56,7 @@ def gaussian_delta(epsilon, sigma, sensitivity) -> float:
     return float(np.exp(log_first) * -np.expm1(log_second - log_first))
 
 
-def gaussian_sigma_analytic(epsilon, delta, sensitivity) -> float:
+def gaussian_sigma_analytic(epsilon: float, delta: float, sensitivity: float) -> float:
     """Smallest sigma with ``gaussian_delta(epsilon, sigma) <= delta`` (Balle & Wang 2018).
 
     Solved by root finding on the exact delta(epsilon) curve, which decreases in sigma.
@@ -86,7 +86,7 @@ def gaussian_sigma_analytic(epsilon, delta, sensitivity) -> float:
     return math.exp(so.brentq(gap, lo, hi, xtol=1e-14, rtol=1e-15)) * (1 + 1e-12)
 
 
-def gaussian_epsilon(delta, sigma, sensitivity) -> float:
+def gaussian_epsilon(delta: float, sigma: float, sensitivity: float) -> float:
     """Smallest epsilon with ``gaussian_delta(epsilon, sigma) <= delta``."""
     dlt = _validate.probability_open("delta", delta)
     sig = _validate.positive_finite("sigma", sigma)

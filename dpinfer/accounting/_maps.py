@@ -7,6 +7,7 @@ import math
 import numpy as np
 import scipy.optimize as so
 import scipy.special as sc
+from numpy.typing import ArrayLike
 
 from .. import _validate
 
@@ -23,7 +24,7 @@ __all__ = [
 ]
 
 
-def laplace_epsilon(scale, sensitivity) -> float:
+def laplace_epsilon(scale: float, sensitivity: float) -> float:
     """Epsilon of the Laplace mechanism: ``sensitivity / scale`` (l1 sensitivity)."""
     return _validate.positive_finite("sensitivity", sensitivity) / _validate.positive_finite(
         "scale", scale
@@ -33,7 +34,7 @@ def laplace_epsilon(scale, sensitivity) -> float:
 # --- Sparse vector technique -----------------------------------------------------------
 
 
-def svt_epsilon(scale, sensitivity, c, *, resample: bool) -> float:
+def svt_epsilon(scale: float, sensitivity: float, c: int, *, resample: bool) -> float:
     """Epsilon of ABCDP's sparse vector run (Park et al. 2021, Theorem 1).
 
     Threshold noise ``Lap(b)``, query noise ``Lap(2b)``; halting after ``c``
@@ -46,7 +47,7 @@ def svt_epsilon(scale, sensitivity, c, *, resample: bool) -> float:
     return (2 * c if _validate.flag("resample", resample) else c + 1) * sens / b
 
 
-def svt_scale(epsilon, sensitivity, c, *, resample: bool) -> float:
+def svt_scale(epsilon: float, sensitivity: float, c: int, *, resample: bool) -> float:
     """Noise scale ``b`` giving ``epsilon`` in :func:`svt_epsilon` (Theorem 1 inverted)."""
     eps = _validate.positive_finite("epsilon", epsilon)
     sens = _validate.positive_finite("sensitivity", sensitivity)
@@ -57,7 +58,7 @@ def svt_scale(epsilon, sensitivity, c, *, resample: bool) -> float:
 # --- Binomial release ------------------------------------------------------------------
 
 
-def binomial_release_epsilon(n, m, length) -> float:
+def binomial_release_epsilon(n: int, m: float, length: int) -> float:
     """Epsilon of Xiong et al.'s binomial release: ``n L / m`` (Proposition 4)."""
     return (
         _validate.positive_int("n", n)
@@ -69,7 +70,9 @@ def binomial_release_epsilon(n, m, length) -> float:
 # --- ABCDP, arXiv version (Park & Jitkrittum, ABCDP meets DP), Theorems 3.1-3.3 ------
 
 
-def abcdp_gaussian_epsilon(sigma, *, sensitivity, distance_bound, epsilon_abc) -> float:
+def abcdp_gaussian_epsilon(
+    sigma: float, *, sensitivity: float, distance_bound: float, epsilon_abc: float
+) -> float:
     """Per-step epsilon ``h(sigma)`` of rejection ABCDP with Gaussian noise (Theorem 3.1).
 
     ``h(sigma) = min(1, D / sqrt(2 pi sigma^2)) / Phi(min(eps_abc - B, -eps_abc) / sigma)``
@@ -91,7 +94,9 @@ def _abcdp_gaussian_log_h(sigma, sensitivity, bound, epsilon_abc) -> float:
     return log_num - float(sc.log_ndtr(min(epsilon_abc - bound, -epsilon_abc) / sigma))
 
 
-def abcdp_gaussian_sigma(epsilon, *, sensitivity, distance_bound, epsilon_abc) -> float:
+def abcdp_gaussian_sigma(
+    epsilon: float, *, sensitivity: float, distance_bound: float, epsilon_abc: float
+) -> float:
     """Return ``h^{-1}(epsilon)`` by root finding; ``h`` decreases strictly in sigma."""
     eps = _validate.positive_finite("epsilon", epsilon)
     sens = _validate.positive_finite("sensitivity", sensitivity)
@@ -109,7 +114,9 @@ def abcdp_gaussian_sigma(epsilon, *, sensitivity, distance_bound, epsilon_abc) -
     return math.exp(so.brentq(gap, lo, hi, xtol=1e-13))
 
 
-def soft_abcdp_rdp(alpha, sigma, *, sensitivity, epsilon_abc, steps) -> np.ndarray:
+def soft_abcdp_rdp(
+    alpha: ArrayLike, sigma: float, *, sensitivity: float, epsilon_abc: float, steps: int
+) -> np.ndarray:
     """RDP of ``steps`` soft-ABCDP weights (Theorems 3.2-3.3).
 
     ``rdp(alpha) = alpha D^2 T / (2 sigma^2 eps_abc^2)``.
@@ -124,7 +131,9 @@ def soft_abcdp_rdp(alpha, sigma, *, sensitivity, epsilon_abc, steps) -> np.ndarr
     return orders * sens**2 * t / (2 * sig**2 * eps_abc**2)
 
 
-def soft_abcdp_epsilon(sigma, delta, *, sensitivity, epsilon_abc, steps) -> float:
+def soft_abcdp_epsilon(
+    sigma: float, delta: float, *, sensitivity: float, epsilon_abc: float, steps: int
+) -> float:
     """(epsilon, delta)-DP of soft ABCDP, optimising the Renyi order in closed form.
 
     With ``rdp(alpha) = alpha K``, ``min_alpha alpha K + log(1/delta)/(alpha - 1)``
@@ -137,7 +146,9 @@ def soft_abcdp_epsilon(sigma, delta, *, sensitivity, epsilon_abc, steps) -> floa
     return k + 2 * math.sqrt(k * log_inv_delta)
 
 
-def soft_abcdp_sigma(epsilon, delta, *, sensitivity, epsilon_abc, steps) -> float:
+def soft_abcdp_sigma(
+    epsilon: float, delta: float, *, sensitivity: float, epsilon_abc: float, steps: int
+) -> float:
     """Noise ``sigma_soft`` giving ``(epsilon, delta)``: inverts :func:`soft_abcdp_epsilon`."""
     eps = _validate.positive_finite("epsilon", epsilon)
     log_inv_delta = math.log(1 / _validate.probability_open("delta", delta))

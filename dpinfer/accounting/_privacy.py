@@ -96,7 +96,7 @@ class Privacy:
             return "zCDP"
         return "pure" if self.delta == 0 else "approximate"
 
-    def to_approx(self, delta) -> Privacy:
+    def to_approx(self, delta: float) -> Privacy:
         r"""Return the :math:`(\varepsilon, \delta)` guarantee this one implies at ``delta``.
 
         The smaller of the two conversions that apply: rho-zCDP gives
@@ -147,7 +147,7 @@ class Privacy:
         """
         if self.rho is not None:
             return Privacy(rho=self.rho, neighbouring=self.neighbouring)
-        if self.delta == 0 and math.isfinite(self.epsilon):
+        if self.epsilon is not None and self.delta == 0 and math.isfinite(self.epsilon):
             # 0.5 eps eps: inf beyond the float range, where eps**2 raises OverflowError
             return Privacy(rho=0.5 * self.epsilon * self.epsilon, neighbouring=self.neighbouring)
         raise ValueError(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate
 from .._numbers import FLOAT_SCALE_MIN
@@ -12,7 +13,7 @@ from .._numbers import FLOAT_SCALE_MIN
 __all__ = ["rdp_to_approx", "zcdp_gaussian", "zcdp_to_approx"]
 
 
-def zcdp_gaussian(sigma, sensitivity) -> float:
+def zcdp_gaussian(sigma: float, sensitivity: float) -> float:
     """Return the zCDP parameter of a Gaussian: ``rho = D^2 / (2 sigma^2)``.
 
     ``inf`` where rho exceeds the float64 range (a sigma tiny next to ``D``).
@@ -27,7 +28,7 @@ def zcdp_gaussian(sigma, sensitivity) -> float:
     return 0.5 * ratio * ratio
 
 
-def zcdp_to_approx(rho, delta) -> float:
+def zcdp_to_approx(rho: float, delta: float) -> float:
     """Epsilon of a rho-zCDP mechanism at ``delta``: ``rho + 2 sqrt(rho log(1/delta))``.
 
     Bun & Steinke (2016), Proposition 1.3; ``inf`` for ``rho = inf`` or beyond the
@@ -38,7 +39,7 @@ def zcdp_to_approx(rho, delta) -> float:
     return r + 2 * math.sqrt(r * math.log(1 / dlt))
 
 
-def rdp_to_approx(orders, rdp_epsilons, delta) -> float:
+def rdp_to_approx(orders: ArrayLike, rdp_epsilons: ArrayLike, delta: float) -> float:
     """Convert Renyi-DP curves to (epsilon, delta)-DP.
 
     ``eps = min_alpha rdp(alpha) + log(1/delta) / (alpha - 1)`` (Mironov 2017,

@@ -55,7 +55,8 @@ class GaussianVerification:
     @property
     def holds(self) -> bool:
         """Whether the claim holds: ``epsilon <= claimed epsilon`` (up to root-finding slack)."""
-        return self.epsilon <= self.claimed.epsilon * (1 + _RTOL) + 1e-12
+        bound = self.claimed.epsilon  # never None: verify_gaussian refuses a zCDP-only claim
+        return bound is not None and self.epsilon <= bound * (1 + _RTOL) + 1e-12
 
     def __str__(self) -> str:
         verdict = "holds" if self.holds else "REFUTED"
@@ -66,7 +67,7 @@ class GaussianVerification:
         )
 
 
-def gaussian_pld_delta(epsilon, mu) -> float:
+def gaussian_pld_delta(epsilon: float, mu: float) -> float:
     r"""Hockey-stick divergence of ``N(0, 1)`` and ``N(mu, 1)`` from the privacy loss law.
 
     Parameters
@@ -216,13 +217,14 @@ def _gaussian_worst_shift(mech: Gaussian) -> tuple[float, str]:
 @_exact_loss.register
 def _discrete_worst_case(mech: DiscreteGaussian, claimed: Privacy):
     sigmas = np.unique(mech.sigma)
-    if sigmas.size > 1 or np.ndim(mech.sensitivity) or float(mech.sensitivity) % 1:
+    sensitivity = mech.sensitivity
+    if sensitivity is None or sigmas.size > 1 or np.ndim(sensitivity) or float(sensitivity) % 1:
         raise ValueError(
             "verify_gaussian verifies a DiscreteGaussian with one sigma and an integer scalar "
             f"sensitivity, got sigma={mech.sigma.tolist()} and sensitivity="
-            f"{np.asarray(mech.sensitivity).tolist()}; audit per-cell releases with audit_epsilon"
+            f"{np.asarray(sensitivity).tolist()}; audit per-cell releases with audit_epsilon"
         )
-    sens = int(mech.sensitivity)
+    sens = int(sensitivity)
     sigma = float(sigmas[0])
     dims = max(1, math.prod(mech.event_shape))
     points = 4 * sens * (math.ceil(40 * sigma) + 50) * min(dims, sens * sens)

@@ -6,6 +6,7 @@ import hashlib
 from collections import deque
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from .. import _validate
 
@@ -17,7 +18,7 @@ __all__ = ["DataDerived", "fingerprint_rows", "recent_data_derived", "record_row
 _RECENT: deque[tuple[float, frozenset[bytes]]] = deque(maxlen=256)
 
 
-def fingerprint_rows(data, *, dtype=float) -> frozenset[bytes]:
+def fingerprint_rows(data: ArrayLike, *, dtype: DTypeLike = float) -> frozenset[bytes]:
     """Hashes of the rows of ``data`` (first axis), to recognise confidential data later.
 
     With ``dtype=np.float32`` rows are hashed at single precision, so that a
@@ -30,7 +31,7 @@ def fingerprint_rows(data, *, dtype=float) -> frozenset[bytes]:
     return frozenset(hashlib.blake2b(r.tobytes(), digest_size=16).digest() for r in rows)
 
 
-def record_rows(data) -> frozenset[bytes]:
+def record_rows(data: ArrayLike) -> frozenset[bytes]:
     """Hash the records of ``data`` as provenance compares them: rows at float32 precision."""
     return fingerprint_rows(data, dtype=np.float32)
 
@@ -50,7 +51,7 @@ class DataDerived(float):
         _RECENT.append((float(obj), obj.rows))
         return obj
 
-    def derived_from(self, observed) -> bool:
+    def derived_from(self, observed: ArrayLike) -> bool:
         """Whether any row of ``observed`` was among the data this setting came from.
 
         A setting computed from even one confidential record depends on it.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._derived import DataDerived, fingerprint_rows, recent_data_derived, record_rows
 from .provenance import leaked_settings
@@ -20,7 +21,7 @@ class Distance(abc.ABC):
     """
 
     @abc.abstractmethod
-    def __call__(self, observed, pseudo) -> np.ndarray:
+    def __call__(self, observed: ArrayLike, pseudo: ArrayLike) -> np.ndarray:
         """Distances ``rho(observed, pseudo[t])`` for every ``t``, shape ``(T,)``."""
 
     @abc.abstractmethod
@@ -31,7 +32,7 @@ class Distance(abc.ABC):
         """Named settings of the distance (bandwidths, clip bounds, ...)."""
         return {}
 
-    def confidential_settings(self, observed) -> list[str]:
+    def confidential_settings(self, observed: ArrayLike) -> list[str]:
         """Names of settings computed from ``observed`` (the confidential data), or copies.
 
         See :func:`dpinfer.distances.provenance.leaked_settings` for what is

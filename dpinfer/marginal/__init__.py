@@ -42,19 +42,35 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate
 from ..mechanisms._pymc import register_latent_handler
 from ..mechanisms.base import Mechanism
 from ._latent import Latent, SharedLatentWarning, is_unregistered_distribution, read_latent
 
+if TYPE_CHECKING:
+    from pytensor.tensor.variable import TensorVariable
+
+    from ..mechanisms.base import Mechanism
+
 __all__ = ["SharedLatentWarning", "is_unregistered_distribution", "to_pymc"]
 
 DEFAULT_TOL = 1e-10
 
 
-def to_pymc(name: str, dist, *, observed, totals=None, tol: float = DEFAULT_TOL):
+def to_pymc(
+    name: str,
+    dist: TensorVariable,
+    *,
+    observed: Sequence[tuple[Mechanism, ArrayLike]],
+    totals: tuple[ArrayLike, ArrayLike] | None = None,
+    tol: float = DEFAULT_TOL,
+) -> TensorVariable:
     r"""Add releases of a latent confidential value to the PyMC model in context, summed out.
 
     Parameters

@@ -92,12 +92,12 @@ class LatentFamily:
     log_concave: Callable
     scores: Callable
     sample: Callable
-    ratio_bound: Callable = None
+    ratio_bound: Callable | None = None
     has_statistic: bool = False
-    statistic: Callable = None
-    statistic_step: Callable = None
-    at_boundary: Callable = None
-    boundary_scores: Callable = None
+    statistic: Callable | None = None
+    statistic_step: Callable | None = None
+    at_boundary: Callable | None = None
+    boundary_scores: Callable | None = None
     poisson_fast_path: bool = False
 
     def __post_init__(self):

@@ -40,7 +40,8 @@ class GroupTotalsLogp(Op):
         self.family = family
         self.tol = float(tol)
 
-    def make_node(self, a, b, form, table, starts, totals):
+    # PyTensor's Ops name their inputs (the base class takes *inputs)
+    def make_node(self, a, b, form, table, starts, totals):  # type: ignore[override]
         a = pt.as_tensor_variable(a).astype("float64")
         b = pt.as_tensor_variable(b).astype("float64")
         rest = [pt.as_tensor_variable(x) for x in (form, table, starts, totals)]
@@ -76,7 +77,8 @@ class GroupTotalsLogp(Op):
         return [[True, True, True]] * 2 + [[False] * 3] * 4
 
     def grad(self, inputs, output_grads):
-        _, score_a, score_b = self(*inputs)
+        # an Op's outputs are a list, which the stubs leave a union
+        _, score_a, score_b = self(*inputs)  # type: ignore[misc]
         constants = [disconnected_type() for _ in inputs[2:]]
         for name, extra in zip(("score_a", "score_b"), output_grads[1:], strict=True):
             if not isinstance(extra.type, DisconnectedType):
@@ -97,7 +99,8 @@ def group_logp(family: LatentFamily, a, b, forms: list[np.ndarray], groups: Grou
     order = groups.order
     form, table = joined_form([f[order] for f in forms])
     op = GroupTotalsLogp(family, tol)
-    return op(
+    # an Op's outputs are a list, which the stubs leave a union
+    return op(  # type: ignore[index]
         a[order],
         b[order],
         pt.constant(as_matrix(form)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import importlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
@@ -21,6 +22,10 @@ _SUPPORTED = (
     "and mixtures of them (Mixture with a list of components, ZeroInflatedPoisson, "
     "ZeroInflatedBinomial, ZeroInflatedNegativeBinomial)"
 )
+
+
+if TYPE_CHECKING:
+    from pytensor.tensor.variable import TensorVariable
 
 
 class SharedLatentWarning(UserWarning):
@@ -64,7 +69,7 @@ class Latent:
     params: tuple
     discrete: bool
     components: tuple = ()
-    op: object = None
+    op: Any = None
 
     def tensors(self) -> list:
         """Every parameter tensor, the components' after the mixture's weights."""
@@ -112,10 +117,12 @@ class Latent:
             return rng.normal(own[0], own[1], size=size)
         if self.kind == "quadrature":
             return self.op.rng_fn(rng, *own, size)
+        if self.family is None:  # a kernel latent always has its family
+            raise TypeError(f"a {self.kind} latent has no sampler")
         return self.family.sample(rng, own[0], own[1], size)
 
 
-def is_unregistered_distribution(value) -> bool:
+def is_unregistered_distribution(value: object) -> TypeGuard[TensorVariable]:
     """Whether ``value`` is a PyMC distribution made with ``.dist(...)`` (not a model variable)."""
     from pytensor.tensor.random.op import RandomVariable
     from pytensor.tensor.variable import TensorVariable
@@ -179,6 +186,6 @@ def kernel_family(op) -> LatentFamily | None:
 
 
 @functools.cache
-def _op_class(path: str) -> type:
+def _op_class(path: str) -> type[Any]:
     module, name = path.split(":")
     return getattr(importlib.import_module(module), name)

@@ -49,7 +49,8 @@ class MarginalLogp(Op):
         self.family = family
         self.tol = float(tol)
 
-    def make_node(self, a, b, form, table, state):
+    # PyTensor's Ops name their inputs (the base class takes *inputs)
+    def make_node(self, a, b, form, table, state):  # type: ignore[override]
         a = pt.as_tensor_variable(a).astype("float64")
         b = pt.as_tensor_variable(b).astype("float64")
         form, table, state = (pt.as_tensor_variable(x) for x in (form, table, state))
@@ -86,7 +87,8 @@ class MarginalLogp(Op):
         return [[True, True, True, False]] * 2 + [[False] * 4] * 3
 
     def grad(self, inputs, output_grads):
-        _, score_a, score_b, _ = self(*inputs)
+        # an Op's outputs are a list, which the stubs leave a union
+        _, score_a, score_b, _ = self(*inputs)  # type: ignore[misc]
         constants = [disconnected_type() for _ in inputs[2:]]
         for name, extra in zip(("score_a", "score_b"), output_grads[1:3], strict=True):
             if not isinstance(extra.type, DisconnectedType):

@@ -141,8 +141,8 @@ def _checked_tensors(dist, latent: Latent, cells: tuple[int, ...]) -> list:
     op = dist.owner.op
     size = op.size_param(dist.owner) if isinstance(op, RandomVariable) else None
     if size is not None and not isinstance(size, Constant) and size.type.ndim == 1:
-        size_check = {"name": f"dist ({kind}) size", "target": cells, "about": about}
-        tensors[0] = checked(tensors[0], size, **size_check, exact=False)
+        label = f"dist ({kind}) size"
+        tensors[0] = checked(tensors[0], size, name=label, target=cells, about=about, exact=False)
     return tensors
 
 
@@ -208,7 +208,9 @@ def _cells_logp(family, a, b, forms, tol):
     # updates in place (any value gives the same sums), one state per observed table
     state = pytensor.shared(np.full((forms[0].size, STATE), np.nan), name="marginal_state")
     op = MarginalLogp(family, tol)
-    return op(a, b, pt.constant(as_matrix(form)), pt.constant(table), state)[0]
+    constants = pt.constant(as_matrix(form)), pt.constant(table)
+    # an Op's outputs are a list, which the stubs leave a union
+    return op(a, b, *constants, state)[0]  # type: ignore[index]
 
 
 def _normal_logp(params, forms, cells):

@@ -139,7 +139,8 @@ def _held_fixed_op():
     class HeldFixed(Op):
         __props__ = ()
 
-        def make_node(self, x):
+        # PyTensor's Ops name their inputs (the base class takes *inputs)
+        def make_node(self, x):  # type: ignore[override]
             x = as_tensor_variable(x)
             return Apply(self, [x], [x.type()])
 
@@ -204,7 +205,8 @@ def _noise_terms_op():
     class NoiseTerms(Op):
         __props__ = ()
 
-        def make_node(self, s, form):
+        # PyTensor's Ops name their inputs (the base class takes *inputs)
+        def make_node(self, s, form):  # type: ignore[override]
             s = as_tensor_variable(s).astype("float64")
             return Apply(self, [s, as_tensor_variable(form)], [s.type()])
 

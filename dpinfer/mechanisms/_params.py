@@ -178,7 +178,7 @@ def budget_per_cell(
     else:
         shape = as_shape(event_shape)
     sens = sensitivity_array(sensitivity, shape, integer=integer, l2=l2)
-    if sens.ndim and not arr.ndim:
+    if sens_shape and not arr.ndim:
         raise ValueError(
             f"{name} is a scalar but sensitivity is per cell: give {name} per cell too (the "
             f"split of the budget; the guarantee is their sum), got {name}={budget!r}"
@@ -210,7 +210,7 @@ def gaussian_privacy(mechanism, *, values: str):
     """Return the guarantee of Gaussian noise (continuous or discrete) for its sensitivity.
 
     rho-zCDP only without ``delta``; with it, the epsilon kept from calibration,
-    else ``mechanism._epsilon_at_delta(rho, sensitivity)``. ``values`` names what
+    else ``mechanism._epsilon_at_delta(rho, sensitivity, delta)``. ``values`` names what
     the neighbours change (see :func:`neighbouring`).
     """
     sens = require_sensitivity(mechanism)
@@ -220,7 +220,7 @@ def gaussian_privacy(mechanism, *, values: str):
         return Privacy(rho=rho, neighbouring=text)
     eps = mechanism._calibrated_epsilon
     if eps is None:
-        eps = mechanism._epsilon_at_delta(rho, sens)
+        eps = mechanism._epsilon_at_delta(rho, sens, mechanism.delta)
     return Privacy(epsilon=eps, delta=mechanism.delta, rho=rho, neighbouring=text)
 
 

@@ -94,8 +94,10 @@ def _checked_value(mechanism, value):
                 f"{mechanism.event_shape}"
             )
         return mechanism._check_value(arr)
-    if str(value.dtype).startswith("complex") or value.dtype == "bool":
-        raise TypeError(f"value must be a real tensor, got dtype {value.dtype}")
+    # a model's variables and pm.Data are tensors; the stubs' Variable declares no dtype
+    dtype = str(value.dtype)  # type: ignore[attr-defined]
+    if dtype.startswith("complex") or dtype == "bool":
+        raise TypeError(f"value must be a real tensor, got dtype {dtype}")
     shape, target = batch_shape(value), mechanism.event_shape
     about = "the mechanism's event_shape"
     return checked(value, shape, name="value", target=target, about=about, exact=True)

@@ -40,7 +40,8 @@ class DiscreteGaussianLogCDF(Op):
 
     __props__ = ()
 
-    def make_node(self, x, sigma):
+    # PyTensor's Ops name their inputs (the base class takes *inputs)
+    def make_node(self, x, sigma):  # type: ignore[override]
         x, sigma = pt.broadcast_arrays(pt.as_tensor_variable(x), pt.as_tensor_variable(sigma))
         out = pt.TensorType("float64", shape=x.type.shape)()
         return Apply(self, [x, sigma], [out])

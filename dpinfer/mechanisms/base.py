@@ -15,8 +15,10 @@ from __future__ import annotations
 import abc
 import copy
 import math
+from typing import TYPE_CHECKING, Self
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate
 from .._rng import RNGLike, as_generator
@@ -24,6 +26,9 @@ from ..accounting import Privacy
 from ._namespaces import NUMPY, pytensor_namespace
 from ._numerics import beyond_float, float_spacing
 from ._pymc import observe
+
+if TYPE_CHECKING:
+    from pytensor.tensor.variable import TensorVariable
 
 __all__ = ["Mechanism", "Privacy"]
 
@@ -99,7 +104,7 @@ class Mechanism(abc.ABC):
         """``log sup eta(s_dp | s)`` over releases and confidential values."""
 
     # --- generic faces ------------------------------------------------------------
-    def release(self, value, *, rng: RNGLike = None) -> np.ndarray:
+    def release(self, value: ArrayLike, *, rng: RNGLike = None) -> np.ndarray:
         """Release ``value`` through the mechanism (the curator's side).
 
         Parameters
@@ -173,7 +178,7 @@ class Mechanism(abc.ABC):
         """Return what :meth:`_sample` draws from; families with their own bits override it."""
         return as_generator(rng)
 
-    def release_from_uniform(self, value, u) -> np.ndarray:
+    def release_from_uniform(self, value: ArrayLike, u: ArrayLike) -> np.ndarray:
         r"""Release ``value`` as a function of uniforms: the inverse CDF, coordinate-wise.
 
         Parameters
@@ -228,7 +233,7 @@ class Mechanism(abc.ABC):
             "no release_from_uniform"
         )
 
-    def logpdf(self, released, value) -> np.ndarray:
+    def logpdf(self, released: ArrayLike, value: ArrayLike) -> np.ndarray:
         """Log density of a release given confidential values (the analyst's side).
 
         Parameters
@@ -258,7 +263,7 @@ class Mechanism(abc.ABC):
             terms = self._log_density(NUMPY, released, value)
             return self._sum_event(np.asarray(terms, dtype=float))
 
-    def log_max_density_at(self, released) -> float:
+    def log_max_density_at(self, released: ArrayLike) -> float:
         """``log sup_s eta(released | s)``: the bound rejection ABC divides by.
 
         Translation families attain :attr:`log_max_density` at every release;
@@ -267,7 +272,7 @@ class Mechanism(abc.ABC):
         self._check_released(released)
         return self.log_max_density
 
-    def cell_form(self, released) -> np.ndarray | None:
+    def cell_form(self, released: ArrayLike) -> np.ndarray | None:
         """Return the per-cell form of a release, for compiled consumers, or None.
 
         Parameters
@@ -308,7 +313,7 @@ class Mechanism(abc.ABC):
         mech, released = self._cells_of(released, cells)
         return np.asarray(mech._log_density(NUMPY, released, np.asarray(s)), dtype=float)
 
-    def _at_cells(self, cells) -> Mechanism:
+    def _at_cells(self, cells) -> Self:
         """Return a copy with its per-cell parameters gathered at the flat indices ``cells``."""
         cells = np.asarray(cells)
         k = max(1, math.prod(self.event_shape))
@@ -320,7 +325,7 @@ class Mechanism(abc.ABC):
             )
         out = copy.copy(self)
         names = self._cell_params
-        if np.ndim(getattr(self, "sensitivity", None)):  # per-cell bounds follow their cells
+        if np.ndim(getattr(self, "sensitivity", 0)):  # per-cell bounds follow their cells
             names = (*names, "sensitivity")
         for name in names:
             value = getattr(self, name)
@@ -336,7 +341,15 @@ class Mechanism(abc.ABC):
             return self, released
         return self._at_cells(cells), released.reshape(-1)[np.asarray(cells)]
 
-    def to_pymc(self, name: str, value, *, observed, totals=None, tol: float = 1e-10):
+    def to_pymc(
+        self,
+        name: str,
+        value: TensorVariable | ArrayLike,
+        *,
+        observed: ArrayLike,
+        totals: tuple[ArrayLike, ArrayLike] | None = None,
+        tol: float = 1e-10,
+    ) -> TensorVariable:
         """Add this mechanism's density as a likelihood term to the PyMC model in context.
 
         Parameters
@@ -411,7 +424,7 @@ class Mechanism(abc.ABC):
         return observed, lambda x, v: self._log_density(pt_ns, x, v)
 
     # --- shape handling -----------------------------------------------------------
-    def check_released(self, released, *, name: str = "released") -> np.ndarray:
+    def check_released(self, released: ArrayLike, *, name: str = "released") -> np.ndarray:
         """Return one release as :meth:`logpdf` reads it, or raise naming what is wrong.
 
         Parameters
@@ -436,7 +449,7 @@ class Mechanism(abc.ABC):
         """
         return self._check_released(released, name)
 
-    def check_value(self, value) -> np.ndarray:
+    def check_value(self, value: ArrayLike) -> np.ndarray:
         """Return confidential values ``(*batch, *event_shape)`` as :meth:`logpdf` reads them.
 
         Errors name the shape and the positions of bad entries, never their values.

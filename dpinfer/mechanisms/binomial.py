@@ -7,6 +7,7 @@ import math
 import numpy as np
 import scipy.special as sc
 import scipy.stats as st
+from numpy.typing import ArrayLike
 
 from .. import _validate, accounting
 from ..noise import form as cells
@@ -56,7 +57,7 @@ class BinomialRelease(Mechanism):
 
     discrete = True
 
-    def __init__(self, *, n, m, population, length):
+    def __init__(self, *, n: int, m: float, population: int, length: int) -> None:
         # n trials per coordinate are drawn by NumPy's binomial (int64), so sizes are bounded
         self.n = _validate.size("n", n)
         self.m = _validate.positive_finite("m", m)
@@ -64,14 +65,16 @@ class BinomialRelease(Mechanism):
         self.event_shape = (_validate.size("length", length),)
 
     @classmethod
-    def from_privacy(cls, *, epsilon, n, population, length) -> BinomialRelease:
+    def from_privacy(
+        cls, *, epsilon: float, n: int, population: int, length: int
+    ) -> BinomialRelease:
         """Choose ``m = n L / epsilon`` so that Proposition 4 gives ``epsilon``."""
         eps = _validate.positive_finite("epsilon", epsilon)
         n = _validate.size("n", n)
         length = _validate.size("length", length)
         return cls(n=n, m=n * length / eps, population=population, length=length)
 
-    def success_probability(self, value):
+    def success_probability(self, value: ArrayLike) -> np.ndarray:
         """``(I + m) / (K + 2m)`` for confidential counts ``I``."""
         return (np.asarray(value) + self.m) / (self.population + 2 * self.m)
 
@@ -129,7 +132,7 @@ class BinomialRelease(Mechanism):
         mode = math.floor((self.n + 1) * p_min)
         return self.event_shape[0] * float(st.binom.logpmf(mode, self.n, p_min))
 
-    def log_max_density_at(self, released) -> float:
+    def log_max_density_at(self, released: ArrayLike) -> float:
         """``log max_I eta(released | I)``: per coordinate, I nearest to ``s (K + 2m)/n - m``."""
         s = self._check_released(released)
         best = s / self.n * (self.population + 2 * self.m) - self.m

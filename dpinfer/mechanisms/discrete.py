@@ -7,6 +7,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate, accounting
 from .._numbers import INTEGER_SCALE_MAX, check_range, fsum_or_inf
@@ -53,15 +54,25 @@ class _IntegerNoise(AdditiveNoise):
 
     discrete = True
 
+    # set by each family
+    _param_name: str
+    _log_norm: np.ndarray
+    sensitivity: int | np.ndarray | None
+
     @staticmethod
     @abc.abstractmethod
-    def _exact_sampler(params, size: int, source, cells) -> np.ndarray:
+    def _exact_sampler(params, size: int, source, cells, /) -> np.ndarray:
         """``size`` exact draws given the rational parameter of each group and a bit source."""
 
     @staticmethod
     @abc.abstractmethod
     def _rational(value: float) -> Fraction:
         """Return one group's parameter (a float) as the exact rational the sampler uses."""
+
+    @staticmethod
+    @abc.abstractmethod
+    def _noise_quantile(u: np.ndarray, param: float, /) -> np.ndarray:
+        """Return the noise at uniforms ``u`` for one group's parameter."""
 
     @property
     @abc.abstractmethod
@@ -165,7 +176,13 @@ class DiscreteLaplace(_IntegerNoise):
     _param_name = "scale"
     _cell_params = ("scale", "_log_norm", "_log1p_p")
 
-    def __init__(self, scale, *, sensitivity=None, event_shape=None):
+    def __init__(
+        self,
+        scale: ArrayLike,
+        *,
+        sensitivity: ArrayLike | None = None,
+        event_shape: int | tuple[int, ...] | None = None,
+    ) -> None:
         self.scale, self.event_shape = noise_array("scale", scale, event_shape)
         check_range(
             "scale",
@@ -186,7 +203,13 @@ class DiscreteLaplace(_IntegerNoise):
         self._log1p_p = self._per_group(lambda t: math.log1p(math.exp(-1 / t)))
 
     @classmethod
-    def from_privacy(cls, *, epsilon, sensitivity, event_shape=None) -> DiscreteLaplace:
+    def from_privacy(
+        cls,
+        *,
+        epsilon: ArrayLike,
+        sensitivity: ArrayLike,
+        event_shape: int | tuple[int, ...] | None = None,
+    ) -> DiscreteLaplace:
         """Calibrate ``scale = sensitivity / epsilon``, cell by cell.
 
         ``sensitivity`` (the l1 sensitivity, an integer, or one per cell) is
@@ -301,7 +324,14 @@ class DiscreteGaussian(_IntegerNoise):
     _param_name = "sigma"
     _cell_params = ("sigma", "_log_norm")
 
-    def __init__(self, sigma, *, sensitivity=None, delta=None, event_shape=None):
+    def __init__(
+        self,
+        sigma: ArrayLike,
+        *,
+        sensitivity: ArrayLike | None = None,
+        delta: float | None = None,
+        event_shape: int | tuple[int, ...] | None = None,
+    ) -> None:
         self.sigma, self.event_shape = noise_array("sigma", sigma, event_shape)
         check_sigma(self.sigma)
         self.sensitivity = scalar_or_cells(
@@ -313,7 +343,14 @@ class DiscreteGaussian(_IntegerNoise):
         self._calibrated_epsilon = None
 
     @classmethod
-    def from_privacy(cls, *, epsilon, delta, sensitivity, event_shape=()) -> DiscreteGaussian:
+    def from_privacy(
+        cls,
+        *,
+        epsilon: float,
+        delta: float,
+        sensitivity: int,
+        event_shape: int | tuple[int, ...] | None = (),
+    ) -> DiscreteGaussian:
         """Smallest sigma whose exact delta(epsilon) is at most ``delta`` (scalar releases).
 
         ``sensitivity`` (the l2 sensitivity, an integer) is required, as in every
@@ -335,7 +372,13 @@ class DiscreteGaussian(_IntegerNoise):
         return mech
 
     @classmethod
-    def from_zcdp(cls, *, rho, sensitivity, event_shape=None) -> DiscreteGaussian:
+    def from_zcdp(
+        cls,
+        *,
+        rho: ArrayLike,
+        sensitivity: ArrayLike,
+        event_shape: int | tuple[int, ...] | None = None,
+    ) -> DiscreteGaussian:
         """Calibrate ``sigma = sensitivity / sqrt(2 rho)``, cell by cell, for rho-zCDP.
 
         As :meth:`Gaussian.from_zcdp`, with integer sensitivities (a scalar, or
@@ -380,11 +423,11 @@ class DiscreteGaussian(_IntegerNoise):
         """The guarantee for the declared sensitivity (see Notes)."""
         return gaussian_privacy(self, values="integer values")
 
-    def _epsilon_at_delta(self, rho: float, sens) -> float:
+    def _epsilon_at_delta(self, rho: float, sens, delta: float) -> float:
         if self._dimension == 1:
             one_sigma, one_sens = float(self.sigma.ravel()[0]), int(np.ravel(sens)[0])
-            return discrete_gaussian_epsilon(one_sigma, self.delta, one_sens, 1)
-        return accounting.zcdp_to_approx(rho, self.delta)
+            return discrete_gaussian_epsilon(one_sigma, delta, one_sens, 1)
+        return accounting.zcdp_to_approx(rho, delta)
 
     @property
     def _dimension(self) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._numbers import fsum_or_inf
 from ..noise import form as cells
@@ -73,13 +74,25 @@ class Laplace(AdditiveNoise):
     array([-2.383, -3.783])
     """
 
-    def __init__(self, scale, *, sensitivity=None, event_shape=None):
+    def __init__(
+        self,
+        scale: ArrayLike,
+        *,
+        sensitivity: ArrayLike | None = None,
+        event_shape: int | tuple[int, ...] | None = None,
+    ) -> None:
         self.scale, self.event_shape = noise_array("scale", scale, event_shape)
         check_float_scale("scale", self.scale)
         self.sensitivity = sensitivity_array(sensitivity, self.event_shape)
 
     @classmethod
-    def from_privacy(cls, *, epsilon, sensitivity, event_shape=None) -> Laplace:
+    def from_privacy(
+        cls,
+        *,
+        epsilon: ArrayLike,
+        sensitivity: ArrayLike,
+        event_shape: int | tuple[int, ...] | None = None,
+    ) -> Laplace:
         r"""Calibrate ``scale = sensitivity / epsilon``, cell by cell (l1 sensitivity).
 
         Parameters

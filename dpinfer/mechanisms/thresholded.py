@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Self
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate
 from ._additive import AdditiveNoise, exact_gap
@@ -97,7 +100,9 @@ class Thresholded(Mechanism):
     array([-11.924])
     """
 
-    def __init__(self, mechanism, *, threshold, publish: str = "at_least"):
+    def __init__(
+        self, mechanism: AdditiveNoise, *, threshold: ArrayLike, publish: str = "at_least"
+    ) -> None:
         if isinstance(mechanism, Thresholded) or not isinstance(mechanism, AdditiveNoise):
             raise TypeError(
                 "mechanism must be an additive noise mechanism (Laplace, Gaussian, "
@@ -133,7 +138,7 @@ class Thresholded(Mechanism):
         with np.errstate(invalid="ignore"):
             return y > self.threshold if self.publish == "above" else y >= self.threshold
 
-    def suppressed(self, released) -> np.ndarray:
+    def suppressed(self, released: ArrayLike) -> np.ndarray:
         """Which cells of a release are suppressed (NaN), as a boolean array of the event shape."""
         return np.isnan(self._check_released(released))
 
@@ -221,6 +226,8 @@ class Thresholded(Mechanism):
         self._refuse_impossible(suppressed, values)
         inner = values.astype(np.int64 if self.discrete else float)
         form = self.mechanism._cell_form(inner)
+        if form is None:  # an inner family without a per-cell form
+            return None
         form["suppressed"] = suppressed.reshape(-1)
         return form
 
@@ -234,7 +241,7 @@ class Thresholded(Mechanism):
                 f"threshold= and publish={self.publish!r}"
             )
 
-    def _at_cells(self, cells) -> Thresholded:
+    def _at_cells(self, cells) -> Self:
         out = super()._at_cells(cells)
         out.mechanism = self.mechanism._at_cells(cells)
         return out
@@ -268,7 +275,7 @@ class Thresholded(Mechanism):
         """``log sup`` of the density: per cell, the inner supremum or 1 (suppression)."""
         return float(np.sum(np.maximum(self.mechanism._cell_log_max(), 0.0)))
 
-    def log_max_density_at(self, released) -> float:
+    def log_max_density_at(self, released: ArrayLike) -> float:
         """``log sup_s eta(released | s)``: the inner supremum over published cells.
 
         A suppressed cell's probability tends to 1 as its confidential value

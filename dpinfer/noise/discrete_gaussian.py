@@ -12,9 +12,11 @@ part of the CDF near the bulk comes from the midpoint Euler-Maclaurin series.
 from __future__ import annotations
 
 import math
+from typing import TypeVar
 
 import numba as nb
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
 from .._numbers import INTEGER_SCALE_MAX, check_range
@@ -49,7 +51,10 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 _JIT = {"cache": True, "error_model": "numpy"}
 
 
-def check_sigma(sigma: float) -> float:
+_Sigma = TypeVar("_Sigma", float, np.ndarray)  # one sigma, or one per cell
+
+
+def check_sigma(sigma: _Sigma) -> _Sigma:
     """Refuse a discrete Gaussian sigma outside ``[SIGMA_MIN, 2**53]``, saying why."""
     return check_range(
         "sigma",
@@ -177,14 +182,14 @@ def _log_cdf_many(k, sigma, log_z):
     return out
 
 
-def euler_maclaurin_log_cdf(k, sigma: float) -> np.ndarray:
+def euler_maclaurin_log_cdf(k: ArrayLike, sigma: float) -> np.ndarray:
     """``log F(k)`` for ``sigma > 50`` by the midpoint Euler-Maclaurin series, elementwise."""
     k = np.asarray(k, dtype=float)
     flat = np.ascontiguousarray(k.reshape(-1))
     return _euler_maclaurin_many(flat, float(sigma)).reshape(k.shape)
 
 
-def discrete_gaussian_log_cdf(x, sigma) -> np.ndarray:
+def discrete_gaussian_log_cdf(x: ArrayLike, sigma: ArrayLike) -> np.ndarray:
     r"""``log P(X <= x)`` for :math:`X \sim N_{\mathbb Z}(0, \sigma^2)`, elementwise.
 
     Parameters

@@ -60,6 +60,7 @@ import math
 
 import numba as nb
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .discrete_gaussian import discrete_gaussian_log_cdf
 
@@ -88,23 +89,21 @@ DISCRETE_GAUSSIAN = 3
 BINOMIAL = 4
 KIND_NAMES = ("Laplace", "DiscreteLaplace", "Gaussian", "DiscreteGaussian", "BinomialRelease")
 
+_FIELDS = (
+    "kind",
+    "suppressed",
+    "released",
+    "scale",
+    "log_norm",
+    "log1p_p",
+    "trials",
+    "pseudo_count",
+    "population",
+    "table_start",
+)
 #: The record of one cell (see the module notes).
 CELL = np.dtype(
-    [
-        (name, np.float64)
-        for name in (
-            "kind",
-            "suppressed",
-            "released",
-            "scale",
-            "log_norm",
-            "log1p_p",
-            "trials",
-            "pseudo_count",
-            "population",
-            "table_start",
-        )
-    ],
+    [(name, np.float64) for name in _FIELDS],
     align=True,  # float64s at multiples of 8 bytes: compiled code reads them as aligned
 )
 
@@ -118,7 +117,14 @@ TABLE_LOW, TABLE_HIGH = 40.0, 12.0
 MAX_TABLE = 10_000_000
 
 
-def build(kind: int, released, *, scale=math.nan, log_norm, **params) -> np.ndarray:
+def build(
+    kind: int,
+    released: ArrayLike,
+    *,
+    scale: ArrayLike = math.nan,
+    log_norm: ArrayLike,
+    **params: ArrayLike,
+) -> np.ndarray:
     """Return the form of a release of ``kind``: per-cell numbers broadcast against it.
 
     ``released`` is flattened (C order); ``params`` names the family's other
@@ -141,7 +147,7 @@ def build(kind: int, released, *, scale=math.nan, log_norm, **params) -> np.ndar
 def as_matrix(form: np.ndarray) -> np.ndarray:
     """Return the form as a ``(n, len(CELL))`` float64 matrix, without a copy (C order)."""
     form = np.ascontiguousarray(form, dtype=CELL)
-    return form.view(np.float64).reshape(form.size, len(CELL))
+    return form.view(np.float64).reshape(form.size, len(_FIELDS))
 
 
 def from_matrix(matrix: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from _mechanism_registry import CASES, case_shape_ids, case_shapes
 
 import dpinfer as dp
 from dpinfer.noise.form import BINOMIAL
-from dpinfer.samplers._da_kernels import log_density
+from dpinfer.samplers.da._da_kernels import log_density
 
 
 def _form_logpdf(form, values):

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 import dpinfer as dp
 from dpinfer.mechanisms._namespaces import pytensor_namespace
-from dpinfer.samplers._da_kernels import log_density
+from dpinfer.samplers.da._da_kernels import log_density
 
 RTOL = 1e-13
 INT64 = st.integers(-(2**63), 2**63 - 1)

@@ -42,14 +42,15 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
 from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import chi2
 
-from .._progress import progress_bar
-from .._rng import child_sequence
+from ..._progress import progress_bar
+from ..._rng import child_sequence
 from . import _mstep
 from ._estep import MIN_ESS, WeightedSample, make_draw
 
@@ -93,7 +94,16 @@ class ProfileIntervals(dict):
         Why an end is NaN, where one is.
     """
 
-    def __init__(self, intervals, *, level, monte_carlo_se, nodes, simulations, notes):
+    def __init__(
+        self,
+        intervals: Mapping[str, tuple[np.ndarray, np.ndarray]],
+        *,
+        level: float,
+        monte_carlo_se: dict[str, tuple[np.ndarray, np.ndarray]],
+        nodes: dict[str, dict],
+        simulations: int,
+        notes: list[str],
+    ) -> None:
         super().__init__(intervals)
         self.level = level
         self.monte_carlo_se = monte_carlo_se

@@ -35,11 +35,14 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
-from numpy.random.bit_generator import _coerce_to_uint32_array
 
-from .._rng import RNGLike, as_seed_sequence
+# private to NumPy and absent from its stubs, but it is the coercion that seeding applies
+from numpy.random.bit_generator import _coerce_to_uint32_array  # type: ignore[attr-defined]
+
+from ..._rng import RNGLike, as_seed_sequence
 
 __all__ = ["CHILDREN", "GRANDCHILDREN", "check_privacy_rng", "privacy_noise_label", "seed_words"]
 
@@ -110,9 +113,10 @@ def check_privacy_rng(
                 "leave privacy_rng=None for fresh OS entropy"
             )
         theirs = seed_words(seed, name="rng", spawn_key=False)
-        if mine is None or theirs is None:
+        theirs_keyed = seed_words(seed, name="rng")
+        if mine is None or theirs is None or theirs_keyed is None:
             continue
-        if _extends(mine, theirs) or _extends(seed_words(seed, name="rng"), mine):
+        if _extends(mine, theirs) or _extends(theirs_keyed, mine):
             raise ValueError(
                 f"privacy_rng ({_describe(privacy_rng)}) has the entropy of the published public "
                 "seed (the same seed spelled another way, or one spawned from it, or its "
@@ -169,7 +173,9 @@ def _stream_match(bit_generator, public: list, children: int) -> str | None:
         sequence = _sequence(seed, name="rng")
         if sequence is None or sequence.entropy is None:
             continue
-        entropy = sequence.entropy
+        # an int or a sequence of them in NumPy's stubs, but kept as given: a NumPy integer
+        # or array too
+        entropy: Any = sequence.entropy
         entropy = int(entropy) if np.ndim(entropy) == 0 else tuple(int(e) for e in entropy)
         key = tuple(int(k) for k in sequence.spawn_key)
         if identity in _published(family, entropy, sequence.pool_size, key, children):
@@ -180,8 +186,9 @@ def _stream_match(bit_generator, public: list, children: int) -> str | None:
 def _identity(bit_generator) -> tuple[str, object] | None:
     """Return the family of a bit generator's stream and what identifies the stream in it."""
     state = getattr(bit_generator, "state", None)
-    inner = state.get("state") if isinstance(state, dict) else None
-    family = state.get("bit_generator") if isinstance(inner, dict) else None
+    if not (isinstance(state, dict) and isinstance(state.get("state"), dict)):
+        return None
+    family, inner = state.get("bit_generator"), state["state"]
     if family in ("PCG64", "PCG64DXSM"):
         return "increment", int(inner["inc"])
     if family == "Philox":
@@ -198,7 +205,7 @@ def _published(family: str, entropy, pool_size: int, key: tuple, children: int) 
     """Return the identities of every stream of ``family`` that the published seed builds."""
     build = _BUILDS[family]
     found = {
-        _identity(build(np.random.SeedSequence(entropy, spawn_key=k, pool_size=pool_size)))[1]
+        _known_identity(build(np.random.SeedSequence(entropy, spawn_key=k, pool_size=pool_size)))
         for k in _spawn_keys(key, children)
     }
     if family == "MT19937":
@@ -224,7 +231,15 @@ def _legacy_seeded(entropy) -> set:
         return set()
     bit_generator = np.random.MT19937()
     bit_generator.state = {"bit_generator": "MT19937", "state": legacy["state"]}
-    return {_identity(bit_generator)[1]}
+    return {_known_identity(bit_generator)}
+
+
+def _known_identity(bit_generator) -> object:
+    """Return the identity of a stream of one of the families in ``_BUILDS``."""
+    found = _identity(bit_generator)
+    if found is None:
+        raise TypeError(f"a {type(bit_generator).__name__} stream has no identity")
+    return found[1]
 
 
 def _extends(words: np.ndarray, prefix: np.ndarray) -> bool:

@@ -1,10 +1,10 @@
-"""Numba kernels of the stochastic SIR simulators (see :mod:`dpinfer.models.sir`).
+"""Compiled (numba) loops of the stochastic SIR simulators (see :mod:`dpinfer.models.sir`).
 
-Both kernels loop over a batch of parameter sets and write the compartments
+Both loops run over a batch of parameter sets and write the compartments
 ``S`` and ``I`` at the observation times into preallocated ``(n, L)`` int64
 arrays (``R = K - S - I``). The numpy ``Generator`` is passed in and numba
 draws from its bit generator directly, so a seeded generator reproduces the
-curves. The callers validate the inputs: the kernels assume finite
+curves. The callers validate the inputs: the loops assume finite
 non-negative rates, ``population >= 1``, non-negative increasing times,
 ``dt > 0``, ``threshold >= 1`` and ``depletion > 0``.
 

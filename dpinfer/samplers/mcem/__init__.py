@@ -15,26 +15,30 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from collections.abc import Mapping
 from concurrent.futures import Executor
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from .. import _validate
-from .._progress import progress_bar
-from .._rng import RNGLike, as_seed_sequence, seed_entropy
-from ..likelihood import Likelihood, needs_message
-from . import _estep, _mstep
-from . import _mcem_boundary as _boundary
-from . import _mcem_health as _health
-from ._common import check_count, check_inputs, check_options, privacy_attrs
+from ... import _validate
+from ..._progress import progress_bar
+from ..._rng import RNGLike, as_seed_sequence, seed_entropy
+from ...likelihood import Likelihood, needs_message
+from .._common import check_count, check_inputs, check_options, privacy_attrs
+from . import _boundary, _estep, _health, _mstep
 from ._estep import Means, WeightedSample, make_draw
-from ._mcem_health import MCEMConvergenceWarning
-from ._mcem_result import MCEMResult, _FitContext
+from ._health import MCEMConvergenceWarning
 from ._profile import ProfileIntervals, ProfileWarning
+from ._result import MCEMResult, _FitContext
 from ._schedule import AscentSchedule, StagedSchedule, as_schedule
 
 MCEMResult.__module__ = __name__  # its home for pickles and documentation
+
+if TYPE_CHECKING:
+    from ...mechanisms.base import Mechanism
+    from ...model import Model
 
 __all__ = [
     "BoundaryEstimateWarning",
@@ -86,13 +90,13 @@ class MCEMInfo(NamedTuple):
 
 # ----------------------------------------------------------------------------------------
 def mcem(
-    model,
-    mechanism,
-    released,
+    model: Model,
+    mechanism: Mechanism,
+    released: ArrayLike,
     *,
-    start,
+    start: Mapping[str, ArrayLike],
     rng: RNGLike = None,
-    schedule="auto",
+    schedule: str | StagedSchedule | AscentSchedule = "auto",
     mstep: str = "auto",
     accelerate: bool = False,
     batch_size: int = 100_000,
@@ -194,7 +198,7 @@ def mcem(
     whatever the real error. Far from the MLE that is normal (EM then follows
     the simulations nearest the release, which still moves it toward the
     MLE), but an E-step whose effective sample size is below 100
-    (``dpinfer.samplers._estep.MIN_ESS``) never ends a run: the ascent-based
+    (``dpinfer.samplers.mcem._estep.MIN_ESS``) never ends a run: the ascent-based
     schedule grows the sample instead (at most tenfold per iteration, up to
     its ``max_size``). A run whose last E-step is below the floor, or
     whose information pass is below it, or that runs out of iterations, is
@@ -356,7 +360,8 @@ def _run_em(schedule, theta, root, sample_at, em, bar_on) -> _Run:
             total_sims += sample.n
             step = float(np.max(np.abs(theta_new - state.theta)))
             if not space.contains(theta_new):
-                infos.append(MCEMInfo(theta_new, sample.n, math.nan, *_NO_Q, step, state.stage, 0))
+                info = MCEMInfo(theta_new, sample.n, math.nan, *_NO_Q, step, state.stage, False)
+                infos.append(info)
                 break
             cycled = schedule.common_random_numbers and theta_new.tobytes() in seen
             seen.add(theta_new.tobytes())
@@ -474,7 +479,7 @@ def _result(
     naive_se = np.sqrt(np.where(np.diag(naive_cov) >= 0, np.diag(naive_cov), np.nan))
 
     thetas = np.array([i.theta for i in infos])
-    data = {}
+    data: dict[str, tuple] = {}
     for name in space.names:
         sl = _slice(space, name)
         values = thetas[:, sl].reshape(len(infos), *space.shapes[name])

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from .. import _validate, parallel
-from .._progress import progress_bar
-from .._rng import RNGLike, as_seed_sequence, seed_entropy
-from .._user_code import no_writes, outside_domain, read_only
-from ..distances.base import Distance
-from ..model import Model, _callable_name
-from ._common import check_options, stack_draws
+from ... import _validate, parallel
+from ..._progress import progress_bar
+from ..._rng import RNGLike, as_seed_sequence, seed_entropy
+from ..._user_code import no_writes, outside_domain, read_only
+from ...distances.base import Distance
+from ...model import Model, _callable_name
+from .._common import check_options, stack_draws
 
 
 @dataclass(frozen=True)
@@ -40,11 +43,11 @@ class PublicDraws:
 
 
 def public_distances(
-    observed,
+    observed: ArrayLike,
     distance: Distance,
     *,
-    params=None,
-    pseudo_data=None,
+    params: Mapping[str, ArrayLike] | None = None,
+    pseudo_data: Sequence[Any] | np.ndarray | None = None,
     model: Model | None = None,
     n_proposals: int | None = None,
     rng: RNGLike = None,
@@ -115,19 +118,19 @@ def public_distances(
         raise ValueError("give either model and n_proposals, or params and pseudo_data")
     if not isinstance(params, dict) or not params:
         raise TypeError(f"params must be a non-empty dict of parameter draws, got {params!r:.80}")
-    params = {k: _validate.finite_array(f"params[{k!r}]", v) for k, v in params.items()}
+    draws = {k: _validate.finite_array(f"params[{k!r}]", v) for k, v in params.items()}
     if not hasattr(pseudo_data, "__len__"):
         raise TypeError(
             f"pseudo_data must be an array of pseudo-datasets, got {pseudo_data!r:.80}"
         )
     t = len(pseudo_data)
-    for name, value in params.items():
+    for name, value in draws.items():
         if len(value) != t:
             raise ValueError(f"params[{name!r}] has {len(value)} draws, pseudo_data has {t}")
-    return PublicDraws(params, _finite(distance(observed, pseudo_data)), "given")
+    return PublicDraws(draws, _finite(distance(observed, pseudo_data)), "given")
 
 
-def check_observed(observed) -> np.ndarray:
+def check_observed(observed: ArrayLike) -> np.ndarray:
     """Return the confidential observations as a non-empty float array of finite numbers.
 
     Messages name the shape, count and positions of bad entries, never their values.
@@ -138,6 +141,7 @@ def check_observed(observed) -> np.ndarray:
 def _simulated(observed, distance, model, n_proposals, rng, batch_size, executor, progressbar):
     if not isinstance(model, Model):
         raise TypeError(f"model must be a dpinfer.Model, got {type(model).__name__}")
+    prior = model.require_prior("public_distances")
     total = _validate.size("n_proposals", n_proposals)
     batch_size = _validate.size("batch_size", batch_size)
     sizes = [min(batch_size, total - start) for start in range(0, total, batch_size)]
@@ -145,10 +149,10 @@ def _simulated(observed, distance, model, n_proposals, rng, batch_size, executor
     name = f"the simulator of pseudo-datasets {_callable_name(model.simulate)}"
 
     def task(index, chunk_rng):
-        params = model.prior.sample(sizes[index], chunk_rng)
+        params = prior.sample(sizes[index], chunk_rng)
         with no_writes(name, "params"), outside_domain(name, params):
             pseudo = model.simulate(read_only(params), chunk_rng)
-        pseudo = _validate.numeric_output(pseudo, source="the simulator of pseudo-datasets")
+        pseudo = _validate.numeric_output(pseudo, source=name)
         return {**params, "_distance": distance(observed, pseudo)}
 
     with progress_bar("distances", total=total, enabled=progressbar) as bar:

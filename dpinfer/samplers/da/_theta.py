@@ -6,7 +6,7 @@ Given the imputed records the release carries no further information about
 
 * the model's ``update(records, rng)``, an exact (conjugate) draw;
 * otherwise, ``steps`` random-walk Metropolis steps on the unconstrained scale
-  of :mod:`._transforms` (log-Jacobian included). The proposal covariance is
+  of :class:`dpinfer.likelihood.ParameterSpace` (log-Jacobian included). The proposal covariance is
   the empirical covariance of the chain over doubling windows of the tuning
   phase and its scale follows a Robbins-Monro recursion towards the usual
   acceptance rate (Andrieu & Thoms 2008, Algorithm 4); both are frozen when
@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.stats
 
-from ._transforms import ParameterSpace
+from ..._parameter_space import ParameterSpace
 
 _FIRST_WINDOW = 25
 
@@ -53,9 +53,11 @@ class ThetaKernel:
         if self.exact:
             return None
         _refuse_simplex(self.model.prior)
-        self.space = ParameterSpace(self.model.prior, params, support=self.model.support)
-        z = self.space.flatten(params)[0]
-        pool = self.space.flatten(prior_draws)
+        self.space = ParameterSpace.from_prior(
+            self.model.prior, params, support=self.model.support
+        )
+        z = self.space.batch_to_unconstrained(params)[0]
+        pool = self.space.batch_to_unconstrained(prior_draws)
         sd = pool.std(axis=0) if len(pool) > 1 else np.ones_like(z)
         sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
         # the complete-data posterior of n records is about sqrt(n) times narrower than the prior
@@ -63,7 +65,8 @@ class ThetaKernel:
         d = len(z)
         log_scale = math.log(2.38 / math.sqrt(d))
         walk = WalkState(z, -math.inf, chol, log_scale, _new_window(d, _FIRST_WINDOW))
-        return walk._replace(log_prior=self._log_prior(params, self.space.unflatten(z[None])[1]))
+        log_jac = self.space.batch_from_unconstrained(z[None])[1]
+        return walk._replace(log_prior=self._log_prior(params, log_jac))
 
     def update(self, params, walk, records, rng, *, tuning_step: int | None):
         """Return ``(params, walk, acceptance rate)`` after the theta update."""
@@ -71,13 +74,15 @@ class ThetaKernel:
         if self.exact:
             names = list(params)
             return self.model.draw_update(batch, rng, names), None, 1.0
+        if self.space is None:
+            raise RuntimeError("start() must set up the random walk before its first update")
         z, log_prior, accepted = walk.z, walk.log_prior, 0
         current = log_prior + self._loglik(batch, params)
         log_scale = walk.log_scale
         target = 0.44 if len(z) == 1 else 0.3
         for step in range(self.steps):
             proposal = z + math.exp(log_scale) * (walk.chol @ rng.standard_normal(len(z)))
-            params_new, log_jac = self.space.unflatten(proposal[None])
+            params_new, log_jac = self.space.batch_from_unconstrained(proposal[None])
             prior_new = self._log_prior(params_new, log_jac)
             new = (
                 prior_new + self._loglik(batch, params_new) if prior_new > -math.inf else prior_new

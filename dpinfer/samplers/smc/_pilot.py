@@ -10,7 +10,7 @@ never enter it, only its simulations are counted.
 
 Changing ``m`` inside one run instead (an importance step onto the target
 with more simulations) is exact as well, but its lineage ESS overstated the
-precision (see :mod:`dpinfer.samplers._pseudo_marginal`).
+precision (see :mod:`dpinfer.samplers.smc._pseudo_marginal`).
 
 The target is the move acceptance and not the variance of
 :math:`\log \hat L_m` at the posterior, which Doucet et al. (2015) advise to
@@ -31,11 +31,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import _validate
-from .._rng import child_sequence
+from ... import _validate
+from ..._rng import child_sequence
+from .._common import check_count
+from .._simulate import BatchSimulator
 from . import _pseudo_marginal as _pm
-from ._common import check_count
-from ._simulate import BatchSimulator
 
 __all__ = [
     "MAX_COUNT",

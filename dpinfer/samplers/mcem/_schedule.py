@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from scipy.stats import norm
 
-from .. import _validate
+from ... import _validate
 from ._estep import MIN_ESS
 
 __all__ = ["AscentSchedule", "StagedSchedule", "as_schedule"]
@@ -100,8 +100,18 @@ class StagedSchedule:
         return 0
 
     def advance(
-        self, stage, stage_iter, step, dq, se, n_start, n_final, *, cycled=False, ess=math.inf
-    ):
+        self,
+        stage: int,
+        stage_iter: int,
+        step: float,
+        dq: float,
+        se: float,
+        n_start: int,
+        n_final: int,
+        *,
+        cycled: bool = False,
+        ess: float = math.inf,
+    ) -> tuple[bool, bool | None, int, int]:
         """Return ``(done, stage_converged, next_stage, next_size)`` after an iteration.
 
         ``stage_converged`` is None while the stage goes on, True when it met
@@ -226,14 +236,24 @@ class AscentSchedule:
         return max(1, min(math.ceil(n / self.k), self.max_size - n))
 
     def advance(
-        self, stage, stage_iter, step, dq, se, n_start, n_final, *, cycled=False, ess=math.inf
-    ):
+        self,
+        stage: int,
+        stage_iter: int,
+        step: float,
+        dq: float,
+        se: float,
+        n_start: int,
+        n_final: int,
+        *,
+        cycled: bool = False,
+        ess: float = math.inf,
+    ) -> tuple[bool, bool | None, int, int]:
         """Return ``(done, converged, next_stage, next_size)`` after an iteration.
 
         ``se`` was estimated on ``n_final`` draws, so the asymptotic variance
         of the increase is ``n_final * se^2``. When the stopping rule is met
         but the E-step's effective sample size ``ess`` is below
-        :data:`~dpinfer.samplers._estep.MIN_ESS`, the Monte Carlo error that
+        :data:`~dpinfer.samplers.mcem._estep.MIN_ESS`, the Monte Carlo error that
         met it cannot be trusted: the run goes on with a sample large enough
         to reach that floor at the same ESS per draw (at most ten times
         larger), and ends not converged if ``max_size`` cannot reach it.
@@ -253,7 +273,9 @@ class AscentSchedule:
         return False, None, stage, size
 
 
-def as_schedule(schedule) -> StagedSchedule | AscentSchedule:
+def as_schedule(
+    schedule: str | StagedSchedule | AscentSchedule,
+) -> StagedSchedule | AscentSchedule:
     """Normalise ``schedule``: ``"staged"``, ``"auto"`` (ascent-based) or an instance."""
     if isinstance(schedule, StagedSchedule | AscentSchedule):
         return schedule

@@ -3,7 +3,7 @@ r"""The result of Monte Carlo EM: estimate, Louis information, intervals, trace.
 :class:`MCEMResult` holds what :func:`dpinfer.mcem` found; its Wald interval
 comes from the Louis information, its profile-likelihood interval
 (:meth:`MCEMResult.profile_interval`) from simulating again at the nodes of the
-profile (:mod:`dpinfer.samplers._profile`), for which the result keeps the model,
+profile (:mod:`dpinfer.samplers.mcem._profile`), for which the result keeps the model,
 the mechanism and the release.
 """
 
@@ -12,15 +12,18 @@ from __future__ import annotations
 import math
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from .. import _validate
-from .._rng import RNGLike, as_seed_sequence, child_sequence
-from ..likelihood import Likelihood
+from ... import _validate
+from ..._rng import RNGLike, as_seed_sequence, child_sequence
+from ...likelihood import Likelihood
+from .._common import check_count, check_options
 from . import _profile
-from ._common import check_count, check_options
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 __all__ = ["MCEMResult"]
 
@@ -100,7 +103,7 @@ class MCEMResult:
     standard_error: dict
     score: np.ndarray
     converged: bool
-    trace: object
+    trace: xr.Dataset
     complete_information: np.ndarray
     monte_carlo_se: dict
     naive_estimate: dict
@@ -262,7 +265,7 @@ class MCEMResult:
             self._profiles[key] = out
         return out
 
-    def to_xarray(self):
+    def to_xarray(self) -> xr.Dataset:
         """Everything as one :class:`xarray.Dataset`: estimates, matrices and the trace."""
         import xarray as xr
 

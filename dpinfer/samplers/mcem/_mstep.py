@@ -1,7 +1,7 @@
 r"""M-steps, the Q increase and the Louis observed information of Monte Carlo EM.
 
 Every quantity is a self-normalised weighted mean over the E-step's sample
-(:class:`~dpinfer.samplers._estep.WeightedSample`), computed in one streaming
+(:class:`~dpinfer.samplers.mcem._estep.WeightedSample`), computed in one streaming
 pass (Gong 2022, eqs. 4.3 and 4.5-4.7).
 """
 
@@ -12,8 +12,8 @@ from typing import NamedTuple
 import numpy as np
 import scipy.optimize
 
+from ._boundary import in_closed_support
 from ._estep import _Accumulator
-from ._mcem_boundary import in_closed_support
 
 __all__ = ["Louis", "exponential_mstep", "general_mstep", "louis", "q_increase"]
 

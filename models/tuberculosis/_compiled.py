@@ -1,4 +1,4 @@
-"""Numba kernels of the tuberculosis outbreak simulator (see :mod:`dpinfer.models.tuberculosis`).
+"""Compiled loops of the tuberculosis outbreak simulator (see :mod:`dpinfer.models.tuberculosis`).
 
 One run is Gillespie's direct method on the birth-death process with
 immigration of Lintusaari et al. (2019). Every active case is stored as the

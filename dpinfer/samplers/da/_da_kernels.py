@@ -20,8 +20,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..noise.form import NO_TABLE
-from ..noise.terms import published_term, term
+from ...noise.form import NO_TABLE
+from ...noise.terms import published_term, term
 
 # A loop whose terms may call a cell's tail (a suppressed cell) runs slower than one whose
 # terms are all inlined, even where no cell is suppressed: each kernel below has two

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import parallel
+from ... import parallel
 
 __all__ = ["MIN_ESS", "Means", "WeightedSample"]
 
@@ -108,7 +108,7 @@ class WeightedSample:
         if self._cache is not None:
             yield from self._cache
             return
-        building = [] if self._cacheable else None
+        building: list | None = [] if self._cacheable else None
         for chunk in self._stream(0, len(self.sizes), self.sizes):
             if building is not None:
                 building.append(chunk)

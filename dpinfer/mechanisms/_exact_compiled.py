@@ -1,8 +1,8 @@
-"""Compiled kernels of the exact discrete samplers (the fast path of :mod:`._exact`).
+"""Compiled loops of the exact discrete samplers (the fast path of :mod:`._exact`).
 
-Each kernel runs the reference algorithm of :mod:`._exact` on the same bit
+Each loop runs the reference algorithm of :mod:`._exact` on the same bit
 stream, bit for bit, with unsigned 64-bit integers and 128-bit pairs
-``(hi, lo)`` where products need them. A kernel fills ``out[start:stop]``
+``(hi, lo)`` where products need them. A loop fills ``out[start:stop]``
 and stops early with a status when the words run out (the caller appends
 words and replays the unfinished draw from its first bit) or when a draw's
 integers would overflow (the caller runs that draw in the reference). The
@@ -248,7 +248,7 @@ def run_discrete_laplace(words, pos, t, s, kt, ok, cells, out, start):  # pragma
 
     Draw ``i`` has the scale ``t[g] / s[g]`` of group ``g = cells[i % cells.size]``
     (one group per distinct parameter); a group with ``ok[g]`` False is beyond the
-    kernel's integers, so its draws are handed back (status ``BAIL``) before any bit.
+    loop's integers, so its draws are handed back (status ``BAIL``) before any bit.
     """
     st = np.zeros(2, np.int64)
     st[0] = pos

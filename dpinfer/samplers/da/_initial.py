@@ -33,7 +33,7 @@ def initial_records(record_model, mechanism, released, n, pool, rng) -> Start:
     """Draw ``pool`` prior-predictive datasets and return the one nearest the release."""
     prior_draws = record_model.prior.sample(pool, rng)
     per_block = max(1, _RECORDS_PER_BLOCK // n)
-    best = None
+    best: tuple[float, dict, np.ndarray, np.ndarray] | None = None
     for lo in range(0, pool, per_block):
         params = {k: np.asarray(v)[lo : lo + per_block] for k, v in prior_draws.items()}
         records = record_model.simulate_records(params, n, rng)
@@ -44,6 +44,8 @@ def initial_records(record_model, mechanism, released, n, pool, rng) -> Start:
         j = int(np.argmax(score))
         if best is None or score[j] > best[0]:
             best = (score[j], {k: v[j : j + 1] for k, v in params.items()}, records[j], stats[j])
+    if best is None:
+        raise ValueError(f"pool must be a positive integer, got {pool!r}")
     log_eta, params, records, stats = best
     if not np.isfinite(log_eta):
         raise ValueError(

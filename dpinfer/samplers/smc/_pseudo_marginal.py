@@ -14,7 +14,7 @@ onto the target with more simulations, ``(L-hat_m' / L-hat_m)^lambda``, is
 exact too, but on the Normal-mean example it left the moves repairing a
 degenerate population and the lineage ESS overstated the precision 1.3-1.5x;
 it is not offered. ``simulations_per_particle="auto"`` chooses ``m`` before
-the run instead, by pilot chains (:mod:`dpinfer.samplers._smc_pilot`).
+the run instead, by pilot chains (:mod:`dpinfer.samplers.smc._pilot`).
 
 References
 ----------

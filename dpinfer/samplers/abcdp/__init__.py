@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from .. import _validate
-from .._rng import RNGLike, as_generator
-from ..accounting import Privacy, compose
-from ..distances.provenance import leaked_settings
-from ..mechanisms.svt import SparseVector
-from ..results import to_inference_data
+from ... import _validate
+from ..._rng import RNGLike, as_generator
+from ...accounting import Privacy, compose
+from ...distances.provenance import leaked_settings
+from ...mechanisms.svt import SparseVector
+from ...results import to_inference_data
 from ._privacy_seed import check_privacy_rng, privacy_noise_label
 from ._public import check_observed, public_distances
+
+if TYPE_CHECKING:
+    from ...distances.base import Distance
+    from ...model import Model
+    from ...results import InferenceData
 
 __all__ = ["abcdp"]
 
@@ -24,24 +33,24 @@ REFERENCE = (
 
 
 def abcdp(
-    observed,
-    distance,
+    observed: ArrayLike,
+    distance: Distance,
     *,
-    epsilon_total,
-    epsilon_abc,
-    c,
+    epsilon_total: float,
+    epsilon_abc: float,
+    c: int,
     resample: bool = False,
-    params=None,
-    pseudo_data=None,
-    model=None,
-    n_proposals=None,
+    params: Mapping[str, ArrayLike] | None = None,
+    pseudo_data: Sequence[Any] | np.ndarray | None = None,
+    model: Model | None = None,
+    n_proposals: int | None = None,
     rng: RNGLike = None,
     privacy_rng: RNGLike = None,
     charged: Privacy | None = None,
     batch_size: int = 500,
-    executor=None,
+    executor: Executor | None = None,
     progressbar: bool = True,
-):
+) -> InferenceData:
     r"""Release ``c`` differentially private posterior draws (ABCDP, Algorithm 1).
 
     The modeller's proposals ``theta_t`` and pseudo-datasets ``Y_t`` are public.

@@ -7,12 +7,12 @@ import warnings
 
 import numpy as np
 
-from .._progress import progress_bar
-from .._rng import child_sequence, chunk_generator
-from ._chains import combine, run_chains
-from ._precision import check_covariance
-from ._simulate import BatchSimulator
-from ._transforms import ParameterSpace
+from ..._parameter_space import ParameterSpace
+from ..._progress import progress_bar
+from ..._rng import child_sequence, chunk_generator
+from .._chains import combine, run_chains
+from .._precision import check_covariance
+from .._simulate import BatchSimulator
 
 
 def proposal_factor(z, weights, integer=None, labels=None) -> np.ndarray:
@@ -128,9 +128,9 @@ def start_chain(model, mechanism, released, seed, *, particles, batch_size, exec
 def initial_particles(model, n, rng):
     """Draw ``n`` prior particles; return the space, ``z``, parameters and log prior on z."""
     params = model.prior.sample(n, rng)
-    space = ParameterSpace(model.prior, params)
-    z = space.flatten(params)
-    params, log_jac = space.unflatten(z)
+    space = ParameterSpace.from_prior(model.prior, params)
+    z = space.batch_to_unconstrained(params)
+    params, log_jac = space.batch_from_unconstrained(z)
     return space, z, params, model.prior.logpdf(params) + log_jac
 
 

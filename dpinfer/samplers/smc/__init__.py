@@ -6,21 +6,23 @@ import math
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import numpy as np
 import scipy.optimize as so
+from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
-from .. import _validate
-from .._rng import RNGLike, as_seed_sequence
-from . import _mcse, _smc_pilot, _weights
+from ... import _validate
+from ..._rng import RNGLike, as_seed_sequence
+from .. import _mcse, _weights
+from .._chains import ChainRun
+from .._common import AbcCall, check_count
+from .._precision import warn_if_coarse_release, warn_if_unresolved_log_weights
+from . import _pilot
 from . import _pseudo_marginal as _pm
-from ._chains import ChainRun
-from ._common import AbcCall, check_count
-from ._precision import warn_if_coarse_release, warn_if_unresolved_log_weights
-from ._smc_kernels import COMBINE_RULES as SMC_RULES
-from ._smc_kernels import (
+from ._particles import COMBINE_RULES as SMC_RULES
+from ._particles import (
     check_particles,
     expand,
     moves_needed,
@@ -30,6 +32,11 @@ from ._smc_kernels import (
     start_chain,
     take,
 )
+
+if TYPE_CHECKING:
+    from ...mechanisms.base import Mechanism
+    from ...model import Model
+    from ...results import InferenceData
 
 __all__ = ["smc_abc"]
 
@@ -82,9 +89,9 @@ class _Settings:
 
 
 def smc_abc(
-    model,
-    mechanism,
-    released,
+    model: Model,
+    mechanism: Mechanism,
+    released: ArrayLike,
     *,
     particles: int = 2000,
     chains: int = 4,
@@ -98,7 +105,7 @@ def smc_abc(
     batch_size: int = 100_000,
     executor: Executor | None = None,
     progressbar: bool = True,
-):
+) -> InferenceData:
     r"""Sample the exact posterior given a DP release by tempered, pseudo-marginal SMC.
 
     Stage targets are :math:`\pi_\lambda(\theta, s) \propto \pi_0(\theta)\,
@@ -280,15 +287,15 @@ def smc_abc(
         check_count("max_moves", max_moves),
         check_count("max_stages", max_stages),
         check_count("batch_size", batch_size),
-        _smc_pilot.check_count_option(simulations_per_particle),
+        _pilot.check_count_option(simulations_per_particle),
     )
-    if not model.prior.has_logpdf:
+    if not model.require_prior("smc_abc").has_logpdf:
         raise ValueError("smc_abc needs a prior with a logpdf (pass logpdf= to a callable Prior)")
     root = as_seed_sequence(rng)
     warn_if_coarse_release("smc_abc", mechanism, released, float_simulations=False)
     pilot_attrs = {}
     if settings.simulations_per_particle == "auto":
-        pilot = _smc_pilot.choose_by_pilot(
+        pilot = _pilot.choose_by_pilot(
             partial(_run_chain, model, mechanism, released), model, mechanism, released,
             settings, root, executor,
         )  # fmt: skip
@@ -354,7 +361,7 @@ def _run_chain(model, mechanism, released, settings, seed, executor, advance) ->
         np.arange(n),
         settings.simulations_per_particle,
     )
-    infos = []
+    infos: list[StageInfo] = []
     while state.lam < 1:
         if len(infos) >= settings.max_stages:
             raise RuntimeError(f"smc_abc did not reach lambda = 1 in {settings.max_stages} stages")
@@ -418,7 +425,7 @@ def _step(state, model, sim, space, driver, settings) -> tuple[SMCState, StageIn
 
 
 def _rejuvenate(state, model, sim, space, driver, move_probability, max_moves):
-    chol = proposal_factor(state.z, np.exp(state.log_weight), space.integer, space.labels())
+    chol = proposal_factor(state.z, np.exp(state.log_weight), space.integer, space.labels)
     accepted, moves, needed = 0, 0, 1
     while moves < needed:
         state, n_acc = _mh_move(state, model, sim, space, chol, driver)
@@ -433,7 +440,7 @@ def _rejuvenate(state, model, sim, space, driver, move_probability, max_moves):
 def _mh_move(state, model, sim, space, chol, driver):
     n = len(state.z)
     z_new = random_walk(state.z, chol, driver, space.integer)
-    params_new, log_jac = space.unflatten(z_new)
+    params_new, log_jac = space.batch_from_unconstrained(z_new)
     log_prior_new = np.asarray(model.prior.logpdf(params_new), dtype=float) + log_jac
     log_lik_new = np.full(n, -np.inf)
     alive = np.isfinite(log_prior_new)
