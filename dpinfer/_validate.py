@@ -300,6 +300,33 @@ def names(name: str, value, *, single: bool = False) -> list[str]:
     return list(value)
 
 
+def choice(name: str, value, allowed, *, alternatives: str = "") -> str:
+    """Return ``value``, or raise unless it is one of the strings ``allowed``.
+
+    A non-string (a NumPy array, a list, None) raises :class:`TypeError` and an
+    unknown string :class:`ValueError`, each naming ``name`` and the choices,
+    where ``value in allowed`` would raise NumPy's "truth value of an array is
+    ambiguous" or accept an array that equals a choice. ``alternatives``
+    describes what else the parameter accepts (its caller handles those).
+
+    Examples
+    --------
+    >>> choice("calibration", "classical", ("analytic", "classical"))
+    'classical'
+    >>> choice("calibration", np.array(["analytic"]), ("analytic", "classical"))
+    Traceback (most recent call last):
+    ...
+    TypeError: calibration must be one of 'analytic', 'classical', got ndarray: array(['analytic'], dtype='<U8')
+    """  # noqa: E501
+    options = ", ".join(repr(str(a)) for a in allowed)
+    what = f"one of {options}" + (f" or {alternatives}" if alternatives else "")
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}: {_short_repr(value)}")
+    if value not in tuple(allowed):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return str(value)
+
+
 def mapping(name: str, value) -> dict:
     """Return ``value`` as a dict (None: empty), or raise unless it is a mapping."""
     from collections.abc import Mapping

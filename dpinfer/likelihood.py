@@ -207,13 +207,11 @@ def _as_shape(value) -> tuple[int, ...]:
 
 
 def _as_bounds(name: str, spec) -> tuple[float, float]:
-    if isinstance(spec, str):
-        if spec not in _NAMED_SUPPORTS:
-            raise ValueError(
-                f"support[{name!r}] must be one of {sorted(_NAMED_SUPPORTS)} or an interval "
-                f"(lower, upper), got {spec!r}"
-            )
-        return _NAMED_SUPPORTS[spec]
+    if isinstance(spec, str) or (isinstance(spec, np.ndarray) and spec.dtype.kind in "US"):
+        also = "an interval (lower, upper)"
+        return _NAMED_SUPPORTS[
+            _validate.choice(f"support[{name!r}]", spec, _NAMED_SUPPORTS, alternatives=also)
+        ]
     try:
         lo, hi = (float(x) for x in spec)
     except (TypeError, ValueError):

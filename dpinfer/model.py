@@ -9,7 +9,7 @@ import scipy.stats
 
 from . import _validate
 from ._rng import RNGLike, as_generator
-from ._user_code import no_writes, read_only
+from ._user_code import no_writes, outside_domain, read_only
 
 __all__ = ["Model", "Prior", "as_prior"]
 
@@ -279,7 +279,7 @@ class Model:
         """
         n = len(next(iter(params.values())))
         name = f"the simulator {_callable_name(self.simulate)}"
-        with no_writes(name, "params"):
+        with no_writes(name, "params"), outside_domain(name, params):
             s = _validate.numeric_output(self.simulate(read_only(params), rng), source=name)
         expected = (n, *event_shape)
         if s.shape != expected:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from . import _validate
-from ._user_code import no_writes, read_only
+from ._user_code import no_writes, outside_domain, read_only
 from .likelihood import _as_bounds
 from .model import Prior, _callable_name, pymc_prior
 
@@ -193,7 +193,7 @@ class RecordModel:
         """Simulate ``n`` records per parameter set; check the leading axes ``(batch, n)``."""
         batch = _batch_size(params)
         name = f"the record simulator {_callable_name(self.simulate)}"
-        with no_writes(name, "params"):
+        with no_writes(name, "params"), outside_domain(name, params):
             records = self.simulate(read_only(params), n, rng)
         records = _validate.numeric_output(records, source=name, allow_bool=True)
         if records.ndim < 2 or records.shape[:2] != (batch, n):

@@ -200,6 +200,7 @@ def sbc_to_inference_data(
     ranks: Mapping[str, np.ndarray],
     fractional_ranks: Mapping[str, np.ndarray],
     n_draws: np.ndarray,
+    posterior_variances: Mapping[str, np.ndarray],
     attrs: Mapping,
 ):
     """Store a simulation-based calibration run (:class:`dpinfer.calibration.SBCResult`).
@@ -207,15 +208,20 @@ def sbc_to_inference_data(
     Each replicate is one draw of a single chain: ``prior`` holds the true
     parameters, ``prior_predictive`` the confidential statistics ``s`` and the
     releases ``s_dp``, ``sample_stats_prior`` the number of posterior draws each
-    rank is out of (``n_draws``), and two groups outside ArviZ's schema,
-    ``rank`` and ``fractional_rank``, one variable per parameter shaped like it.
+    rank is out of (``n_draws``), and three groups outside ArviZ's schema,
+    ``rank``, ``fractional_rank`` and ``posterior_variance`` (of each replicate's
+    draws), one variable per parameter shaped like it.
     """
     groups = {
         "prior": _by_chain(truths, 1),
         "prior_predictive": _by_chain({"s": statistics, "s_dp": releases}, 1),
         "sample_stats_prior": _by_chain({"n_draws": n_draws}, 1),
     }
-    extra = {"rank": _by_chain(ranks, 1), "fractional_rank": _by_chain(fractional_ranks, 1)}
+    extra = {
+        "rank": _by_chain(ranks, 1),
+        "fractional_rank": _by_chain(fractional_ranks, 1),
+        "posterior_variance": _by_chain(posterior_variances, 1),
+    }
     return _assemble(groups, attrs, extra=extra)
 
 
@@ -239,6 +245,10 @@ def sbc_from_inference_data(idata) -> dict:
         "ranks": first_chain("rank"),
         "fractional_ranks": first_chain("fractional_rank"),
         "n_draws": first_chain("sample_stats_prior")["n_draws"],
+        # None for an export made before the variances were stored
+        "posterior_variances": first_chain("posterior_variance")
+        if "posterior_variance" in idata.groups()
+        else None,
         "attrs": dict(idata.attrs),
     }
 

@@ -9,9 +9,10 @@ curator releases, a data owner's records) is the exception: with
 the positions of the offending entries, never a value (:func:`bad_entries`).
 
 Scalars: :func:`finite`, :func:`positive_finite`, :func:`non_negative`,
-:func:`probability_open`, :func:`positive_int`, :func:`size`, :func:`flag`.
-Arrays: :func:`finite_array`, :func:`finite_vector`, :func:`integer_array`,
-:func:`confidential_data`. Messages: :func:`bad_entries`, :func:`abbreviated`.
+:func:`probability_open`, :func:`positive_int`, :func:`size`, :func:`flag`,
+:func:`choice`. Arrays: :func:`numeric_array`, :func:`finite_array`,
+:func:`finite_vector`, :func:`integer_array`, :func:`confidential_data`.
+Messages: :func:`bad_entries`, :func:`abbreviated`.
 
 Examples
 --------
@@ -32,6 +33,7 @@ from ._validate import (
     MAX_SIZE,
     abbreviated,
     bad_entries,
+    choice,
     confidential_data,
     finite,
     finite_array,
@@ -39,6 +41,7 @@ from ._validate import (
     flag,
     integer_array,
     non_negative,
+    numeric_array,
     positive_finite,
     positive_int,
     probability_open,
@@ -49,6 +52,7 @@ __all__ = [
     "MAX_SIZE",
     "abbreviated",
     "bad_entries",
+    "choice",
     "confidential_data",
     "finite",
     "finite_array",
@@ -56,6 +60,7 @@ __all__ = [
     "flag",
     "integer_array",
     "non_negative",
+    "numeric_array",
     "positive_finite",
     "positive_int",
     "probability_open",

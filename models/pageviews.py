@@ -75,6 +75,7 @@ import math
 import numpy as np
 
 import dpinfer as dp
+from dpinfer import validate
 from dpinfer.example import (
     NUTS_OPTIONS,
     Example,
@@ -232,8 +233,7 @@ def pymc_model(released, mech: dp.Thresholded, *, analysis: str = "exact"):
     """
     import pymc as pm
 
-    if analysis not in ANALYSES:
-        raise ValueError(f"analysis must be one of {', '.join(ANALYSES)}; got {analysis!r}")
+    analysis = validate.choice("analysis", analysis, ANALYSES)
     released = mech._check_released(released)
     hidden = np.isnan(released)
     days = released.shape[-1]

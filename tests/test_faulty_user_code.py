@@ -10,6 +10,7 @@ showing the correct variant goes through.
 from __future__ import annotations
 
 import multiprocessing
+import re
 import threading
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
@@ -177,6 +178,58 @@ def test_a_sampler_whose_simulator_uses_the_global_state_warns_on_an_executor():
     model = _poisson(lambda p, rng: np.random.poisson(p["theta"]))  # noqa: NPY002
     with ThreadPoolExecutor(2) as pool, pytest.warns(parallel.GlobalRandomStateWarning):
         SAMPLERS["rejection"](model, executor=pool)
+
+
+@pytest.mark.parametrize("sampler", list(SAMPLERS))
+def test_a_serial_run_whose_simulator_uses_the_global_state_warns(sampler):
+    model = _poisson(lambda p, rng: np.random.poisson(p["theta"]))  # noqa: NPY002
+    with pytest.warns(parallel.GlobalRandomStateWarning, match="same rng= does not give") as rec:
+        SAMPLERS[sampler](model)
+    assert rec[0].filename == __file__  # pointed at the call, not at dpinfer
+
+
+def test_a_serial_run_whose_prior_uses_the_global_state_warns():
+    prior = dp.Prior(lambda n, rng: {"theta": np.random.gamma(3.0, size=n)})  # noqa: NPY002
+    model = dp.Model(prior=prior, simulate=poisson_counts)
+    with pytest.warns(parallel.GlobalRandomStateWarning):
+        SAMPLERS["rejection"](model)
+
+
+@pytest.mark.parametrize("sampler", list(SAMPLERS))
+def test_companion_a_serial_run_drawing_from_its_rng_does_not_warn(sampler, recwarn):
+    SAMPLERS[sampler](_poisson(poisson_counts))
+    assert not [w for w in recwarn if issubclass(w.category, parallel.GlobalRandomStateWarning)]
+
+
+# --- a prior wider than the simulator's domain --------------------------------------------
+
+
+def _cauchy_rate(prior):
+    return dp.Model(prior={"theta": prior}, simulate=poisson_counts)
+
+
+@pytest.mark.parametrize("sampler", list(SAMPLERS))
+def test_a_prior_outside_the_simulators_domain_names_the_simulator_and_positions(sampler):
+    # a Cauchy rate goes negative: NumPy's bare "lam < 0 or lam contains NaNs" before
+    with pytest.raises(ValueError) as err:
+        SAMPLERS[sampler](_cauchy_rate(st.cauchy(0.5, 1.0)))
+    message = str(err.value)
+    assert message.startswith("the simulator poisson_counts raised NumPy's ValueError('lam < 0")
+    assert re.search(r"theta is negative in \d+ of them \(positions? \d+", message)
+    assert "halfcauchy" in message
+
+
+@pytest.mark.parametrize("sampler", list(SAMPLERS))
+def test_companion_a_prior_within_the_simulators_domain_runs(sampler):
+    assert SAMPLERS[sampler](_cauchy_rate(st.halfcauchy(0.0, 3.0))).posterior["theta"].size
+
+
+def test_other_errors_of_the_simulator_pass_through_as_they_are():
+    def broken(p, rng):
+        raise ValueError("the simulator's own message")
+
+    with pytest.raises(ValueError, match="^the simulator's own message$"):
+        SAMPLERS["rejection"](_poisson(broken))
 
 
 # --- per-chunk timeout -------------------------------------------------------------------

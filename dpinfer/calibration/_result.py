@@ -43,6 +43,17 @@ class SBCResult:
         to the chi-square approximation), so a test at level ``alpha`` fails it with
         probability ``alpha``. The p-values are *not* corrected for multiplicity:
         see :attr:`p_value`.
+    contraction : dict
+        One number per component, beside its p-value: ``1 - mean posterior variance
+        / prior variance``, the share of the prior's variance the posteriors remove on
+        average over the replicates. An exact sampler's is ``Var(E[theta | s_dp]) /
+        Var(theta)``: near 0 where releases say little, near 1 where they pin the
+        parameter down. A sampler that returns the prior shows about 0 whatever the
+        release, which the rank test cannot see (NaN where the variances are unknown).
+    posterior_variances : numpy.ndarray
+        ``(replicates, len(parameters))``: the variance of each replicate's draws.
+    prior_variances : numpy.ndarray
+        ``(len(parameters),)``: each component's prior variance, from 20,000 draws.
     truths : dict
         The true parameter values, ``(replicates, *shape)`` per parameter.
     statistics, releases : numpy.ndarray
@@ -77,6 +88,8 @@ class SBCResult:
         fractional_ranks: np.ndarray,
         n_draws: np.ndarray,
         info: Mapping,
+        posterior_variances: np.ndarray | None = None,
+        prior_variances: np.ndarray | None = None,
     ):
         self.truths = {k: np.asarray(v) for k, v in truths.items()}
         self.parameters = tuple(_component_labels(self.truths))
@@ -91,6 +104,17 @@ class SBCResult:
             label: uniformity_pvalue(self.fractional_ranks[:, j], self.bins)
             for j, label in enumerate(self.parameters)
         }
+        k = len(self.parameters)
+        self.posterior_variances = _or_nan(posterior_variances, (len(self.ranks), k))
+        self.prior_variances = _or_nan(prior_variances, (k,))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean_posterior = np.mean(self.posterior_variances, axis=0)
+            ratios = 1.0 - mean_posterior / self.prior_variances
+        self.contraction = {label: float(ratios[j]) for j, label in enumerate(self.parameters)}
+
+    def flat_truths(self) -> np.ndarray:
+        """Return the true values as ``(replicates, len(parameters))``, a column per component."""
+        return np.concatenate([_flat(v) for v in self.truths.values()], axis=1).astype(float)
 
     @property
     def replicates(self) -> int:
@@ -180,6 +204,7 @@ class SBCResult:
             ranks=self._by_parameter(self.ranks),
             fractional_ranks=self._by_parameter(self.fractional_ranks),
             n_draws=self.n_draws,
+            posterior_variances=self._by_parameter(self.posterior_variances),
             attrs={
                 "method": "sbc",
                 "reference": "Talts et al. (2018), arXiv:1804.06788",
@@ -187,6 +212,8 @@ class SBCResult:
                 "bins": self.bins,
                 "replicates": self.replicates,
                 "p_values": self.p_values,
+                "contraction": self.contraction,
+                "prior_variances": dict(zip(self.parameters, self.prior_variances.tolist())),
                 **self.info,
             },
         )
@@ -201,6 +228,10 @@ class SBCResult:
         flat = {name: _flat(stored["ranks"][name]) for name in truths}
         frac = {name: _flat(stored["fractional_ranks"][name]) for name in truths}
         info = {k: v for k, v in stored["attrs"].items() if k in ("seed", "sampler", "path")}
+        variances = stored["posterior_variances"]
+        prior = stored["attrs"].get("prior_variances")
+        prior = json.loads(prior) if isinstance(prior, str) else prior  # netCDF keeps text
+        labels = _component_labels(truths)
         return cls(
             truths=truths,
             statistics=stored["statistics"],
@@ -209,6 +240,10 @@ class SBCResult:
             fractional_ranks=np.concatenate(list(frac.values()), axis=1),
             n_draws=stored["n_draws"],
             info=info,
+            posterior_variances=None
+            if variances is None
+            else np.concatenate([_flat(variances[name]) for name in truths], axis=1),
+            prior_variances=None if prior is None else np.array([prior[k] for k in labels]),
         )
 
     def _by_parameter(self, columns: np.ndarray) -> dict[str, np.ndarray]:
@@ -222,13 +257,22 @@ class SBCResult:
 
     def __repr__(self) -> str:
         rows = "\n".join(
-            f"  {label:<16} p = {self.p_values[label]:.3g}" for label in self.parameters
+            f"  {label:<16} p = {self.p_values[label]:<9.3g} "
+            f"contraction = {self.contraction[label]:.3g}"
+            for label in self.parameters
         )
         info = json.dumps({k: self.info[k] for k in ("sampler",) if k in self.info})
         return (
             f"SBCResult({self.replicates} replicates, median draws per rank "
             f"{int(np.median(self.n_draws))}, {self.bins} bins; {info})\n{rows}"
         )
+
+
+def _or_nan(values, shape: tuple[int, ...]) -> np.ndarray:
+    """``values`` as a float array of ``shape``, or NaN (an export made without them)."""
+    if values is None:
+        return np.full(shape, np.nan)
+    return np.asarray(values, dtype=float).reshape(shape)
 
 
 def _flat(values: np.ndarray) -> np.ndarray:

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from dpinfer import _validate
+
 #: What the ``role`` column of a row means.
 ROLES = {
     "exact": "given the release, by an exact method (closed form or exact sampler)",
@@ -57,7 +59,7 @@ class Row:
     >>> Row("truth", "oracle", "value", "theta", 37.0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: role must be one of [...], got 'oracle'
+    ValueError: role must be one of 'confidential', ..., got 'oracle'
     """
 
     analysis: str
@@ -72,10 +74,8 @@ class Row:
     flag: str = ""
 
     def __post_init__(self):
-        if self.role not in ROLES:
-            raise ValueError(f"role must be one of {sorted(ROLES)}, got {self.role!r}")
-        if self.estimator not in ("posterior", "mle", "value"):
-            raise ValueError(f"estimator must be posterior, mle or value, got {self.estimator!r}")
+        _validate.choice("role", self.role, sorted(ROLES))
+        _validate.choice("estimator", self.estimator, ("posterior", "mle", "value"))
 
 
 def draw_rows(analysis: str, role: str, draws: Mapping[str, Any]) -> list[Row]:

@@ -45,9 +45,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate
-from ._latent import Latent, is_unregistered_distribution, read_latent
+from ._latent import Latent, SharedLatentWarning, is_unregistered_distribution, read_latent
 
-__all__ = ["is_unregistered_distribution", "to_pymc"]
+__all__ = ["SharedLatentWarning", "is_unregistered_distribution", "to_pymc"]
 
 DEFAULT_TOL = 1e-10
 
@@ -79,8 +79,32 @@ def to_pymc(name: str, dist, *, observed, tol: float = DEFAULT_TOL):
         The observed variable, whose ``pm.logp`` is the per-cell marginal
         log-likelihood.
 
+    Raises
+    ------
+    ValueError
+        If ``dist`` or one of its parameters does not broadcast to the cells'
+        shape, naming both shapes (a shape known only when the model runs is
+        checked then), or if the release of a mechanism other than
+        :class:`~dpinfer.Thresholded` holds NaN.
+
+    Warns
+    -----
+    SharedLatentWarning
+        When an earlier observed variable of the model sums out the same
+        latent expression over cells of the same shape: releases of the same
+        cells belong in one call (``observed=[(m1, y1), (m2, y2)]``); two calls
+        model two independent confidential values per cell.
+
     Notes
     -----
+    Posterior predictive draws of the returned variable
+    (``pm.sample_posterior_predictive``) are releases, not confidential values:
+    a latent value drawn from ``dist`` plus fresh noise of each mechanism (one
+    column per release when there are several; a suppressed cell of a
+    :class:`~dpinfer.Thresholded` release at its cut). To draw the confidential
+    values, make them a model variable and observe it with
+    ``mechanism.to_pymc(name, variable, observed=released)``.
+
     For a discrete latent the sum runs over a window of each cell found anew
     at every evaluation: from the mode of :math:`p(s \mid \theta)\eta(y \mid s)`
     outward until a geometric bound on the rest (valid since every mechanism
@@ -107,7 +131,7 @@ def to_pymc(name: str, dist, *, observed, tol: float = DEFAULT_TOL):
             "variable, observed=released)"
         )
     latent: Latent = read_latent(dist)
-    return observe(name, latent, _pairs(observed), tol=tol)
+    return observe(name, latent, _pairs(observed), tol=tol, dist=dist)
 
 
 def _pairs(observed) -> list[tuple]:

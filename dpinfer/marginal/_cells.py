@@ -61,15 +61,20 @@ class Cells:
         )
 
 
-def release_cells(mechanism, released: np.ndarray, latent_discrete: bool) -> Cells:
-    """Return the per-cell numbers of ``released`` (shape ending in the event shape)."""
+def release_cells(
+    mechanism, released: np.ndarray, latent_discrete: bool, name: str = "released"
+) -> Cells:
+    """Return the per-cell numbers of ``released`` (shape ending in the event shape).
+
+    ``name`` is the parameter that messages about the release name.
+    """
     if mechanism.discrete and not latent_discrete:
         raise ValueError(
             f"{type(mechanism).__name__} releases integers and needs an integer confidential "
             "value; the latent distribution given is continuous"
         )
     rows = np.reshape(released, (-1, *mechanism.event_shape))
-    parts = [_row(mechanism, mechanism._check_released(row, "released")) for row in rows]
+    parts = [_row(mechanism, mechanism._check_released(row, name)) for row in rows]
     if len(parts) == 1:
         return parts[0]
     kinds, values, coefs, tables = zip(*((p.kinds, p.released, p.coef, p.table) for p in parts))

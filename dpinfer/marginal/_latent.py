@@ -25,6 +25,17 @@ _SUPPORTED = (
 )
 
 
+class SharedLatentWarning(UserWarning):
+    """Two observed variables of one model each sum out the same latent expression.
+
+    Each ``to_pymc`` call marginalises its own copy of the confidential value,
+    so two calls over one latent (two releases of the same cells) model the
+    cells as holding two independent confidential values. Releases of the same
+    cells go in one call, ``dp.to_pymc(name, dist, observed=[(m1, y1), (m2, y2)])``,
+    which sums each cell's value once against the product of its densities.
+    """
+
+
 @dataclass(frozen=True)
 class Latent:
     """A univariate latent distribution, read off an unregistered PyMC distribution.
@@ -75,6 +86,16 @@ class Latent:
             parts.append(rest[:size])
             rest = rest[size:]
         return own, parts
+
+    def same_expression(self, other: Latent) -> bool:
+        """Whether ``other`` is the same family with the same parameter expressions."""
+        from pytensor.graph.basic import equal_computations
+
+        def kinds(latent):
+            parts = tuple(kinds(c) for c in latent.components)
+            return latent.kind, latent.family, type(latent.op).__name__, parts
+
+        return kinds(self) == kinds(other) and equal_computations(self.tensors(), other.tensors())
 
     def sample(self, values, rng: np.random.Generator, size) -> np.ndarray:
         """Draw latent values with NumPy, for posterior predictive releases."""

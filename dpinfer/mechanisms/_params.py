@@ -107,7 +107,7 @@ def _shown(values: np.ndarray):
 
 
 def as_shape(event_shape) -> tuple[int, ...]:
-    """Return ``event_shape`` as a tuple of non-negative ints (an int means ``(int,)``)."""
+    """Return ``event_shape`` as a tuple of positive ints (an int means ``(int,)``)."""
     if isinstance(event_shape, str) or not (
         np.ndim(event_shape) == 0 or isinstance(event_shape, tuple | list)
     ):
@@ -118,6 +118,11 @@ def as_shape(event_shape) -> tuple[int, ...]:
     ):
         raise ValueError(f"event_shape must be a tuple of non-negative ints, got {event_shape!r}")
     dims = tuple(int(d) for d in dims)
+    if 0 in dims:
+        raise ValueError(
+            "event_shape must have positive entries: a release of no cells has no noise and "
+            f"no privacy guarantee to state, got {event_shape!r}"
+        )
     if math.prod(dims) > _validate.MAX_SIZE:
         raise ValueError(
             f"event_shape must have at most {_validate.MAX_SIZE:,} entries, got {event_shape!r}"

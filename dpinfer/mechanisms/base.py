@@ -522,6 +522,29 @@ class Mechanism(abc.ABC):
             The observed variable; ``pm.logp`` of it equals :meth:`logpdf`
             (with a tensor value) or the per-cell marginal log-likelihood.
 
+        Raises
+        ------
+        ValueError
+            If ``value`` (a tensor, array or distribution) does not have the
+            shape required, naming both shapes; a shape known only when the
+            model runs is checked then. If a release of a mechanism other than
+            :class:`~dpinfer.Thresholded` holds NaN.
+
+        Notes
+        -----
+        Posterior predictive draws of the returned variable
+        (``pm.sample_posterior_predictive``, ``pm.draw``) are releases: the
+        confidential value (drawn from the distribution, or the variable's
+        value) plus fresh noise of this mechanism, never confidential values
+        themselves (a suppressed cell of a :class:`~dpinfer.Thresholded`
+        release is drawn at its cut, as PyMC holds it).
+
+        The same cells released by several mechanisms are one call of
+        :func:`dpinfer.to_pymc` with every release; a call of this method per
+        release over one distribution sums a latent value out per release, as
+        if each release came from confidential values of its own, and warns
+        with :class:`~dpinfer.SharedLatentWarning`.
+
         Examples
         --------
         >>> import numpy as np, pymc as pm, dpinfer as dp
@@ -541,6 +564,7 @@ class Mechanism(abc.ABC):
         if not (isinstance(name, str) and name):
             raise TypeError(f"name must be a non-empty str, got {name!r}")
         observed, log_terms = self._pymc_log_terms(self._check_released(observed, "observed"))
+        value = self._pymc_value(value)
         n_event = len(self.event_shape)
 
         def logp(x, v):
@@ -554,10 +578,46 @@ class Mechanism(abc.ABC):
             name,
             value,
             logp=logp,
+            random=self._pymc_random,
             observed=observed,
             signature=f"({core})->({core})",
             dtype="int64" if self.discrete else "floatX",
         )
+
+    def _pymc_random(self, value, rng=None, size=None):
+        """Draw a release at ``value`` as PyMC holds it (posterior predictive draws)."""
+        value = np.asarray(value)
+        if size is not None:
+            value = np.broadcast_to(value, (*tuple(size), *self.event_shape))
+        draws = self._as_observed(np.asarray(self.release(value, rng=rng)))
+        return draws.astype(np.int64) if self.discrete else draws
+
+    def _as_observed(self, released: np.ndarray) -> np.ndarray:
+        """Return a release as a PyMC observed variable holds it (see :class:`Thresholded`)."""
+        return released
+
+    def _pymc_value(self, value):
+        """Return the confidential value of :meth:`to_pymc`, of shape ``event_shape`` exactly.
+
+        A tensor whose shape is known only when the model runs is checked then.
+        """
+        from pytensor.graph.basic import Variable
+
+        from .._tensor_shapes import batch_shape, checked
+
+        if not isinstance(value, Variable):
+            arr = _validate.numeric_array("value", value, confidential=True)
+            if arr.shape != self.event_shape:
+                raise ValueError(
+                    f"value has shape {arr.shape}, which must equal the mechanism's event_shape "
+                    f"{self.event_shape}"
+                )
+            return self._check_value(arr)
+        if str(value.dtype).startswith("complex") or value.dtype == "bool":
+            raise TypeError(f"value must be a real tensor, got dtype {value.dtype}")
+        shape, target = batch_shape(value), self.event_shape
+        about = "the mechanism's event_shape"
+        return checked(value, shape, name="value", target=target, about=about, exact=True)
 
     def _pymc_log_terms(self, observed: np.ndarray):
         """Return the observed array PyMC holds and the PyTensor log-density terms ``(x, v)``."""
@@ -572,6 +632,8 @@ class Mechanism(abc.ABC):
         that :meth:`logpdf` is exact for every int64 release.
         """
         arr = _validate.numeric_array(name, released)
+        if arr.dtype.kind == "f" and np.isnan(arr).any():
+            raise ValueError(nan_release_message(self, name, np.isnan(arr)))
         keep_int = arr.dtype.kind in "iu" and (self.discrete or beyond_float(arr))
         if not keep_int:
             arr = _validate.finite_array(name, arr)
@@ -657,6 +719,17 @@ class AdditiveNoise(Mechanism):
         zero = np.zeros(self.event_shape)
         terms = self._log_density(NUMPY, zero, zero)
         return np.broadcast_to(np.asarray(terms, dtype=float), self.event_shape).copy()
+
+
+def nan_release_message(mechanism: Mechanism, name: str, nan) -> str:
+    """Say where a release of a mechanism that publishes every cell has NaN, and what fits."""
+    kind = type(mechanism).__name__
+    return (
+        _validate.bad_entries(name, nan, "hold numbers, not NaN")
+        + f". A {kind} release publishes every cell; for a release whose suppressed cells "
+        f"are NaN, use dp.Thresholded({kind}(...), threshold=...), whose density scores a "
+        "suppressed cell as a noisy value below the threshold"
+    )
 
 
 def exact_gap(cut, s) -> np.ndarray:

@@ -112,8 +112,7 @@ class Gaussian(AdditiveNoise):
         event_shape : tuple of int
             Shape of a release.
         """
-        if calibration not in _CALIBRATIONS:
-            raise ValueError(f"calibration must be one of {_CALIBRATIONS}, got {calibration!r}")
+        calibration = _validate.choice("calibration", calibration, _CALIBRATIONS)
         solve = (
             accounting.gaussian_sigma_analytic
             if calibration == "analytic"

@@ -102,8 +102,7 @@ class Thresholded(Mechanism):
                 f"DiscreteLaplace or DiscreteGaussian), got {type(mechanism).__name__}: "
                 f"{mechanism!r}"
             )
-        if publish not in _PUBLISH:
-            raise ValueError(f"publish must be one of {_PUBLISH}, got {publish!r}")
+        publish = _validate.choice("publish", publish, _PUBLISH)
         self.mechanism = mechanism
         self.event_shape = mechanism.event_shape
         self.publish = publish
@@ -199,6 +198,11 @@ class Thresholded(Mechanism):
         out = super()._at_cells(cells)
         out.mechanism = self.mechanism._at_cells(cells)
         return out
+
+    def _as_observed(self, released: np.ndarray) -> np.ndarray:
+        """Put a suppressed cell (NaN) at its cut: PyMC would impute a NaN observation."""
+        cut = np.broadcast_to(self._cut, self.event_shape)
+        return np.where(np.isnan(released), cut, released)
 
     def _pymc_log_terms(self, observed: np.ndarray):
         import pytensor.tensor as pt

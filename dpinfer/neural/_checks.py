@@ -81,8 +81,7 @@ def setup(
             f"{pairs:,} training pairs, more than the {_validate.MAX_SIZE:,} that can fit in "
             "memory (every round trains on all simulations so far); reduce one of them"
         )
-    if noise not in NOISE:
-        raise ValueError(f"noise must be one of {NOISE}, got {noise!r}")
+    noise = _validate.choice("noise", noise, NOISE)
     qmc = noise == "rqmc"
     if qmc and not is_power_of_two(copies):
         raise ValueError(

@@ -20,8 +20,8 @@ import hashlib
 import json
 import math
 import os
-import pickle
 import warnings
+import zipfile
 
 import torch
 
@@ -127,16 +127,37 @@ def _embedding(saved, given, context: int):
 
 
 def _load(path: str):
+    _check_archive(path)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # torch on unusual pickle protocols
             return torch.load(path, weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, AttributeError, ValueError) as err:
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        raise  # the path, not the file: said as it is
+    except Exception as err:  # whatever a damaged file makes torch raise
         raise _Invalid(
             f"torch.load(weights_only=True) refused it ({_reason(err)}); dpinfer saves "
-            "tensors, numbers and strings only, so a file holding other objects, or none, is "
-            "not one of its own"
+            "tensors, numbers and strings only, so a file holding other objects, or none, or "
+            "a damaged file, is not one of its own"
         ) from None
+
+
+def _check_archive(path: str) -> None:
+    """Refuse a zip archive (as torch saves) whose members fail their CRC-32 checks.
+
+    The digest covers what dpinfer reads; the checksums cover the rest of the
+    archive too (torch's own records), so that a damaged byte there is reported
+    as damage rather than as whatever torch makes of it.
+    """
+    try:
+        if not zipfile.is_zipfile(path):
+            return  # not an archive: torch.load says why it is not an estimator
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except Exception as err:  # a damaged archive, whatever zipfile raises
+        raise _Invalid(f"it is a damaged zip archive ({type(err).__name__}: {err})") from None
+    if bad is not None:
+        raise _Invalid(f"its archive member {bad!r} fails its CRC-32 check: the file is damaged")
 
 
 #: Lines of torch's message that are advice (some of it unsafe here), not the reason.

@@ -10,7 +10,7 @@ import numpy as np
 from .. import _validate, parallel
 from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence, seed_entropy
-from .._user_code import no_writes, read_only
+from .._user_code import no_writes, outside_domain, read_only
 from ..distances.base import Distance
 from ..model import Model, _callable_name
 from ._common import check_options, stack_draws
@@ -146,7 +146,7 @@ def _simulated(observed, distance, model, n_proposals, rng, batch_size, executor
 
     def task(index, chunk_rng):
         params = model.prior.sample(sizes[index], chunk_rng)
-        with no_writes(name, "params"):
+        with no_writes(name, "params"), outside_domain(name, params):
             pseudo = model.simulate(read_only(params), chunk_rng)
         pseudo = _validate.numeric_output(pseudo, source="the simulator of pseudo-datasets")
         return {**params, "_distance": distance(observed, pseudo)}

@@ -257,11 +257,9 @@ def as_schedule(schedule) -> StagedSchedule | AscentSchedule:
     """Normalise ``schedule``: ``"staged"``, ``"auto"`` (ascent-based) or an instance."""
     if isinstance(schedule, StagedSchedule | AscentSchedule):
         return schedule
-    if schedule == "staged":
+    also = "a StagedSchedule/AscentSchedule instance"
+    if _validate.choice("schedule", schedule, ("staged", "auto", "ascent"), alternatives=also) == (
+        "staged"
+    ):
         return StagedSchedule()
-    if schedule in ("auto", "ascent"):
-        return AscentSchedule()
-    raise ValueError(
-        "schedule must be 'staged', 'auto' or a StagedSchedule/AscentSchedule instance, "
-        f"got {schedule!r}"
-    )
+    return AscentSchedule()

@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import _validate
 from .._rng import child_sequence
 from . import _pseudo_marginal as _pm
 from ._common import check_count
@@ -146,12 +147,11 @@ def log_density_variance(sim, params: dict, m: int, repeats: int = 4) -> tuple[f
 
 def check_count_option(value) -> int | str:
     """Return ``simulations_per_particle``: a positive integer or ``"auto"``."""
-    if isinstance(value, str):
-        if value != "auto":
-            raise ValueError(
-                f'simulations_per_particle must be a positive integer or "auto", got {value!r}'
-            )
-        return value
+    if isinstance(value, str | list | tuple) or (
+        isinstance(value, np.ndarray) and value.dtype.kind in "USO"
+    ):
+        also = "a positive integer"
+        return _validate.choice("simulations_per_particle", value, ("auto",), alternatives=also)
     return check_count("simulations_per_particle", value)
 
 

@@ -400,8 +400,7 @@ def _likelihood_of(model) -> Likelihood:
 
 
 def _choose_mstep(mstep: str, likelihood: Likelihood) -> bool:
-    if mstep not in ("auto", "exponential", "general"):
-        raise ValueError(f"mstep must be 'auto', 'exponential' or 'general', got {mstep!r}")
+    mstep = _validate.choice("mstep", mstep, ("auto", "exponential", "general"))
     has_family = likelihood.exponential_family is not None
     if mstep == "exponential" and not has_family:
         raise ValueError(

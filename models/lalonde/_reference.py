@@ -14,6 +14,8 @@ import warnings
 
 import numpy as np
 
+from dpinfer import validate
+
 from ._data import N_CONTROL, N_TREATED, PARAMETERS, REFERENCE, mechanism
 
 
@@ -105,16 +107,17 @@ def statistics_posterior(
     """
     from dpinfer.reference import sample_nuts
 
-    stats = np.asarray(statistics, dtype=float)
     # the statistics are the confidential data's: messages name shapes and positions only
+    stats = validate.numeric_array("statistics", statistics, confidential=True)
     if stats.shape != (4,):
         raise ValueError(f"statistics must be 4 numbers, got shape {stats.shape}")
-    if not np.all(np.isfinite(stats)):
-        bad = np.flatnonzero(~np.isfinite(stats)).tolist()
-        raise ValueError(f"statistics must be finite; not finite at positions {bad}")
+    stats = validate.finite_array("statistics", stats, confidential=True)
     if not np.all(stats[2:] > 0):
         bad = (2 + np.flatnonzero(~(stats[2:] > 0))).tolist()
-        raise ValueError(f"the sample variances must be positive; not at positions {bad}")
+        raise ValueError(
+            f"statistics: the sample variances must be positive (positions 2 and 3); not at "
+            f"positions {bad}"
+        )
     pymc_model = _statistics_model(tuple(stats.tolist()))
     return sample_nuts(
         pymc_model,

@@ -129,8 +129,8 @@ def statistics(x, y, *, clamp: float = CLAMP) -> np.ndarray:
             0.02 ])
     """
     c = validate.positive_finite("clamp", clamp)
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
+    x = validate.numeric_array("x", x, confidential=True).astype(float, copy=False)
+    y = validate.numeric_array("y", y, confidential=True).astype(float, copy=False)
     if x.ndim < 2 or y.shape != x.shape[:-1]:
         raise ValueError(
             f"x must have shape (*batch, n, p) and y shape (*batch, n); got x of shape "
@@ -348,8 +348,9 @@ def release(x, y, *, epsilon: float, rng: RNGLike = None) -> np.ndarray:
 
 
 def _check_data(x, y) -> tuple[np.ndarray, np.ndarray]:
-    x = validate.finite_array("x", x)
-    y = validate.finite_array("y", y)
+    # confidential data: messages give shapes and positions, never values
+    x = validate.finite_array("x", x, confidential=True)
+    y = validate.finite_array("y", y, confidential=True)
     if x.ndim != 2 or x.shape[1] != P or y.shape != (x.shape[0],) or x.shape[0] < 1:
         raise ValueError(
             f"x must have shape (n, {P}) and y shape (n,) with n >= 1; got x of shape "

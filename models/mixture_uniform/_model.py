@@ -11,6 +11,7 @@ import numpy as np
 import scipy.stats as st
 
 import dpinfer as dp
+from dpinfer import validate
 from dpinfer.distances import Distance
 from dpinfer.random import RNGLike, as_generator, as_seed_sequence, chunk_generator
 
@@ -113,7 +114,7 @@ def public_draws(
     distances : numpy.ndarray
         ``(T,)``; confidential until the sparse vector technique answers them.
     """
-    observed = np.asarray(observed, dtype=float)
+    observed = validate.confidential_data("observed", observed)
     n_obs = len(observed) if n_observations is None else n_observations
     root = as_seed_sequence(rng)
     sim = model(n_observations=n_obs)

@@ -307,8 +307,9 @@ def _check_params(params) -> np.ndarray:
 
 
 def _check_records(y, x) -> tuple[np.ndarray, np.ndarray]:
-    y = np.asarray(y)
-    x = np.asarray(x)
+    # confidential records: numbers only (a bool True is not the class 1), no value shown
+    y = validate.numeric_array("y", y, confidential=True)
+    x = validate.numeric_array("x", x, confidential=True)
     if y.ndim != 1 or x.shape != (len(y), N_FEATURES) or len(y) < 1:
         raise ValueError(
             f"y must have shape (n,) and x shape (n, {N_FEATURES}) with n >= 1; got y of "

@@ -126,11 +126,9 @@ def log_likelihood(
     theta = _check_theta(theta)
     x = validate.finite("released", released)
     eps = validate.positive_finite("epsilon", epsilon)
-    if method == "incomplete_gamma":
-        return _loglik_closed_form(theta, x, eps)
-    if method == "sum":
+    if validate.choice("method", method, ("incomplete_gamma", "sum")) == "sum":
         return _loglik_sum(theta, x, eps)
-    raise ValueError(f"method must be 'incomplete_gamma' or 'sum', got {method!r}")
+    return _loglik_closed_form(theta, x, eps)
 
 
 def log_evidence(

@@ -138,9 +138,7 @@ def _check_theta(theta):
 
 
 def _check_simulator(simulator) -> str:
-    if simulator not in _SIMULATORS:
-        raise ValueError(f"simulator must be 'exact' or 'approx', got {simulator!r}")
-    return simulator
+    return validate.choice("simulator", simulator, _SIMULATORS)
 
 
 def _check_flag(name, value) -> bool:

@@ -102,7 +102,14 @@ from ._abcdp import (
     prior,
     public_draws,
 )
-from ._errors import PAPER_ERRORS, SETTINGS, error_table, summarise_errors
+from ._errors import (
+    PAPER_ERRORS,
+    QUANTILES,
+    SETTINGS,
+    error_table,
+    single_run_errors,
+    summarise_errors,
+)
 from ._prior import (
     ALPHA1_BOUND,
     BETA_MEAN,
@@ -157,6 +164,7 @@ __all__ = [
     "N_RECORDS",
     "Outbreak",
     "PAPER_ERRORS",
+    "QUANTILES",
     "PARAMETERS",
     "P_COMPLIANCE",
     "P_OBSERVED",
@@ -185,6 +193,7 @@ __all__ = [
     "sf_statistics",
     "simulate",
     "simulate_outbreak",
+    "single_run_errors",
     "summarise_errors",
     "summary_statistics",
 ]

@@ -178,7 +178,7 @@ def public_draws(
 
 
 def _check_records(observed) -> np.ndarray:
-    obs = np.asarray(observed, dtype=float)
+    obs = validate.confidential_data("observed", observed)
     if obs.ndim != 2 or obs.shape[1] != len(STATISTICS):
         raise ValueError(f"observed must be (n, {len(STATISTICS)}) records, got shape {obs.shape}")
     return obs

@@ -6,6 +6,7 @@ Part of :mod:`dpinfer.models.tuberculosis`, which documents the model and the se
 from __future__ import annotations
 
 import math
+import textwrap
 import time
 
 import numpy as np
@@ -29,8 +30,22 @@ from ._abcdp import (
 )
 from ._prior import BETA_SD, PARAMETERS
 
-#: Park et al.'s mean absolute errors (Section 6.3): (n, resample) -> error.
+#: Park et al.'s mean absolute errors (Section 6.3): (n, resample) -> error. Each is ONE
+#: run of the authors' code (one set of records, of public draws and of privacy noise),
+#: its numpy randomness unseeded (their script seeds Python's ``random`` only): compare
+#: them with the spread of single runs, not with the standard error of a mean.
 PAPER_ERRORS = {(100, True): 4.71, (1000, True): 2.20, (100, False): 4.51, (1000, False): 2.10}
+
+#: The quantiles of the single runs' errors that the summary shows.
+QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+
+PAPER_NOTE = (
+    "paper: Park et al. (2021), Section 6.3: 4.51 / 4.71 (n = 100) and 2.10 / 2.20 (n = 1000) "
+    "without / with resampling, each ONE run of the authors' code with unseeded numpy "
+    "randomness (one set of records, public draws and privacy noise); compare them with the "
+    "single runs' quantiles ('rank': the share of these runs with an error at most the "
+    "paper's), not with the s.e. of the mean"
+)
 
 SETTINGS = ("without resampling", "with resampling", "non-private")
 
@@ -221,38 +236,86 @@ def _runs_on_draws(observed, params, dist, noise_root, repetitions, *, c, **sett
 
 
 def summarise_errors(table) -> str:
-    """Format the error table: mean absolute error (with its s.e.), overall and per parameter.
+    """Format the error table: the errors of single runs, and their mean, beside the paper's.
 
-    With several public repetitions the standard error is that of the mean over them (each
-    averaged over its noise repetitions); with one, it is over the privacy noise only, and
-    the text says so.
+    A single run is one ABCDP run on one set of confidential records and public draws
+    with one draw of privacy noise, as each of the paper's numbers is: every (public set,
+    noise draw) pair is one (the non-private run, without noise, one per public set).
+    The first table gives, per ``n`` and setting, the number of runs, the mean of their
+    mean absolute errors with its standard error (over the public sets' means; with one
+    public set, over the noise only, and the text says so), the standard deviation and
+    the :data:`QUANTILES` of the single runs' errors, the paper's number and its rank
+    among these runs. The second gives the error per parameter and the accepted draws.
     """
     n_public = table.sizes["public"]
-    head = f"{'n':>6} {'setting':<20} {'MAE':>7} {'s.e.':>6} {'paper':>6}"
-    head += "".join(f"{k:>8}" for k in PARAMETERS) + f" {'accepted':>9}"
-    lines = [head]
+    quantiles = "".join(f"{f'{100 * q:g}%':>7}" for q in QUANTILES)
+    head = f"{'n':>6} {'setting':<20} {'runs':>5} {'mean':>6} {'s.e.':>6} {'sd':>6}{quantiles}"
+    lines = [head + f" {'paper':>6} {'rank':>5}"]
+    per_parameter = [
+        f"{'n':>6} {'setting':<20}" + "".join(f"{k:>8}" for k in PARAMETERS) + f" {'accepted':>9}"
+    ]
     for n in table["n_records"].values:
         for setting in table["setting"].values:
-            errors = table["abs_error"].sel(n_records=n, setting=setting)
-            if setting == "non-private":
-                errors = errors.isel(noise=[0])  # no noise: one run per set of public draws
-            mae = errors.mean("parameter").values  # (public, noise)
-            # over the public repetitions' means, or over the noise runs of the only one
-            spread = np.array([finite_mean(row) for row in mae]) if n_public > 1 else mae
-            se = _standard_error(spread[np.isfinite(spread)])
-            paper = PAPER_ERRORS.get((int(n), setting == "with resampling"))
-            paper_text = f"{paper:6.2f}" if paper and setting != "non-private" else "     -"
-            se_text = f"{se:6.3f}" if math.isfinite(se) else "     -"
-            per = errors.mean(("public", "noise")).values
+            runs, errors = single_run_errors(table, int(n), str(setting))
+            lines.append(f"{int(n):>6} {setting:<20} " + _spread_row(runs, n_public))
+            lines[-1] += _paper_columns(runs, PAPER_ERRORS.get(_paper_key(int(n), setting)))
             acc = table["n_accepted"].sel(n_records=n, setting=setting).values.mean()
-            lines.append(
-                f"{int(n):>6} {setting:<20} {finite_mean(mae):7.3f} {se_text} {paper_text}"
+            per = errors.mean(("public", "noise")).values
+            per_parameter.append(
+                f"{int(n):>6} {setting:<20}"
                 + "".join(f"{float(v):8.3f}" for v in per)
                 + f" {acc:9.1f}"
             )
-    if n_public == 1:
-        lines.append("(one set of public draws: the s.e. covers the privacy noise only)")
-    return "\n".join(lines)
+    runs_note = (
+        "runs: one per set of public draws and privacy noise draw "
+        f"({n_public} public set(s) x {table.sizes['noise']} noise draw(s); non-private: one "
+        "per public set); mean and s.e.: "
+        + ("over the public sets' means" if n_public > 1 else "over the privacy noise only")
+    )
+    wrap = textwrap.TextWrapper(99, break_on_hyphens=False).wrap
+    lines += [*wrap(runs_note), *wrap(PAPER_NOTE)]
+    return "\n".join([*lines, "mean absolute error per parameter:", *per_parameter])
+
+
+def single_run_errors(table, n: int, setting: str):
+    """Return the runs' mean absolute errors ``(public, noise)`` and the errors per parameter.
+
+    The non-private run has no noise: its first noise column is its one run per public set.
+    """
+    errors = table["abs_error"].sel(n_records=n, setting=setting)
+    if setting == "non-private":
+        errors = errors.isel(noise=[0])
+    return errors.mean("parameter").values, errors
+
+
+def _spread_row(runs: np.ndarray, n_public: int) -> str:
+    """Format runs, mean, s.e., sd and quantiles of single runs' errors ``(public, noise)``."""
+    finite = runs[np.isfinite(runs)]
+    # over the public sets' means, or over the noise runs of the only one
+    spread = np.array([finite_mean(row) for row in runs]) if n_public > 1 else runs.ravel()
+    se = _standard_error(spread[np.isfinite(spread)])
+    sd = float(np.std(finite, ddof=1)) if finite.size > 1 else math.nan
+    qs = np.quantile(finite, QUANTILES) if finite.size else np.full(len(QUANTILES), np.nan)
+    return (
+        f"{finite.size:>5} {finite_mean(runs):6.2f} {_number(se, 6, 3)} {_number(sd, 6, 2)}"
+        + "".join(_number(float(q), 7, 2) for q in qs)
+    )
+
+
+def _paper_columns(runs: np.ndarray, paper: float | None) -> str:
+    """Format the paper's error and the share of single runs with an error at most it."""
+    finite = runs[np.isfinite(runs)]
+    if paper is None or not finite.size:
+        return f" {'-':>6} {'-':>5}"
+    return f" {paper:6.2f} {np.mean(finite <= paper):5.2f}"
+
+
+def _paper_key(n: int, setting: str):
+    return None if setting == "non-private" else (n, setting == "with resampling")
+
+
+def _number(value: float, width: int, digits: int) -> str:
+    return f"{value:{width}.{digits}f}" if math.isfinite(value) else f"{'-':>{width}}"
 
 
 def _standard_error(values) -> float:
@@ -294,12 +357,16 @@ def _diagnostics(table) -> dict:
     for n in table["n_records"].values:
         for setting in table["setting"].values:
             key = f"n{int(n)}_{setting.replace(' ', '_').replace('-', '_')}"
-            errors = table["abs_error"].sel(n_records=n, setting=setting).mean("parameter")
-            out[f"{key}_mae"] = finite_mean(errors.values)
+            runs, _ = single_run_errors(table, int(n), str(setting))
+            out[f"{key}_mae"] = finite_mean(runs)
+            finite = runs[np.isfinite(runs)]
+            for q in (0.05, 0.5, 0.95):
+                value = float(np.quantile(finite, q)) if finite.size else math.nan
+                out[f"{key}_mae_single_run_q{round(100 * q):02d}"] = value
             out[f"{key}_accepted"] = float(
                 table["n_accepted"].sel(n_records=n, setting=setting).values.mean()
             )
-            paper = PAPER_ERRORS.get((int(n), setting == "with resampling"))
-            if paper is not None and setting != "non-private":
-                out[f"{key}_mae_paper"] = paper
+            paper = PAPER_ERRORS.get(_paper_key(int(n), str(setting)))
+            if paper is not None:
+                out[f"{key}_mae_paper_single_run"] = paper
     return out

@@ -99,7 +99,7 @@ def test_naive_statistics_floor_negative_variances():
 
 
 def test_statistics_posterior_names_positions_never_the_confidential_values():
-    for stats, expected in (([6.0, np.nan, 51.5, 30.0], "positions [1]"), ([6.0, 4.0], "(2,)")):
+    for stats, expected in (([6.0, np.nan, 51.5, 30.0], "position [1]"), ([6.0, 4.0], "(2,)")):
         with pytest.raises(ValueError, match=re.escape(expected)) as info:
             ll.statistics_posterior(stats)
         assert "51.5" not in str(info.value) and "6.0" not in str(info.value)

@@ -48,6 +48,7 @@ NOT_ENTRY_POINTS = {
     "AuditResult",
     "BoundaryEstimateWarning",
     "Comparison",
+    "DegenerateDrawsWarning",
     "Distance",
     "GaussianVerification",
     "MCEMConvergenceWarning",
@@ -59,6 +60,7 @@ NOT_ENTRY_POINTS = {
     "SBCResult",
     "SVTPrivacyLoss",
     "SVTResult",
+    "SharedLatentWarning",
     "SimulationBudgetExceeded",
     *OUTPUTS_NOT_ENTRY_POINTS,
 }
