@@ -272,7 +272,7 @@ class PrivateDir:
         folder writable by others and not sticky): set ``TMPDIR`` to a safe folder.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.path = Path(os.path.realpath(tempfile.mkdtemp(prefix="dpinfer-")))
         self.fd: int | None = None
         try:
@@ -282,16 +282,22 @@ class PrivateDir:
             self.close()
             raise
 
+    @property
+    def _fd(self) -> int:
+        if self.fd is None:
+            raise RuntimeError(f"the private folder {str(self.path)!r} is closed")
+        return self.fd
+
     def clear(self, name: str) -> None:
         """Remove whatever a writer left at ``name`` (a file, a link, a folder)."""
-        if kind(self.fd, name) == stat.S_IFDIR:
-            shutil.rmtree(name, dir_fd=self.fd)
+        if kind(self._fd, name) == stat.S_IFDIR:
+            shutil.rmtree(name, dir_fd=self._fd)
         else:
-            unlink_entry(self.fd, name)
+            unlink_entry(self._fd, name)
 
     def take(self, name: str) -> int | None:
         """Open and flush the regular file a writer made at ``name``; None if there is none."""
-        fd = open_regular(self.fd, name)
+        fd = open_regular(self._fd, name)
         if fd is not None:
             os.fsync(fd)
         return fd

@@ -43,7 +43,7 @@ def install() -> None:
                 raise
             _warn_once()  # the dispatcher keeps its NullCache: it compiles in memory
 
-    enable_caching._dpinfer_fallback = True
+    setattr(enable_caching, "_dpinfer_fallback", True)  # read with getattr above
     dispatcher.Dispatcher.enable_caching = enable_caching
 
 

@@ -134,7 +134,10 @@ def _cmd_run(args: argparse.Namespace, console) -> int:
         out = args.out if args.out is not None else check_output_path(f"out/{example.name}")
     except OutputPathError as err:
         args.example_parser.error(f"argument --out: {err}")
-    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy)
+    seed = args.seed
+    if seed is None:
+        # a SeedSequence made without entropy draws an int of 128 bits; its stubs allow any
+        seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
     notice = _notice(example, out) if example.long else None
     try:
         with quiet(args.verbose):
@@ -220,6 +223,7 @@ def quiet(verbose: bool) -> Iterator[None]:
 
 
 def _options(args: argparse.Namespace, example) -> dict:
+    parser: argparse.ArgumentParser = args.example_parser
     options = example.defaults()
     for opt in example.options:
         given = getattr(args, f"option_{opt.name}")
@@ -228,11 +232,11 @@ def _options(args: argparse.Namespace, example) -> dict:
         try:
             options[opt.name] = opt.parse(" ".join(given) if opt.size else given)
         except (TypeError, ValueError) as err:
-            args.example_parser.error(f"argument {opt.cli_flag}: {err}")
+            parser.error(f"argument {opt.cli_flag}: {err}")
     try:  # combinations of options that cannot run (a predicted cost past a budget)
         return example.check(options)
     except (TypeError, ValueError) as err:
-        args.example_parser.error(str(err))
+        parser.error(str(err))
 
 
 def _notice(example, out):

@@ -99,7 +99,8 @@ class ShapeCheck(Op):
     def __init__(self, name: str, target: tuple[int, ...], about: str, exact: bool):
         self.name, self.target, self.about, self.exact = name, target, about, exact
 
-    def make_node(self, x, shape_of):
+    # PyTensor's Ops name their inputs (the base class takes *inputs)
+    def make_node(self, x, shape_of):  # type: ignore[override]
         x = pt.as_tensor_variable(x)
         return Apply(self, [x, pt.as_tensor_variable(shape_of)], [x.type()])
 

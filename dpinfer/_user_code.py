@@ -15,6 +15,7 @@ import os
 import sys
 import traceback
 from collections.abc import Mapping
+from types import FrameType
 
 import numpy as np
 
@@ -125,7 +126,8 @@ def outside_dpinfer() -> int:
     warning then names the user's line, however deep in dpinfer it was raised.
     """
     package = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    level, frame = 1, sys._getframe(1)
+    level = 1
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
         level, frame = level + 1, frame.f_back
     return level

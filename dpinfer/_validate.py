@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Collection
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
-def positive_finite(name: str, value) -> float:
+def positive_finite(name: str, value: object) -> float:
     """Return ``value`` as a float, or raise unless it is finite and > 0 (NaN fails).
 
     Parameters
@@ -54,7 +56,7 @@ def positive_finite(name: str, value) -> float:
     return x
 
 
-def finite(name: str, value) -> float:
+def finite(name: str, value: object) -> float:
     """Return ``value`` as a float, or raise unless it is a finite real number.
 
     Parameters
@@ -91,7 +93,7 @@ def finite(name: str, value) -> float:
     return x
 
 
-def positive_or_inf(name: str, value) -> float:
+def positive_or_inf(name: str, value: object) -> float:
     """Return ``value`` as a float, or raise unless it is > 0 (inf allowed)."""
     x = _real(name, value)
     if not x > 0:
@@ -99,7 +101,7 @@ def positive_or_inf(name: str, value) -> float:
     return x
 
 
-def probability_open(name: str, value) -> float:
+def probability_open(name: str, value: object) -> float:
     """Return ``value`` as a float, or raise unless it lies in the open interval (0, 1).
 
     Parameters
@@ -136,7 +138,7 @@ def probability_open(name: str, value) -> float:
     return x
 
 
-def non_negative(name: str, value) -> float:
+def non_negative(name: str, value: object) -> float:
     """Return ``value`` as a float, or raise unless it is finite and >= 0.
 
     Parameters
@@ -169,7 +171,7 @@ def non_negative(name: str, value) -> float:
     return x
 
 
-def positive_int(name: str, value) -> int:
+def positive_int(name: str, value: object) -> int:
     """Return ``value`` as an int, or raise unless it is an integer >= 1.
 
     A float with an integral value (``3.0``) is accepted; a bool is not.
@@ -204,7 +206,8 @@ def positive_int(name: str, value) -> int:
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral | float | np.floating):
         raise TypeError(f"{name} must be a positive integer, got {value!r}")
-    if not (value >= 1 and float(value).is_integer()):
+    # numbers.Integral's stubs declare no comparison with int, though every integral type has one
+    if not (value >= 1 and float(value).is_integer()):  # type: ignore[operator]
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
 
@@ -214,7 +217,7 @@ def positive_int(name: str, value) -> int:
 MAX_SIZE = 2**40
 
 
-def size(name: str, value, *, maximum: int = MAX_SIZE) -> int:
+def size(name: str, value: object, *, maximum: int = MAX_SIZE) -> int:
     """Return ``value`` as an int, or raise unless it is an integer in ``[1, maximum]``.
 
     For sizes that allocate memory or run work (draws, particles, batch sizes):
@@ -249,16 +252,17 @@ def size(name: str, value, *, maximum: int = MAX_SIZE) -> int:
     return n
 
 
-def non_negative_int(name: str, value, *, maximum: int = MAX_SIZE) -> int:
+def non_negative_int(name: str, value: object, *, maximum: int = MAX_SIZE) -> int:
     """Return ``value`` as an int, or raise unless it is an integer in ``[0, maximum]``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral | float | np.floating):
         raise TypeError(f"{name} must be a non-negative integer, got {value!r}")
-    if not (0 <= value <= maximum and float(value).is_integer()):
+    # numbers.Integral's stubs declare no comparison with int, though every integral type has one
+    if not (0 <= value <= maximum and float(value).is_integer()):  # type: ignore[operator]
         raise ValueError(f"{name} must be an integer from 0 to {maximum:,}, got {value!r}")
     return int(value)
 
 
-def flag(name: str, value) -> bool:
+def flag(name: str, value: object) -> bool:
     """Return ``value`` as a bool, or raise unless it is ``True`` or ``False``.
 
     ``"no"``, ``0``, ``None`` and the like are refused: a switch that silently
@@ -289,7 +293,7 @@ def flag(name: str, value) -> bool:
     return bool(value)
 
 
-def names(name: str, value, *, single: bool = False) -> list[str]:
+def names(name: str, value: object, *, single: bool = False) -> list[str]:
     """Return a list of names from a sequence of strings (or one string when ``single``)."""
     if single and isinstance(value, str):
         return [value]
@@ -300,7 +304,7 @@ def names(name: str, value, *, single: bool = False) -> list[str]:
     return list(value)
 
 
-def choice(name: str, value, allowed, *, alternatives: str = "") -> str:
+def choice(name: str, value: object, allowed: Collection[str], *, alternatives: str = "") -> str:
     """Return ``value``, or raise unless it is one of the strings ``allowed``.
 
     A non-string (a NumPy array, a list, None) raises :class:`TypeError` and an
@@ -327,7 +331,7 @@ def choice(name: str, value, allowed, *, alternatives: str = "") -> str:
     return str(value)
 
 
-def mapping(name: str, value) -> dict:
+def mapping(name: str, value: object) -> dict:
     """Return ``value`` as a dict (None: empty), or raise unless it is a mapping."""
     from collections.abc import Mapping
 
@@ -338,7 +342,7 @@ def mapping(name: str, value) -> dict:
     return dict(value)
 
 
-def delta(name: str, value) -> float:
+def delta(name: str, value: object) -> float:
     """Return ``value`` as a float, or raise unless it lies in ``[0, 1)``."""
     x = _real(name, value)
     if not (0 <= x < 1):
@@ -346,14 +350,14 @@ def delta(name: str, value) -> float:
     return x
 
 
-def optional_callable(name: str, value):
+def optional_callable(name: str, value: object):
     """Return ``value``, or raise unless it is None or callable."""
     if value is not None and not callable(value):
         raise TypeError(f"{name} must be a callable (or None), got {_short_repr(value)}")
     return value
 
 
-def executor(name: str, value):
+def executor(name: str, value: object):
     """Return ``value``, or raise unless it is None or has a ``submit`` method."""
     if value is not None and not callable(getattr(value, "submit", None)):
         raise TypeError(
@@ -363,7 +367,7 @@ def executor(name: str, value):
     return value
 
 
-def instance(name: str, value, kind: type | tuple, what: str):
+def instance(name: str, value: object, kind: type | tuple, what: str):
     """Return ``value``, or raise :class:`TypeError` unless it is an instance of ``kind``."""
     if not isinstance(value, kind):
         raise TypeError(f"{name} must be {what}, got {type(value).__name__}: {_short_repr(value)}")
@@ -385,7 +389,7 @@ def non_empty(name: str, arr: np.ndarray) -> np.ndarray:
     return arr
 
 
-def numeric_array(name: str, value, *, confidential: bool = False) -> np.ndarray:
+def numeric_array(name: str, value: object, *, confidential: bool = False) -> np.ndarray:
     """Return ``value`` as an integer or float array, refusing strings, bools and the like.
 
     The one type rule of the public API: numbers, 0-d arrays and arrays of numbers
@@ -425,7 +429,7 @@ def numeric_array(name: str, value, *, confidential: bool = False) -> np.ndarray
 
 
 def finite_array(
-    name: str, value, *, shape: tuple[int, ...] | None = None, confidential: bool = False
+    name: str, value: object, *, shape: tuple[int, ...] | None = None, confidential: bool = False
 ) -> np.ndarray:
     """Return ``value`` as a float array; raise if it is non-numeric, non-finite or misshapen.
 
@@ -468,7 +472,7 @@ def finite_array(
     return arr
 
 
-def confidential_data(name: str, value) -> np.ndarray:
+def confidential_data(name: str, value: object) -> np.ndarray:
     """Return confidential data as a non-empty float array of finite numbers.
 
     The check of what a data owner passes (observations, records): its
@@ -497,7 +501,7 @@ def confidential_data(name: str, value) -> np.ndarray:
     return non_empty(name, finite_array(name, value, confidential=True))
 
 
-def confidential_numbers(name: str, value) -> np.ndarray:
+def confidential_numbers(name: str, value: object) -> np.ndarray:
     """Return confidential data as a float array of numbers (NaN and inf allowed).
 
     For code that gives non-finite data a meaning (a clipped distance maps a
@@ -506,7 +510,7 @@ def confidential_numbers(name: str, value) -> np.ndarray:
     return numeric_array(name, value, confidential=True).astype(float, copy=False)
 
 
-def bad_entries(name: str, bad, requirement: str, *, positions: int = 3) -> str:
+def bad_entries(name: str, bad: ArrayLike, requirement: str, *, positions: int = 3) -> str:
     """Describe the entries of confidential ``name`` that fail a check, never their values.
 
     Parameters
@@ -548,7 +552,7 @@ def bad_entries(name: str, bad, requirement: str, *, positions: int = 3) -> str:
 
 
 def finite_vector(
-    name: str, value, *, min_size: int = 1, confidential: bool = False
+    name: str, value: object, *, min_size: int = 1, confidential: bool = False
 ) -> np.ndarray:
     """Return ``value`` as a 1-d float array of at least ``min_size`` finite numbers.
 
@@ -588,7 +592,7 @@ def finite_vector(
     return arr
 
 
-def weights(name: str, value) -> np.ndarray | None:
+def weights(name: str, value: object) -> np.ndarray | None:
     """Return None, or coordinate weights: a 1-d array of finite numbers >= 0, not all 0.
 
     A weight of 0 drops a coordinate; all zeros would make every distance 0.
@@ -605,7 +609,7 @@ def weights(name: str, value) -> np.ndarray | None:
     return arr
 
 
-def numeric_output(value, *, source: str, allow_bool: bool = False) -> np.ndarray:
+def numeric_output(value: object, *, source: str, allow_bool: bool = False) -> np.ndarray:
     """Return what user code returned as an integer or float array, or say why it cannot be.
 
     ``source`` names the code (``"the simulator poisson_sim"``, ``"the prior"``).
@@ -644,7 +648,7 @@ def numeric_output(value, *, source: str, allow_bool: bool = False) -> np.ndarra
     )
 
 
-def integer_array(name: str, value, *, confidential: bool = False) -> np.ndarray:
+def integer_array(name: str, value: object, *, confidential: bool = False) -> np.ndarray:
     """Return ``value`` as an int64 array, or raise unless every entry is an integer.
 
     With ``confidential`` the message gives the count and positions of the
@@ -680,7 +684,7 @@ def integer_array(name: str, value, *, confidential: bool = False) -> np.ndarray
     return arr.astype(np.int64)
 
 
-def _real(name: str, value) -> float:
+def _real(name: str, value: object) -> float:
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -709,7 +713,7 @@ _KINDS = {
 }
 
 
-def shown(value, *, confidential: bool = False, arr: np.ndarray | None = None) -> str:
+def shown(value: object, *, confidential: bool = False, arr: np.ndarray | None = None) -> str:
     """``value`` as a message shows it: its repr, or for confidential data its kind only.
 
     ``arr`` is ``value`` as an array, when NumPy could make one.
@@ -726,7 +730,7 @@ def shown(value, *, confidential: bool = False, arr: np.ndarray | None = None) -
     return f"an array of {kind} (shape {arr.shape})"
 
 
-def abbreviated(arr) -> str:
+def abbreviated(arr: ArrayLike) -> str:
     """Return an array as an error message shows it: at most 120 characters.
 
     Long arrays keep their first and last two entries; for data that is not

@@ -91,6 +91,7 @@ _SPARE = 1 << 16
 # Earlier versions locked a file of this name; it is never opened and never counts as foreign.
 _LEGACY_LOCK = ".dpinfer.lock"
 _TEMP_PREFIX = files.TEMP_PREFIX
+_NOT_OPEN = "use OutputFolder as a context manager (with ... as folder:)"
 
 
 class OutputPathError(ValueError):
@@ -113,7 +114,7 @@ class OutputWriteError(OSError):
     """
 
 
-def check_output_path(path) -> Path:
+def check_output_path(path: str | os.PathLike) -> Path:
     """Return ``path`` as a :class:`~pathlib.Path`, or raise unless it can be an output folder.
 
     Parameters
@@ -196,13 +197,13 @@ class OutputFolder:
 
     def __init__(
         self,
-        path,
+        path: str | os.PathLike,
         *,
         info: Mapping | None = None,
-        wait=False,
-        wait_limit=WAIT_LIMIT,
-        overwrite=False,
-    ):
+        wait: bool = False,
+        wait_limit: float = WAIT_LIMIT,
+        overwrite: bool = False,
+    ) -> None:
         self.path = check_output_path(path)
         self.info = check.mapping("info", info)
         clash = sorted(set(self.info) & manifests.KEYS)
@@ -236,7 +237,8 @@ class OutputFolder:
                 raise OutputPathError(_foreign_message(self.path, foreign))
             # the previous run's files stay listed (as running) until they are gone
             stale = [name for name in owned if name != MANIFEST]
-            self.files = {n: previous["files"][n] for n in stale if n in previous["files"]}
+            listed = previous["files"] if previous is not None else {}
+            self.files = {n: listed[n] for n in stale if n in listed}
             self._pending = {n for n in stale if n not in self.files}
             self._write_manifest(state="running")
             for name in stale:
@@ -269,7 +271,7 @@ class OutputFolder:
     def _release(self) -> None:
         if self._spare is not None:
             os.close(self._spare)
-            files.unlink_entry(self._dir_fd, self._manifest_temp)
+            files.unlink_entry(self._fd, self._manifest_temp)
             self._spare = None
         if self._private is not None:
             self._private.close()
@@ -305,7 +307,7 @@ class OutputFolder:
                     "given"
                 )
             try:
-                move = functools.partial(private.move, name, fd, self._dir_fd)
+                move = functools.partial(private.move, name, fd, self._fd)
                 self._commit(name, files.digest(fd), move)
             finally:
                 os.close(fd)
@@ -320,7 +322,7 @@ class OutputFolder:
         self._check_writable(name)
         data = text.encode("utf-8")
         record = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-        self._commit(name, record, lambda temp: files.write_new(self._dir_fd, temp, data))
+        self._commit(name, record, lambda temp: files.write_new(self._fd, temp, data))
         return self.path / name
 
     def complete(self) -> dict:
@@ -330,9 +332,16 @@ class OutputFolder:
         self._completed = True
         return manifest
 
+    @property
+    def _fd(self) -> int:
+        """The descriptor of the folder, open from ``__enter__`` to ``__exit__``."""
+        if self._dir_fd is None:
+            raise RuntimeError(_NOT_OPEN)
+        return self._dir_fd
+
     def _check_open(self) -> None:
         if self._dir_fd is None:
-            raise RuntimeError("use OutputFolder as a context manager (with ... as folder:)")
+            raise RuntimeError(_NOT_OPEN)
         if self._completed:
             raise RuntimeError("this output folder is already complete")
 
@@ -346,7 +355,7 @@ class OutputFolder:
         self._check_room(name)
 
     def _check_room(self, name: str) -> None:
-        if files.kind(self._dir_fd, name) == stat.S_IFDIR:
+        if files.kind(self._fd, name) == stat.S_IFDIR:
             raise OutputWriteError(
                 errno.EISDIR,
                 f"cannot write {name!r} in the output folder {str(self.path)!r}: a folder of "
@@ -369,9 +378,9 @@ class OutputFolder:
                     self._write_manifest(state="running")
                 except BaseException:
                     os.close(fd)
-                    files.unlink_entry(self._dir_fd, temp)
+                    files.unlink_entry(self._fd, temp)
                     raise
-                files.install(self._dir_fd, temp, name, fd)
+                files.install(self._fd, temp, name, fd)
         except BaseException:
             self.files.pop(name, None)
             if before is not None:
@@ -408,13 +417,13 @@ class OutputFolder:
             # record that the run failed
             fd, self._spare = self._spare, None
             if fd is None:
-                fd = files.create(self._dir_fd, temp)
-            files.install(self._dir_fd, temp, MANIFEST, fd, data=data)
-        self._spare = files.reserve(self._dir_fd, self._manifest_temp, 2 * len(data) + _SPARE)
+                fd = files.create(self._fd, temp)
+            files.install(self._fd, temp, MANIFEST, fd, data=data)
+        self._spare = files.reserve(self._fd, self._manifest_temp, 2 * len(data) + _SPARE)
         return manifest
 
 
-def read_manifest(path, *, verify=True) -> dict:
+def read_manifest(path: str | os.PathLike, *, verify: bool = True) -> dict:
     """Return the manifest of a complete output folder, or raise if the run is not intact.
 
     Parameters

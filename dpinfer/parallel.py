@@ -54,6 +54,8 @@ import numpy as np
 
 from ._rng import chunk_generator
 from ._user_code import outside_dpinfer
+from ._validate import executor as check_executor
+from ._validate import positive_finite
 
 __all__ = [
     "ChunkError",
@@ -100,7 +102,7 @@ class _TimedExecutor:
         return f"with_timeout({self._executor!r}, {self.chunk_timeout:g})"
 
 
-def with_timeout(executor: Executor, timeout: float):
+def with_timeout(executor: Executor, timeout: float) -> _TimedExecutor:
     """Return ``executor`` with a per-chunk ``timeout`` (seconds), for a sampler's ``executor=``.
 
     A chunk whose result has not arrived ``timeout`` seconds after the sampler starts
@@ -119,9 +121,6 @@ def with_timeout(executor: Executor, timeout: float):
     >>> out
     [0, 1, 2]
     """
-    from ._validate import executor as check_executor
-    from ._validate import positive_finite
-
     check_executor("executor", executor)
     if executor is None:
         raise ValueError("with_timeout needs an executor (serial runs cannot be timed out)")

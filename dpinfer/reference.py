@@ -13,17 +13,25 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _validate
 from ._compile_once import compiled_once
 from ._rng import RNGLike, as_seed_sequence, seed_entropy
+from .marginal._latent import read_latent
 from .mechanisms.base import Mechanism
 from .model import Model
 from .results import to_inference_data
 from .samplers._common import check_count, check_options, mechanism_constants, privacy_attrs
+
+if TYPE_CHECKING:
+    import pymc as pm
+
+    from .results import InferenceData
 
 __all__ = ["reference_model", "sample_nuts", "sample_reference"]
 
@@ -35,10 +43,10 @@ REFERENCE = (
 
 def sample_reference(
     model: Model | Callable,
-    mechanism,
-    released,
+    mechanism: Mechanism,
+    released: ArrayLike,
     *,
-    support=None,
+    support: ArrayLike | None = None,
     loglik: Callable | None = None,
     draws: int = 1000,
     tune: int = 1000,
@@ -46,8 +54,8 @@ def sample_reference(
     rng: RNGLike = None,
     progressbar: bool = False,
     var_names: Sequence[str] | None = None,
-    **nuts_kwargs,
-):
+    **nuts_kwargs: Any,
+) -> InferenceData:
     r"""Sample the posterior given a DP release with NUTS on a PyMC model.
 
     Parameters
@@ -160,19 +168,32 @@ def sample_reference(
         )
     _check_nuts_options(draws, tune, chains, rng, progressbar, var_names)
     pymc_model = reference_model(model, mechanism, released, support=support, loglik=loglik)
-    nuts = {"draws": draws, "tune": tune, "chains": chains, "rng": rng, "var_names": var_names}
+    nuts: dict[str, Any] = {
+        "draws": draws,
+        "tune": tune,
+        "chains": chains,
+        "rng": rng,
+        "var_names": var_names,
+    }
     return sample_nuts(
         pymc_model,
         **nuts,
         progressbar=progressbar,
         mechanism=mechanism,
-        observed=mechanism._check_released(released),
+        observed=mechanism.check_released(released),
         attrs={"likelihood": _path(pymc_model, support, loglik)},
         **nuts_kwargs,
     )
 
 
-def reference_model(model, mechanism, released, *, support=None, loglik=None):
+def reference_model(
+    model: Model | Callable,
+    mechanism: Mechanism,
+    released: ArrayLike,
+    *,
+    support: ArrayLike | None = None,
+    loglik: Callable | None = None,
+) -> pm.Model:
     """Build the PyMC model that :func:`sample_reference` samples, without sampling it.
 
     Parameters
@@ -198,13 +219,13 @@ def reference_model(model, mechanism, released, *, support=None, loglik=None):
     """
     import pymc as pm
 
-    released = mechanism._check_released(released)
+    released = mechanism.check_released(released)
     if support is not None and loglik is not None:
         raise ValueError("pass at most one of support= and loglik=, got both")
     if loglik is not None and not callable(loglik):
         raise TypeError(f"loglik must be callable, got {type(loglik).__name__}")
     if support is not None:
-        support = mechanism._check_value(support)
+        support = mechanism.check_value(support)
         if support.ndim != len(mechanism.event_shape) + 1 or len(support) == 0:
             raise ValueError(
                 f"support must have shape (k, *event_shape) with k >= 1, got shape {support.shape}"
@@ -247,8 +268,14 @@ _NUTS_DEFAULTS = {
 
 
 def sample_nuts(
-    pymc_model, *, mechanism=None, observed=None, constant_data=None, attrs=None, **options
-):
+    pymc_model: pm.Model,
+    *,
+    mechanism: Mechanism | None = None,
+    observed: ArrayLike | None = None,
+    constant_data: Mapping[str, ArrayLike] | None = None,
+    attrs: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> InferenceData:
     """Sample any PyMC model with NUTS and return dpinfer's InferenceData layout.
 
     Parameters
@@ -346,7 +373,11 @@ def sample_nuts(
                 [np.asarray(trace.get_sampler_stats(source, chains=c)) for c in trace.chains]
             )
     divergences = int(np.sum(stats.get("diverging", 0)))
-    groups = {"sample_stats": stats, "observed": observed, "constant_data": constant_data}
+    groups: dict[str, Any] = {
+        "sample_stats": stats,
+        "observed": observed,
+        "constant_data": constant_data,
+    }
     return to_inference_data(
         posterior,
         **groups,
@@ -430,8 +461,6 @@ def _marginalised(source, stats, mechanism, released):
     import pymc as pm
     from pytensor.graph.replace import graph_replace
     from pytensor.graph.traversal import ancestors
-
-    from .marginal._latent import read_latent
 
     names = [rv.name for rv in stats]
     op = stats[0].owner.op if len(stats) == 1 and stats[0].owner is not None else None

@@ -41,13 +41,20 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import warnings
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._diagnostics import bulk_ess, rank_rhat, tail_ess
 from ._version import __version__
+
+if TYPE_CHECKING:
+    from arviz import InferenceData
+    from matplotlib.axes import Axes
 
 __all__ = [
     "ATTR_KEYS",
@@ -91,7 +98,7 @@ def to_inference_data(
     constant_data: Mapping[str, np.ndarray] | None = None,
     chains: int = 1,
     diagnostic_vars: list[str] | None = None,
-):
+) -> InferenceData:
     """Build an InferenceData from draws of shape ``(chains * draws, ...)`` per variable.
 
     Parameters
@@ -145,7 +152,7 @@ def to_batch_inference_data(
     observed: np.ndarray | None = None,
     constant_data: Mapping[str, np.ndarray] | None = None,
     chains: int = 1,
-):
+) -> InferenceData:
     """Build one InferenceData holding the posteriors of a batch of releases.
 
     Parameters
@@ -202,7 +209,7 @@ def sbc_to_inference_data(
     n_draws: np.ndarray,
     posterior_variances: Mapping[str, np.ndarray],
     attrs: Mapping,
-):
+) -> InferenceData:
     """Store a simulation-based calibration run (:class:`dpinfer.calibration.SBCResult`).
 
     Each replicate is one draw of a single chain: ``prior`` holds the true
@@ -225,7 +232,7 @@ def sbc_to_inference_data(
     return _assemble(groups, attrs, extra=extra)
 
 
-def sbc_from_inference_data(idata) -> dict:
+def sbc_from_inference_data(idata: InferenceData) -> dict:
     """Return the arrays and attributes that :func:`sbc_to_inference_data` stored, as numpy."""
     missing = [g for g in _SBC_GROUPS if g not in idata.groups()]
     if missing:
@@ -256,7 +263,13 @@ def sbc_from_inference_data(idata) -> dict:
 _SBC_GROUPS = ("prior", "prior_predictive", "sample_stats_prior", "rank", "fractional_rank")
 
 
-def plot_rank_ecdf(fractional_ranks: Mapping[str, np.ndarray], *, titles, ci_prob, axes=None):
+def plot_rank_ecdf(
+    fractional_ranks: Mapping[str, np.ndarray],
+    *,
+    titles: Mapping[str, str],
+    ci_prob: float,
+    axes: Axes | ArrayLike | None = None,
+) -> np.ndarray:
     """ECDF of each parameter's fractional ranks minus the uniform CDF, with simultaneous bands.
 
     Through ArviZ's ``plot_ecdf(difference=True, confidence_bands="optimized")``:
@@ -274,7 +287,7 @@ def plot_rank_ecdf(fractional_ranks: Mapping[str, np.ndarray], *, titles, ci_pro
             1, len(labels), figsize=(3.4 * len(labels), 2.8), squeeze=False, layout="constrained"
         )
         axes = grid[0]
-    axes = np.atleast_1d(axes)
+    axes = np.atleast_1d(np.asarray(axes, dtype=object))
     if axes.size != len(labels):
         raise ValueError(f"axes must hold {len(labels)} axes (one per parameter), got {axes.size}")
     for ax, label in zip(axes.flat, labels, strict=True):
@@ -331,7 +344,7 @@ def _assemble(groups: dict, attrs: Mapping, *, dims: Mapping | None = None, extr
     return idata
 
 
-def from_netcdf(path):
+def from_netcdf(path: str | os.PathLike) -> InferenceData:
     """Load a result saved with ``idata.to_netcdf(path)``."""
     return _arviz().from_netcdf(path)
 
@@ -363,12 +376,12 @@ def _diagnostics():
     az = _arviz()
     switch = getattr(az, "Numba", None)
     previous = getattr(switch, "numba_flag", None)
-    if previous is not None:
+    if switch is not None and previous is not None:
         switch.numba_flag = False
     try:
         yield az
     finally:
-        if previous is not None:
+        if switch is not None and previous is not None:
             switch.numba_flag = previous
 
 
@@ -459,7 +472,7 @@ def _by_chain(group: Mapping[str, np.ndarray], chains: int) -> dict:
 
 def _netcdf_attrs(attrs: Mapping) -> dict:
     """Fill the standard keys and make every value netCDF-storable."""
-    merged = {key: math.nan for key in ATTR_KEYS}
+    merged: dict[str, object] = {key: math.nan for key in ATTR_KEYS}
     merged.update(attrs)
     merged["dpinfer_version"] = __version__
     return {key: _storable(value) for key, value in merged.items()}

@@ -234,7 +234,7 @@ def pymc_model(released, mech: dp.Thresholded, *, analysis: str = "exact"):
     import pymc as pm
 
     analysis = validate.choice("analysis", analysis, ANALYSES)
-    released = mech._check_released(released)
+    released = mech.check_released(released)
     hidden = np.isnan(released)
     days = released.shape[-1]
     rough = rough_fit(released, mech)

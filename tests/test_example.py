@@ -69,6 +69,20 @@ def test_option_checks_refuse_by_name(check, value, message):
         check("x", value)
 
 
+def test_vector_of_a_users_own_check_without_a_range():
+    # range, bounds, size and choices are optional attributes of a check
+    def odd(name, value):
+        if int(value) % 2 != 1:
+            raise ValueError(f"{name} must be odd, got {value!r}")
+        return int(value)
+
+    check = vector(2, odd)
+    assert check("x", "3 5").tolist() == [3, 5]
+    assert check.size == 2 and check.bounds is None
+    with pytest.raises(ValueError, match=re.escape("x[1] must be odd, got '4'")):
+        check("x", "3 4")
+
+
 def test_rows_from_few_draws_are_nan_without_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -60,11 +60,18 @@ CHILD = textwrap.dedent(
 
 
 def _kernel_modules() -> dict[str, int]:
-    """Module name -> number of ``cache=True`` functions, over dpinfer and dpinfer.models."""
+    """Module name -> number of ``cache=True`` functions, over dpinfer and dpinfer.models.
+
+    Options given as a module-level dict (``_JIT = {"cache": True, ...}``,
+    ``@nb.njit(**_JIT)``) count as well.
+    """
     found = {}
     for root, prefix in ((PACKAGE, "dpinfer"), (MODELS, "dpinfer.models")):
         for path in sorted(root.rglob("*.py")):
-            count = len(re.findall(r"@\w+\.njit\((?:[^)]*, )?cache=True\b", path.read_text()))
+            text = path.read_text()
+            count = len(re.findall(r"@\w+\.njit\((?:[^)]*, )?cache=True\b", text))
+            for options in re.findall(r'^(\w+) = \{[^}]*"cache": True\b', text, re.MULTILINE):
+                count += len(re.findall(rf"@\w+\.njit\(\*\*{options}\)", text))
             if count and not (root == PACKAGE and MODELS in path.parents):
                 parts = path.relative_to(root).with_suffix("").parts
                 found[".".join((prefix, *parts)).removesuffix(".__init__")] = count
@@ -129,9 +136,9 @@ def test_the_kernel_modules_are_found():
     # the companion of the walk above: it finds the known kernel modules
     modules = _kernel_modules()
     assert {
-        "dpinfer.mechanisms._exact_kernels",
+        "dpinfer.mechanisms._exact_compiled",
         "dpinfer.marginal._kernels",
-        "dpinfer.samplers._da_kernels",
-        "dpinfer.models.sir._kernels",
+        "dpinfer.samplers.da._da_kernels",
+        "dpinfer.models.sir._compiled",
     } <= set(modules)
     assert sum(modules.values()) >= 70

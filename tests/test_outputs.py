@@ -29,8 +29,7 @@ from dpinfer.outputs import (
 )
 from dpinfer.results import from_netcdf
 
-# The cheapest example: ABCDP on 18 numbers with a few hundred public proposals (about 1 s
-# after the imports).
+# The cheapest example: ABCDP on 18 numbers with a few hundred public proposals.
 TINY = ["covid-polynomial", "--proposals", "300", "--seed", "5", "--no-progress"]
 
 # Run dpinfer's command line with every file commit slowed down, so that a kill after the

@@ -5,11 +5,19 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate
+from ..results import plot_rank_ecdf, sbc_from_inference_data, sbc_to_inference_data
 from ._ranks import bins_for, uniformity_pvalue
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from ..results import InferenceData
 
 __all__ = ["SBCResult"]
 
@@ -90,7 +98,7 @@ class SBCResult:
         info: Mapping,
         posterior_variances: np.ndarray | None = None,
         prior_variances: np.ndarray | None = None,
-    ):
+    ) -> None:
         self.truths = {k: np.asarray(v) for k, v in truths.items()}
         self.parameters = tuple(_component_labels(self.truths))
         self.statistics = np.asarray(statistics)
@@ -158,7 +166,13 @@ class SBCResult:
         inside = distance[:, :, None] <= q / 2
         return {label: inside[:, j].mean(axis=0) for j, label in enumerate(self.parameters)}
 
-    def plot(self, *, parameters: Sequence[str] | None = None, ci_prob: float = 0.95, axes=None):
+    def plot(
+        self,
+        *,
+        parameters: Sequence[str] | None = None,
+        ci_prob: float = 0.95,
+        axes: Axes | ArrayLike | None = None,
+    ) -> np.ndarray:
         """Plot each component's rank ECDF minus the uniform CDF, with simultaneous bands.
 
         Parameters
@@ -175,8 +189,6 @@ class SBCResult:
         -------
         numpy.ndarray of matplotlib axes
         """
-        from ..results import plot_rank_ecdf
-
         labels = list(self.parameters if parameters is None else parameters)
         unknown = [p for p in labels if p not in self.parameters]
         if unknown or not labels:
@@ -186,7 +198,7 @@ class SBCResult:
         titles = {p: f"{p}: p = {self.p_values[p]:.2g}" for p in labels}
         return plot_rank_ecdf(columns, titles=titles, ci_prob=ci_prob, axes=axes)
 
-    def to_inference_data(self):
+    def to_inference_data(self) -> InferenceData:
         """Return the run as an :class:`arviz.InferenceData` (saves with ``to_netcdf``).
 
         Groups: ``prior`` (the true parameters, one chain with a draw per
@@ -195,8 +207,6 @@ class SBCResult:
         parameter, shaped like it); ``attrs`` carry the p-values and the run's
         description. :meth:`from_inference_data` reads it back.
         """
-        from ..results import sbc_to_inference_data
-
         return sbc_to_inference_data(
             truths=self.truths,
             statistics=self.statistics,
@@ -219,10 +229,8 @@ class SBCResult:
         )
 
     @classmethod
-    def from_inference_data(cls, idata) -> SBCResult:
+    def from_inference_data(cls, idata: InferenceData) -> SBCResult:
         """Rebuild a result from :meth:`to_inference_data`'s export (p-values recomputed)."""
-        from ..results import sbc_from_inference_data
-
         stored = sbc_from_inference_data(idata)
         truths = stored["truths"]
         flat = {name: _flat(stored["ranks"][name]) for name in truths}

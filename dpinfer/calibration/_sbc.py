@@ -6,6 +6,7 @@ import math
 import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +19,10 @@ from ..model import Model, _callable_name
 from ..samplers._common import check_options
 from ._ranks import draws_ess, ranks, thinned
 from ._result import SBCResult
+
+if TYPE_CHECKING:
+    from ..neural import NeuralLikelihood, NeuralPosterior
+    from ..results import InferenceData
 
 __all__ = ["DegenerateDrawsWarning", "sbc"]
 
@@ -41,9 +46,9 @@ class DegenerateDrawsWarning(UserWarning):
 
 
 def sbc(
-    sample,
+    sample: Callable[..., InferenceData] | NeuralPosterior | NeuralLikelihood,
     model: Model,
-    mechanism,
+    mechanism: Mechanism,
     *,
     replicates: int = 200,
     estimator_options: Mapping | None = None,
@@ -171,7 +176,9 @@ def sbc(
         _check_estimator(sample, None, model, mechanism)
     root = as_seed_sequence(rng)
     seeds = child_sequence(root, 0)
-    task = _Replicate(model, mechanism, None if kind else sample, seeds)
+    # a sample callable ranks per replicate; an estimator ranks the batch below
+    per_replicate = None if kind or not callable(sample) else sample
+    task = _Replicate(model, mechanism, per_replicate, seeds)
     with progress_bar("SBC replicates", total=replicates, enabled=progressbar) as bar:
         outs = parallel.map_chunks(
             task, seeds, replicates, executor=executor, on_result=lambda _: bar.advance()
@@ -367,7 +374,8 @@ def _estimator_kind(sample) -> str | None:
     return None
 
 
-def _check_options(options, kind: str | None, sample) -> dict | None:
+def _check_options(options, kind: str | None, sample) -> dict:
+    """Return the options of a batched estimator's call (none for a sample callable)."""
     if kind is None:
         if not callable(sample):
             raise TypeError(
@@ -379,7 +387,7 @@ def _check_options(options, kind: str | None, sample) -> dict | None:
                 "estimator_options applies to a trained neural estimator; a sample callable "
                 f"takes its own options (got estimator_options={options!r:.80})"
             )
-        return None
+        return {}
     options = {"draws": ESTIMATOR_DRAWS, **_validate.mapping("estimator_options", options)}
     taken = sorted({"rng", "prior"} & set(options))
     if taken:

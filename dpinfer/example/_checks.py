@@ -17,7 +17,7 @@ import numpy as np
 from .. import _validate
 
 
-def positive(name: str, value) -> float:
+def positive(name: str, value: object) -> float:
     """Check a positive finite number (text or a number).
 
     Examples
@@ -33,7 +33,7 @@ def positive(name: str, value) -> float:
     return _validate.positive_finite(name, _number(name, value))
 
 
-def finite(name: str, value) -> float:
+def finite(name: str, value: object) -> float:
     """Check a finite number (text or a number).
 
     Examples
@@ -48,8 +48,17 @@ def finite(name: str, value) -> float:
     return x
 
 
-positive.range, positive.bounds = "a positive number", None
-finite.range, finite.bounds = "a finite number", None
+def _attach(check: Callable, **attributes: object) -> None:
+    """Set what a check says of its values: ``range``, ``bounds``, ``size``, ``choices``.
+
+    Each is optional (readers use ``getattr``): a check of the user's own may have none.
+    """
+    for key, value in attributes.items():
+        setattr(check, key, value)
+
+
+_attach(positive, range="a positive number", bounds=None)
+_attach(finite, range="a finite number", bounds=None)
 
 
 def between(low: float, high: float, *, hint: str = "") -> Callable[[str, Any], float]:
@@ -163,16 +172,17 @@ def vector(size: int, element: Callable | Sequence[Callable] = finite) -> Callab
             raise ValueError(f"{name} must have {size} values, got {len(items)}: {value!r}")
         return np.asarray([elements[i](f"{name}[{i}]", v) for i, v in enumerate(items)])
 
-    check.size = size
+    _attach(check, size=size)
+    ranges = [getattr(e, "range", "") for e in elements]
     if len(set(elements)) == 1:
-        text = f"{size} values, each {elements[0].range}"
+        text = f"{size} values, each {ranges[0]}"
     else:
-        text = f"{size} values: " + ", ".join(f"[{i}] {e.range}" for i, e in enumerate(elements))
+        text = f"{size} values: " + ", ".join(f"[{i}] {r}" for i, r in enumerate(ranges))
     bounds = [getattr(e, "bounds", None) for e in elements]
     return _described(check, text, None if None in bounds else bounds)
 
 
-def yes_no(name: str, value) -> bool:
+def yes_no(name: str, value: object) -> bool:
     """Check a switch: True/False, or yes/no (true/false) on the command line.
 
     Examples
@@ -191,7 +201,7 @@ def yes_no(name: str, value) -> bool:
     raise ValueError(f"{name} must be yes or no, got {value!r}")
 
 
-yes_no.range, yes_no.bounds = "yes or no", None
+_attach(yes_no, range="yes or no", bounds=None)
 
 
 def choice(*values: str) -> Callable[[str, Any], str]:
@@ -209,13 +219,12 @@ def choice(*values: str) -> Callable[[str, Any], str]:
             raise ValueError(f"{name} must be one of {', '.join(values)}; got {value!r}")
         return value
 
-    check.choices = values
+    _attach(check, choices=values)
     return _described(check, "one of " + ", ".join(values), None)
 
 
 def _described(check: Callable, range_text: str, bounds) -> Callable:
-    check.range = range_text
-    check.bounds = bounds
+    _attach(check, range=range_text, bounds=bounds)
     check.__doc__ = range_text[0].upper() + range_text[1:] + "."
     return check
 

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable, Sequence
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._rows import Report, Row
 
@@ -19,7 +23,11 @@ _COLORS = {
 }
 
 
-def new_figure(width: float, height: float):
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def new_figure(width: float, height: float) -> Figure:
     """Return a matplotlib Figure of ``width`` x ``height`` inches that needs no display.
 
     Examples
@@ -35,7 +43,9 @@ def new_figure(width: float, height: float):
     return Figure(figsize=(width, height), dpi=100)
 
 
-def interval_figure(path, report: Report, *, title: str | None = None) -> None:
+def interval_figure(
+    path: str | os.PathLike | IO[bytes], report: Report, *, title: str | None = None
+) -> None:
     """Draw every analysis of every parameter as an interval: 5-95% and the mean.
 
     Posterior rows show their 5-95% quantiles, MLE rows ``estimate +- 1.645 s.e.``
@@ -94,7 +104,14 @@ def interval_figure(path, report: Report, *, title: str | None = None) -> None:
 
 
 def density_figure(
-    path, draws, curves, *, xlabel: str, title: str, marks=(), support=(-math.inf, math.inf)
+    path: str | os.PathLike | IO[bytes],
+    draws: tuple[str, ArrayLike],
+    curves: Sequence[tuple[str, Callable[[np.ndarray], ArrayLike], dict]],
+    *,
+    xlabel: str,
+    title: str,
+    marks: Sequence[tuple[str, float]] = (),
+    support: tuple[float, float] = (-math.inf, math.inf),
 ) -> None:
     """Draw a histogram of posterior draws with density curves over it.
 

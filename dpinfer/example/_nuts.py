@@ -12,6 +12,7 @@ A release's NUTS reference, with the mechanism and its privacy recorded, is
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from .._rng import RNGLike, as_seed_sequence
 from ._checks import integer
@@ -54,7 +55,7 @@ def nuts_options(*, progressbar: bool, verbose: bool, **nuts: int) -> dict:
     return {**known, **nuts, "progressbar": progressbar and verbose}
 
 
-def fit_each(sample: Callable, analyses: Iterable[str], *, rng: RNGLike, **nuts) -> dict:
+def fit_each(sample: Callable, analyses: Iterable[str], *, rng: RNGLike, **nuts: Any) -> dict:
     """Return ``{analysis: sample(analysis, rng=seed, **nuts)}``, one seed spawned per analysis.
 
     The fits run one after the other, in the order of ``analyses``.

@@ -29,8 +29,10 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import warnings
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,22 +41,27 @@ from ..samplers import ProfileWarning
 from ._figures import interval_figure
 from ._rows import Report, Result, _jsonable
 
+if TYPE_CHECKING:
+    from ..results import InferenceData
+    from ..samplers import MCEMResult
+    from ._spec import Example
+
 __all__ = ["mle_interval_notes", "nuts_note", "save_run", "smc_note"]
 
 
 def save_run(
-    example,
-    out_dir,
+    example: Example,
+    out_dir: str | os.PathLike,
     options: Mapping,
     *,
-    seed,
-    progressbar=True,
-    verbose=False,
-    wait=False,
-    wait_limit=WAIT_LIMIT,
-    overwrite=False,
+    seed: int | None,
+    progressbar: bool = True,
+    verbose: bool = False,
+    wait: bool = False,
+    wait_limit: float = WAIT_LIMIT,
+    overwrite: bool = False,
     on_start: Callable[[], None] | None = None,
-):
+) -> tuple[Result, dict]:
     """Run ``example`` with ``options`` into ``out_dir``; return the result and the manifest.
 
     The folder is locked before the run starts (a second run into it is
@@ -94,14 +101,15 @@ def save_run(
     manifest : dict
     """
     if seed is None:
-        seed = int(np.random.SeedSequence().entropy)
+        # a SeedSequence made without entropy draws an int of 128 bits; its stubs allow any
+        seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
     info = {
         "example": example.name,
         "paper": example.paper,
         "seed": seed,
         "options": _jsonable(dict(options)),
     }
-    access = {"wait": wait, "wait_limit": wait_limit, "overwrite": overwrite}
+    access: dict[str, Any] = {"wait": wait, "wait_limit": wait_limit, "overwrite": overwrite}
     with OutputFolder(out_dir, info=info, **access) as folder:
         if on_start is not None:
             on_start()
@@ -109,7 +117,7 @@ def save_run(
         _write_report(folder, example, result.report)
         folder.write("posterior.nc", lambda p: result.posterior.to_netcdf(str(p)))
         for name, idata in result.extra.items():
-            folder.write(f"{name}.nc", lambda p, d=idata: d.to_netcdf(str(p)))
+            folder.write(f"{name}.nc", functools.partial(_to_netcdf, idata))
         name = f"{example.module.rsplit('.', 1)[-1]}.png"
         error = _draw_figure(folder, name, result)
         if error is not None:
@@ -125,6 +133,10 @@ def _write_report(folder, example, report: Report) -> None:
     folder.write_text("summary.csv", report.csv())
     summary = {"example": example.name, "paper": example.paper, **report.to_dict()}
     folder.write_text("summary.json", json.dumps(summary, indent=2) + "\n")
+
+
+def _to_netcdf(idata, path) -> None:
+    idata.to_netcdf(str(path))
 
 
 def _draw_figure(folder, name: str, result: Result) -> str | None:
@@ -144,7 +156,7 @@ def _draw_figure(folder, name: str, result: Result) -> str | None:
     return None
 
 
-def nuts_note(label: str, idata, key: str) -> tuple[str, dict]:
+def nuts_note(label: str, idata: InferenceData, key: str) -> tuple[str, dict]:
     """Return a note and diagnostics on a NUTS run: divergences, largest R-hat, smallest ESS.
 
     Parameters
@@ -171,7 +183,7 @@ def nuts_note(label: str, idata, key: str) -> tuple[str, dict]:
     >>> nuts_note("NUTS", idata, "nuts")[1]["nuts_divergences"]
     0
     """
-    attrs = idata.posterior.attrs
+    attrs = idata.posterior.attrs  # type: ignore[attr-defined]  # ArviZ sets the groups at run time
     numbers = {
         f"{key}_divergences": int(attrs["divergences"]),
         f"{key}_rhat_max": float(attrs["rhat_max"]),
@@ -184,7 +196,7 @@ def nuts_note(label: str, idata, key: str) -> tuple[str, dict]:
     return note, numbers
 
 
-def smc_note(label: str, idata, key: str) -> tuple[str, dict]:
+def smc_note(label: str, idata: InferenceData, key: str) -> tuple[str, dict]:
     """Return a note and diagnostics on an SMC run: stages, simulations, last move acceptance.
 
     The SMC samplers run several chains: the stages are the most any chain took, the
@@ -205,7 +217,7 @@ def smc_note(label: str, idata, key: str) -> tuple[str, dict]:
     diagnostics : dict
         ``{key}_stages``, ``{key}_simulations``, ``{key}_final_acceptance``.
     """
-    attrs = idata.posterior.attrs
+    attrs = idata.posterior.attrs  # type: ignore[attr-defined]  # ArviZ sets the groups at run time
     acceptance = np.ravel(attrs.get("chain_last_acceptance_rate", [math.nan]))
     numbers = {
         f"{key}_stages": int(attrs.get("n_stages", 0)),
@@ -221,7 +233,7 @@ def smc_note(label: str, idata, key: str) -> tuple[str, dict]:
 
 
 def mle_interval_notes(
-    fit, *, level: float = 0.95, simulations: int = 100_000, progressbar: bool = False
+    fit: MCEMResult, *, level: float = 0.95, simulations: int = 100_000, progressbar: bool = False
 ) -> tuple[list[str], dict]:
     """Return notes and diagnostics with the Wald and profile-likelihood intervals of an MLE.
 
@@ -252,7 +264,8 @@ def mle_interval_notes(
     flat = {k: [np.ravel(v) for v in pair] for k, pair in wald.items()}
     prof = {k: [np.ravel(v) for v in pair] for k, pair in profile.items()}
     mcse = {k: [np.ravel(v) for v in pair] for k, pair in profile.monte_carlo_se.items()}
-    notes, numbers = [], {"mle_wald_interval": {}, "mle_profile_interval": {}}
+    notes: list[str] = []
+    numbers: dict[str, dict] = {"mle_wald_interval": {}, "mle_profile_interval": {}}
     numbers["mle_profile_interval_mcse"] = {}
     for name in wald:
         for i, label in enumerate(_labels(name, flat[name][0])):
@@ -265,11 +278,11 @@ def mle_interval_notes(
             numbers["mle_wald_interval"][label] = list(w)
             numbers["mle_profile_interval"][label] = list(pr)
             numbers["mle_profile_interval_mcse"][label] = list(se)
-    for w in caught:
-        if issubclass(w.category, ProfileWarning):
-            notes.append(str(w.message))
+    for record in caught:
+        if issubclass(record.category, ProfileWarning):
+            notes.append(str(record.message))
         else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
     return notes, numbers
 
 

@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +27,10 @@ ROLES = {
 }
 #: Quantile levels of the summary.
 LEVELS = (0.05, 0.5, 0.95)
+
+
+if TYPE_CHECKING:
+    from ..results import InferenceData
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,9 @@ def draw_rows(analysis: str, role: str, draws: Mapping[str, Any]) -> list[Row]:
     return rows
 
 
-def idata_draws(idata, var_names: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+def idata_draws(
+    idata: InferenceData, var_names: Iterable[str] | None = None
+) -> dict[str, np.ndarray]:
     """Return the posterior draws of an InferenceData, chains stacked, for :func:`draw_rows`.
 
     Parameters
@@ -136,7 +142,7 @@ def idata_draws(idata, var_names: Iterable[str] | None = None) -> dict[str, np.n
     >>> idata_draws(idata)["theta"].shape
     (6,)
     """
-    post = idata.posterior
+    post = idata.posterior  # type: ignore[attr-defined]  # ArviZ sets the groups at run time
     names = list(post.data_vars) if var_names is None else list(var_names)
     out = {}
     for name in names:
@@ -164,7 +170,7 @@ def distribution_rows(analysis: str, role: str, dists: Mapping[str, Any]) -> lis
             name,
             float(d.mean()),
             float(d.std()),
-            *map(float, d.ppf(LEVELS)),
+            *_levels(d.ppf(LEVELS)),
         )
         for name, d in dists.items()
     ]
@@ -335,11 +341,17 @@ class Result:
 # --- internals ---------------------------------------------------------------------
 
 
-def _summary(x: np.ndarray) -> tuple[float, ...]:
+def _summary(x: np.ndarray) -> tuple[float, float, float, float, float]:
     if x.size == 0:
         return (math.nan,) * 5
     sd = float(np.std(x, ddof=1)) if x.size > 1 else math.nan
-    return (float(np.mean(x)), sd, *map(float, np.quantile(x, LEVELS)))
+    return (float(np.mean(x)), sd, *_levels(np.quantile(x, LEVELS)))
+
+
+def _levels(quantiles: np.ndarray) -> tuple[float, float, float]:
+    """Return the quantiles at :data:`LEVELS` as the floats of a row's q05, q50 and q95."""
+    q05, q50, q95 = map(float, quantiles)
+    return q05, q50, q95
 
 
 def _cell(value: float) -> str:

@@ -21,7 +21,12 @@ import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .._rng import RNGLike
+
+if TYPE_CHECKING:
+    from ._rows import Result
 
 __all__ = ["LONG_RUN_SECONDS", "Example", "Option", "discover"]
 
@@ -76,7 +81,7 @@ class Option:
         """Number of values for a vector option, None for a scalar."""
         return getattr(self.check, "size", None)
 
-    def parse(self, value):
+    def parse(self, value: object) -> Any:
         """Return ``value`` (text or a value) checked and converted."""
         return self.check(self.cli_flag.lstrip("-"), value)
 
@@ -197,7 +202,14 @@ class Example:
             combination(**{**self.defaults(), **checked})
         return checked
 
-    def run(self, *, rng=None, progressbar: bool = True, verbose: bool = False, **options):
+    def run(
+        self,
+        *,
+        rng: RNGLike = None,
+        progressbar: bool = True,
+        verbose: bool = False,
+        **options: Any,
+    ) -> Result:
         """Check ``options`` (:meth:`check`), then call the example module's ``run``."""
         checked = self.check(options)
         module = importlib.import_module(self.module)

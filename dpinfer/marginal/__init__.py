@@ -42,17 +42,34 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate
+from ..mechanisms._pymc import register_latent_handler
+from ..mechanisms.base import Mechanism
 from ._latent import Latent, SharedLatentWarning, is_unregistered_distribution, read_latent
+
+if TYPE_CHECKING:
+    from pytensor.tensor.variable import TensorVariable
+
+    from ..mechanisms.base import Mechanism
 
 __all__ = ["SharedLatentWarning", "is_unregistered_distribution", "to_pymc"]
 
 DEFAULT_TOL = 1e-10
 
 
-def to_pymc(name: str, dist, *, observed, tol: float = DEFAULT_TOL):
+def to_pymc(
+    name: str,
+    dist: TensorVariable,
+    *,
+    observed: Sequence[tuple[Mechanism, ArrayLike]],
+    tol: float = DEFAULT_TOL,
+) -> TensorVariable:
     r"""Add releases of a latent confidential value to the PyMC model in context, summed out.
 
     Parameters
@@ -135,8 +152,6 @@ def to_pymc(name: str, dist, *, observed, tol: float = DEFAULT_TOL):
 
 
 def _pairs(observed) -> list[tuple]:
-    from ..mechanisms.base import Mechanism
-
     if isinstance(observed, tuple) and len(observed) == 2 and isinstance(observed[0], Mechanism):
         observed = [observed]
     if not isinstance(observed, list | tuple) or not observed:
@@ -155,3 +170,15 @@ def _pairs(observed) -> list[tuple]:
             )
         pairs.append((mechanism, np.asarray(released)))
     return pairs
+
+
+def _mechanism_to_pymc(mechanism, name, value, *, observed, tol):
+    """``mechanism.to_pymc`` when ``value`` is a latent distribution (else NotImplemented)."""
+    if not is_unregistered_distribution(value):
+        return NotImplemented
+    return to_pymc(name, value, observed=[(mechanism, observed)], tol=tol)
+
+
+# Mechanism.to_pymc(name, pm.Poisson.dist(...), observed=...) sums the latent out here: the
+# mechanisms sit below this package and reach it through the handler it registers
+register_latent_handler(_mechanism_to_pymc)

@@ -7,11 +7,10 @@ import warnings
 import numpy as np
 
 from .._user_code import outside_dpinfer
-from ..mechanisms._coordinate import GAUSSIAN, LAPLACE
-from ..mechanisms.base import nan_release_message
-from ..mechanisms.thresholded import Thresholded
-from ._cells import Cells, release_cells
+from ..noise.form import GAUSSIAN, LAPLACE, as_matrix
+from ._forms import joined_form, release_form
 from ._latent import Latent, SharedLatentWarning
+from ._op import STATE, MarginalLogp
 from ._quadrature import check_noise, quadrature_logp
 
 
@@ -24,16 +23,16 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist):
     import pymc as pm
 
     cells = _cells_shape(pairs)
-    for i, (mechanism, released) in enumerate(pairs):
+    for i, (mechanism, _) in enumerate(pairs):
         _check_shape(mechanism, cells, f"observed[{i}][1]")
-        _refuse_nan(mechanism, released, f"observed[{i}][1]")
     tensors = _checked_tensors(dist, latent, cells)
     forms = [
-        release_cells(m, r, latent.discrete, f"observed[{i}][1]") for i, (m, r) in enumerate(pairs)
+        release_form(m, r, latent.discrete, f"observed[{i}][1]") for i, (m, r) in enumerate(pairs)
     ]
     if _uses_quadrature(latent):
         check_noise(forms)
-    released = [_observed(m, np.asarray(r, dtype=float)) for m, r in pairs]
+    # a suppressed cell is held at its cut (the form's number), or PyMC would impute the NaN
+    released = [form["released"].reshape(cells) for form in forms]
     discrete = all(mechanism.discrete for mechanism, _ in pairs)
     value = released[0] if len(pairs) == 1 else np.stack(released, axis=-1)
     core = "" if len(pairs) == 1 else str(len(pairs))
@@ -122,8 +121,8 @@ def _checked_tensors(dist, latent: Latent, cells: tuple[int, ...]) -> list:
     op = dist.owner.op
     size = op.size_param(dist.owner) if isinstance(op, RandomVariable) else None
     if size is not None and not isinstance(size, Constant) and size.type.ndim == 1:
-        size_check = {"name": f"dist ({kind}) size", "target": cells, "about": about}
-        tensors[0] = checked(tensors[0], size, **size_check, exact=False)
+        label = f"dist ({kind}) size"
+        tensors[0] = checked(tensors[0], size, name=label, target=cells, about=about, exact=False)
     return tensors
 
 
@@ -150,28 +149,33 @@ def _check_shape(mechanism, cells, name: str) -> None:
         )
 
 
-def _refuse_nan(mechanism, released: np.ndarray, name: str) -> None:
-    """Refuse NaN in the release of a mechanism that publishes every cell, by position."""
-    if isinstance(mechanism, Thresholded) or released.dtype.kind not in "fc":
-        return
-    nan = np.isnan(released)
-    if nan.any():
-        raise ValueError(nan_release_message(mechanism, name, nan))
+def _held(mechanism, released: np.ndarray) -> np.ndarray:
+    """Return what PyMC holds of a release: a suppressed cell (NaN) at its cut.
 
-
-def _observed(mechanism, released: np.ndarray) -> np.ndarray:
-    """Return what PyMC holds: a suppressed cell (NaN) at its cut, or PyMC would impute it."""
-    return mechanism._as_observed(released)
+    The cuts are the numbers of the form of a release whose every cell is suppressed.
+    """
+    suppressed = np.isnan(released)
+    if not suppressed.any():
+        return released
+    shape = mechanism.event_shape
+    cuts = mechanism.cell_form(np.full(shape, np.nan))["released"].reshape(shape)
+    return np.where(suppressed, cuts, released)
 
 
 def _kernel_logp(family, params, forms, cells, tol):
+    import pytensor
     import pytensor.tensor as pt
 
-    from ._op import MarginalLogp
-
-    constants = [pt.constant(x) for x in Cells.stack(forms)]
+    form, table = joined_form(forms)
+    # each cell's last mode and constants of its releases: hints that the Op reads and
+    # updates in place (any value gives the same sums), one state per observed table
+    state = pytensor.shared(np.full((int(np.prod(cells)), STATE), np.nan), name="marginal_state")
     a, b = (pt.broadcast_to(pt.cast(p, "float64"), cells).ravel() for p in params)
-    return MarginalLogp(family, tol)(a, b, *constants)[0].reshape(cells)
+    op = MarginalLogp(family, tol)
+    constants = pt.constant(as_matrix(form)), pt.constant(table)
+    # an Op's outputs are a list, which the stubs leave a union
+    logp = op(a, b, *constants, state)[0]  # type: ignore[index]
+    return pt.reshape(logp, cells)
 
 
 def _normal_logp(params, forms, cells):
@@ -180,12 +184,14 @@ def _normal_logp(params, forms, cells):
             "a Normal confidential value can be marginalised against one release per cell; "
             "for several, use a discrete latent or combine the Gaussian releases first"
         )
-    kinds, released, coef = forms[0].kinds, forms[0].released, forms[0].coef
+    form = forms[0]
     mu, sigma = params
-    if np.all(kinds == GAUSSIAN):
-        return _normal_gaussian(mu, sigma, released.reshape(cells), coef[:, 0].reshape(cells) ** 2)
-    if np.all(kinds == LAPLACE):
-        return _normal_laplace(mu, sigma, released.reshape(cells), coef[:, 0].reshape(cells))
+    y, scale = form["released"].reshape(cells), form["scale"].reshape(cells)
+    published = not form["suppressed"].any()
+    if published and np.all(form["kind"] == GAUSSIAN):
+        return _normal_gaussian(mu, sigma, y, scale**2)
+    if published and np.all(form["kind"] == LAPLACE):
+        return _normal_laplace(mu, sigma, y, scale)
     raise ValueError(
         "a Normal confidential value needs Gaussian or Laplace noise with every cell published"
     )
@@ -217,7 +223,7 @@ def _random(latent: Latent, mechanisms, cells):
     def random(*params, rng=None, size=None):
         shape = tuple(size) if size is not None else cells
         s = latent.sample(params, rng, shape)
-        draws = [_observed(m, m.release(s, rng=rng)) for m in mechanisms]
+        draws = [_held(m, m.release(s, rng=rng)) for m in mechanisms]
         return draws[0] if len(draws) == 1 else np.stack(draws, axis=-1)
 
     return random

@@ -25,8 +25,8 @@ import zipfile
 
 import torch
 
+from .._parameter_space import ParameterSpace
 from .._validate import MAX_SIZE
-from ..samplers._transforms import ParameterSpace
 from ._embeddings import PRESETS as EMBEDDINGS
 from ._embeddings import build_embedding, from_spec
 from ._flows import ConditionalDensity, SplineFlow, build_flow
@@ -58,7 +58,7 @@ def save(estimator, path) -> None:
         "kind": estimator.kind,
         "names": list(space.names),
         "shapes": {k: list(v) for k, v in space.shapes.items()},
-        "bounds": {k: list(v) for k, v in space.bounds().items()},
+        "bounds": {k: list(v) for k, v in space.bounds.items()},
         "info": estimator.info,
         "flow": estimator.flow_spec,
         "features": estimator.density.features,
@@ -94,7 +94,8 @@ def read(path, flow=None, embedding=None, device=None, *, verify: bool = True):
         saved = meta.get("embedding")
         net, conditions = _embedding(saved, embedding, meta["context"])
         density = _density(flow, meta["features"], meta["context"], state, net, conditions)
-        space = ParameterSpace.from_bounds(meta["names"], meta["shapes"], meta["bounds"])
+        shapes = {k: meta["shapes"][k] for k in meta["names"]}
+        space = ParameterSpace(shapes, support=meta["bounds"])
     except _Invalid as err:
         raise ValueError(
             f"{path!s} is not a valid saved dpinfer.neural estimator: {err}"

@@ -76,7 +76,7 @@ def pymc_model(released=RELEASED, *, epsilon: float = EPSILON, n: int = N):
 
     n = validate.positive_int("n", n)
     mech = mechanism(epsilon=epsilon, n=n)
-    released = mech._check_released(released)
+    released = mech.check_released(released)
     m = np.asarray(X_MEAN)
     with pm.Model() as pymc_m:
         slope = pm.Normal("slope", 0.0, 1.0, shape=P)
@@ -139,7 +139,7 @@ def pymc_reference(released=RELEASED, *, epsilon: float = EPSILON, n: int = N, *
     still without divergences and with R-hat below 1.01.
     """
     mech = mechanism(epsilon=epsilon, n=n)
-    released = mech._check_released(released)
+    released = mech.check_released(released)
     pymc_m = pymc_model(released, epsilon=epsilon, n=n)
     attrs = {"model": REFERENCE}
     names = ["beta", "n_clamped"]

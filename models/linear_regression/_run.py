@@ -102,7 +102,7 @@ def run(
     """
     seeds = as_seed_sequence(rng).spawn(2)
     mech = mechanism(epsilon=epsilon)
-    released = mech._check_released(released)
+    released = mech.check_released(released)
     smc = dp.smc_abc(
         model(), mech, released, particles=particles, rng=seeds[0], progressbar=progressbar
     )

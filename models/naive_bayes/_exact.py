@@ -65,7 +65,7 @@ def log_likelihood(params, released, *, epsilon: float, n: int = N) -> np.ndarra
     """
     n = validate.positive_int("n", n)
     mech = mechanism(epsilon=epsilon, n=n)
-    released = mech._check_released(released)
+    released = mech.check_released(released)
     q = _check_params(params)
     log_choose, tables = _likelihood_terms(released, float(mech.scale[0]), n)
     a = np.arange(n + 1)
@@ -110,7 +110,7 @@ def pymc_model(released=RELEASED, *, epsilon: float = EPSILON, n: int = N):
 
     n = validate.positive_int("n", n)
     mech = mechanism(epsilon=epsilon, n=n)
-    released = mech._check_released(released)
+    released = mech.check_released(released)
     log_choose, tables = _likelihood_terms(released, float(mech.scale[0]), n)
     a = np.arange(n + 1)
     m = a[:, None]
@@ -160,7 +160,7 @@ def pymc_reference(released=RELEASED, *, epsilon: float = EPSILON, n: int = N, *
     ABC (which only simulates) by an independent route.
     """
     mech = mechanism(epsilon=epsilon, n=n)
-    released = mech._check_released(released)
+    released = mech.check_released(released)
     attrs = {"likelihood": "counts summed out exactly", "model": REFERENCE}
     pymc_m = pymc_model(released, epsilon=epsilon, n=n)
     return sample_nuts(

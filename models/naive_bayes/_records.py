@@ -189,7 +189,7 @@ def exact_posterior(
     0.768
     """
     n = validate.positive_int("n", n)
-    released = nb.mechanism(epsilon=epsilon, n=n)._check_released(released)
+    released = nb.mechanism(epsilon=epsilon, n=n).check_released(released)
     scale = nb.sensitivity(n=n) / epsilon
     r = np.asarray(released, dtype=float).reshape(2, nb.N_FEATURES, 2)
     a = np.arange(n + 1)

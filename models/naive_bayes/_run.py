@@ -91,7 +91,7 @@ def run(
         ``posterior`` is the NUTS result.
     """
     mech = mechanism(epsilon=epsilon)
-    released = mech._check_released(released)
+    released = mech.check_released(released)
     nuts = nuts_options(
         draws=nuts_draws, tune=nuts_draws, progressbar=progressbar, verbose=verbose
     )

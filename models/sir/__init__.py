@@ -27,7 +27,7 @@ numpy ``Generator`` passed as ``rng``:
 
 **The package.** :mod:`._setting` holds the settings, the release, the
 prior and the mechanism; :mod:`._simulate` the two simulators over the numba
-kernels of :mod:`._kernels`; :mod:`._model` the model, the naive analysis and
+loops of :mod:`._compiled`; :mod:`._model` the model, the naive analysis and
 ``R0``; :mod:`._run` the command-line example and its report. Every public
 name is imported here.
 

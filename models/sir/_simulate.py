@@ -1,6 +1,6 @@
 """The two SIR curve simulators of :mod:`dpinfer.models.sir`: exact Gillespie and hybrid leaps.
 
-Both validate their arguments here and run a numba kernel of :mod:`._sir_kernels`.
+Both validate their arguments here and run a compiled loop of :mod:`._compiled`.
 """
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import numpy as np
 from dpinfer import validate
 from dpinfer.random import RNGLike, as_generator
 
-from . import _kernels
+from . import _compiled
 from ._setting import POPULATION, TIMES, _check_flag, _check_times
 
 # simulate_approx: exact events below this many infectives; at most this expected
 # fraction of the susceptibles infected in one leap.
 _EXACT_BELOW = 100
 _DEPLETION = 0.1
-#: Marks a call of the exact kernel (no leap settings).
+#: Marks a call of the exact loop (no leap settings).
 _EXACT = object()
 
 
@@ -83,7 +83,7 @@ def simulate_exact(
     >>> bool((sir.sum(axis=0) == 1000).all())
     True
     """
-    return _simulate(_kernels.gillespie, beta, gamma, population, times, full, rng)
+    return _simulate(_compiled.gillespie, beta, gamma, population, times, full, rng)
 
 
 def simulate_approx(
@@ -181,13 +181,13 @@ def simulate_approx(
     >>> curves.shape
     (3, 10)
     """
-    return _simulate(_kernels.hybrid_leap, beta, gamma, population, times, full, rng, dt=dt)
+    return _simulate(_compiled.hybrid_leap, beta, gamma, population, times, full, rng, dt=dt)
 
 
-def _simulate(kernel, beta, gamma, population, times, full, rng, *, dt=_EXACT):
-    """Check the arguments in the simulators' order, run ``kernel``, shape its output.
+def _simulate(loop, beta, gamma, population, times, full, rng, *, dt=_EXACT):
+    """Check the arguments in the simulators' order, run ``loop``, shape its output.
 
-    ``dt`` is given for the leaping kernel only; it is checked after ``times``.
+    ``dt`` is given for the leaping loop only; it is checked after ``times``.
     """
     beta, gamma, shape = _check_rates(beta, gamma)
     population = validate.positive_int("population", population)
@@ -196,7 +196,7 @@ def _simulate(kernel, beta, gamma, population, times, full, rng, *, dt=_EXACT):
     full = _check_flag("full", full)
     generator = as_generator(rng)
     s_out, i_out = _empty(beta.size, times.size)
-    kernel(beta, gamma, population, times, *leap, generator, s_out, i_out)
+    loop(beta, gamma, population, times, *leap, generator, s_out, i_out)
     return _assemble(s_out, i_out, population, shape, full)
 
 

@@ -56,8 +56,8 @@ runs, about 8 minutes of one core). The public seed draws the confidential
 records and the proposals; the privacy noise always comes from OS entropy.
 
 **The package.** :mod:`._prior` holds the parameters and their prior;
-:mod:`._simulator` the birth-death simulator over the numba kernel of
-:mod:`._kernels` and the San Francisco statistics; :mod:`._abcdp` the records,
+:mod:`._simulator` the birth-death simulator over the compiled loop of
+:mod:`._compiled` and the San Francisco statistics; :mod:`._abcdp` the records,
 the distance, the public draws and one ABCDP run; :mod:`._errors` the error
 table over repetitions; :mod:`._run` the command-line example and its report.
 Every public name is imported here.

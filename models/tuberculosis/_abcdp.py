@@ -41,7 +41,7 @@ REFERENCE = (
     "Wellcome Open Research 4:14."
 )
 
-_RUNS_PER_CHUNK = 20_000  # simulator runs per chunk of public draws (about 8 s of one core)
+_RUNS_PER_CHUNK = 20_000  # simulator runs per chunk of public draws
 
 
 # --- the model and the records -----------------------------------------------------

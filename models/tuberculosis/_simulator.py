@@ -1,7 +1,7 @@
 """The tuberculosis outbreak simulator: rates, equilibrium, runs and their statistics.
 
 See :mod:`dpinfer.models.tuberculosis` for the model; the event loop is the
-numba kernel of :mod:`._kernels`.
+compiled loop of :mod:`._compiled`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 from dpinfer import validate
 from dpinfer.random import RNGLike, as_generator
 
-from . import _kernels as _kernels
+from . import _compiled
 from ._prior import P_COMPLIANCE, P_OBSERVED, PARAMETERS
 
 #: The compliant removal rate ``delta_2`` (per year), fixed.
@@ -155,14 +155,14 @@ def _simulate(params, generator, *, diagnostics=False, inherit_compliance=False)
     shape = table.shape[:-1]
     flat = np.ascontiguousarray(table.reshape(-1, 5))
     _check_size(flat)
-    stats = np.empty((len(flat), _kernels.N_STATISTICS))
-    diag = np.empty((len(flat), _kernels.N_DIAGNOSTICS))
-    _kernels.simulate(flat, _SETTINGS, inherit_compliance, generator, stats, diag)
+    stats = np.empty((len(flat), _compiled.N_STATISTICS))
+    diag = np.empty((len(flat), _compiled.N_DIAGNOSTICS))
+    _compiled.simulate(flat, _SETTINGS, inherit_compliance, generator, stats, diag)
     if np.any(diag[:, 4] > 0):
         raise RuntimeError(
             f"a run exceeded {MAX_CASES} active cases (the process is not subcritical)"
         )
-    stats = stats.reshape(*shape, _kernels.N_STATISTICS)
+    stats = stats.reshape(*shape, _compiled.N_STATISTICS)
     if not diagnostics:
         return stats
     names = ("compliant", "noncompliant", "warmup", "events")
@@ -217,8 +217,8 @@ def simulate_outbreak(params: Mapping, *, rng: RNGLike = None) -> Outbreak:
             f"simulate_outbreak takes one parameter set, got shape {table.shape[:-1]}"
         )
     _check_size(table[None])
-    diag = np.empty(_kernels.N_DIAGNOSTICS)
-    sizes, which, times = _kernels.outbreak(table, _SETTINGS, False, as_generator(rng), diag)
+    diag = np.empty(_compiled.N_DIAGNOSTICS)
+    sizes, which, times = _compiled.outbreak(table, _SETTINGS, False, as_generator(rng), diag)
     return Outbreak(sizes, which, times, float(diag[2]))
 
 

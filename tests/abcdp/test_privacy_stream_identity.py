@@ -23,15 +23,16 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from samplers._sampler_registry import by_name, family  # tests/ is on the path
 
 import dpinfer as dp
 import dpinfer.models
 from dpinfer.distances import RandomFeatureMMD
 from dpinfer.mechanisms.svt import SparseVector
-from dpinfer.samplers import _privacy_seed
-from dpinfer.samplers._privacy_seed import CHILDREN, GRANDCHILDREN, check_privacy_rng
+from dpinfer.samplers.abcdp import _privacy_seed
+from dpinfer.samplers.abcdp._privacy_seed import CHILDREN, GRANDCHILDREN, check_privacy_rng
 
-from ._helpers import Recording, abcdp_module, capture, location_model, sampler_calls
+from ._helpers import Recording, abcdp_module, capture, location_model
 
 SEEDS = st.integers(min_value=0, max_value=2**64)
 FAMILIES = {
@@ -168,8 +169,6 @@ def test_the_same_derivations_of_an_independent_seed_pass(case, other):
 
 
 def test_the_issues_generators_are_refused_by_abcdp():
-    observed = np.random.default_rng(3).normal(size=(20, 1))
-    call = sampler_calls(observed, location_model(20), n_proposals=50)["abcdp"]
     copied = np.random.PCG64()
     copied.state = np.random.PCG64(7).state
     for privacy_rng in (
@@ -177,7 +176,7 @@ def test_the_issues_generators_are_refused_by_abcdp():
         np.random.Generator(copied),
     ):
         with pytest.raises(ValueError, match="the increment of the published stream"):
-            call(7, privacy_rng)
+            by_name("abcdp").run(rng=7, privacy_rng=privacy_rng)
 
 
 def test_the_children_of_every_chunk_of_the_run_are_compared(location):
@@ -274,15 +273,15 @@ def _entry_points() -> set[str]:
 def _calls() -> dict:
     from dpinfer.models import covid_polynomial, mixture_uniform, tuberculosis
 
-    observed = np.random.default_rng(3).normal(size=(20, 1))
-    samplers = sampler_calls(observed, location_model(20), n_proposals=50)
     small = dict(n_observations=10, n_proposals=20, n_features=5, rng=7)
+    samplers = {
+        f"{case.function.__module__}.{case.function.__qualname__}": (
+            lambda p, case=case: case.run(rng=7, privacy_rng=p)
+        )
+        for case in family("abcdp")
+    }
     return {
-        "dpinfer.samplers.abcdp.abcdp": lambda p: samplers["abcdp"](7, p),
-        "dpinfer.samplers.abcdp_variants.rejection_abcdp_gaussian": (
-            lambda p: samplers["rejection_abcdp_gaussian"](7, p)
-        ),
-        "dpinfer.samplers.abcdp_variants.soft_abcdp": lambda p: samplers["soft_abcdp"](7, p),
+        **samplers,
         "dpinfer.models.covid_polynomial.run_experiment": lambda p: (
             covid_polynomial.run_experiment(22.0, n_proposals=50, rng=7, privacy_rng=p)
         ),

@@ -323,7 +323,7 @@ def reference():
 
 @pytest.fixture(scope="module")
 def smc():
-    """Exact SMC-ABC with 2000 particles at the published release (about 5 s)."""
+    """Exact SMC-ABC with 2000 particles at the published release."""
     return dp.smc_abc(
         lr.model(), lr.mechanism(), lr.RELEASED, particles=2000, rng=31, progressbar=False
     )

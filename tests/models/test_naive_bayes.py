@@ -254,7 +254,7 @@ def reference(released):
 
 @pytest.fixture(scope="module")
 def smc(released):
-    """Exact SMC-ABC with 2000 particles (about 10 s)."""
+    """Exact SMC-ABC with 2000 particles."""
     return dp.smc_abc(
         nb.model(), nb.mechanism(epsilon=EPS), released, particles=2000, rng=21, progressbar=False
     )

@@ -74,8 +74,8 @@ SMALL = {"R1": 1.5, "t1": 0.2, "R2": 0.1, "beta": 0.5}  # about one observation 
 
 
 @pytest.mark.parametrize("params", [tb.TRUTH, SMALL], ids=["truth", "small"])
-def test_kernel_statistics_match_the_numpy_ones_on_the_raw_record(params):
-    """The same generator state gives the same run through both kernels."""
+def test_compiled_statistics_match_the_numpy_ones_on_the_raw_record(params):
+    """The same generator state gives the same run through both compiled loops."""
     n_empty = 0
     for seed in range(12):
         stats = tb.simulate(params, rng=seed)
