@@ -34,6 +34,13 @@ Sections:
 * ``evaluation``: one log-density-and-gradient evaluation of the compiled model from 10**2
   to 10**6 cells: median wall and CPU time over repeats, the ratio of CPU time to ``naive``,
   and the peak memory that NumPy allocates during it (tracemalloc).
+* ``--build``: building the model (the ``with pm.Model()`` block) and then compiling its
+  log-density-and-gradient function with one evaluation, for ``naive`` and ``dpinfer`` from
+  10**4 to 10**7 cells (``--build-cells``), each in a fresh process: CPU time per cell, the
+  resident memory the model holds per cell after building (and after compiling), the peak
+  resident memory per cell while building (the kernel's high-water mark, reset before the
+  build), and the ratios of ``dpinfer`` to ``naive``. Target at 10**6 cells: building at most
+  2x ``naive``, resident memory at most 1.5x.
 
 Run ``python benchmarks/tables.py`` (both sections) or name one with ``--section``; ``--cells``
 changes the sizes of ``sampling``; ``--rho`` the budget per count (default 0.5). The exact
@@ -45,8 +52,12 @@ smaller ``rho`` makes the ratio to ``naive`` larger.
 from __future__ import annotations
 
 import argparse
+import gc
+import json
 import math
 import os
+import subprocess
+import sys
 import time
 import tracemalloc
 
@@ -54,6 +65,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 import numpy as np  # noqa: E402
+from _common import cpu_timed  # noqa: E402
 
 import dpinfer as dp  # noqa: E402
 
@@ -205,6 +217,85 @@ def evaluation(sizes, rho, repeats=15):
             )
 
 
+BUILD_CELLS = (10**4, 10**5, 10**6, 10**7)
+
+
+def build(sizes, rho):
+    """Build time and resident memory per cell of ``naive`` and ``dpinfer``, one process each."""
+    print(
+        "cells      kind   build CPU (µs/cell, x naive)   resident B/cell (x naive)   "
+        "peak B/cell   compile+eval CPU s   resident after compile B/cell"
+    )
+    for n in sizes:
+        base = None
+        for kind in ("naive", "dpinfer"):
+            row = _build_in_child(kind, n, rho)
+            base = base or row
+            us, held, peak = row["build_cpu"] / n * 1e6, row["held"] / n, row["peak"] / n
+            print(
+                f"{n:>10,} {kind:>8}  {row['build_cpu']:7.2f} s {us:6.2f} "
+                f"{_ratio(row['build_cpu'], base['build_cpu'])}   {held:7.0f} "
+                f"{_ratio(row['held'], base['held'])}   {peak:7.0f}   "
+                f"{row['compile_cpu']:7.2f}   {row['compiled_held'] / n:7.0f}",
+                flush=True,
+            )
+
+
+def _ratio(value: float, base: float) -> str:
+    # a small table's memory can fit in pages the process already holds: no ratio then
+    return f"x{value / base:5.2f}" if base > 0 else "     -"
+
+
+def _build_in_child(kind: str, n: int, rho: float) -> dict:
+    """Run :func:`_build_once` in a fresh interpreter, so no earlier size's memory counts."""
+    command = [sys.executable, __file__, "--build-one", kind, str(n), "--rho", str(rho)]
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _build_once(kind: str, n: int, rho: float) -> None:
+    """Print (JSON) the CPU time and resident memory of building and compiling one model."""
+    model(kind, *table(100, rho))  # imports and compiled kernels loaded: not the model's cost
+    data = table(n, rho)
+    gc.collect()
+    start = _memory()
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")  # the high-water mark restarts from the present resident set
+    m, build_cpu, build_wall = cpu_timed(model, kind, *data)
+    gc.collect()
+    built = _memory()
+    fn, compile_cpu, _ = cpu_timed(_compiled_once, m)
+    gc.collect()
+    compiled = _memory()
+    print(
+        json.dumps(
+            {
+                "build_cpu": build_cpu,
+                "build_wall": build_wall,
+                "held": built["VmRSS"] - start["VmRSS"],
+                "peak": built["VmHWM"] - start["VmRSS"],
+                "compile_cpu": compile_cpu,
+                "compiled_held": compiled["VmRSS"] - start["VmRSS"],
+            }
+        )
+    )
+
+
+def _compiled_once(m):
+    """Compile ``m``'s log-density-and-gradient function and evaluate it once."""
+    fn = m.logp_dlogp_function(ravel_inputs=True)
+    fn.set_extra_values({})
+    fn(np.concatenate([np.ravel(v) for v in m.initial_point().values()]))
+    return fn
+
+
+def _memory() -> dict:
+    """This process's resident set and its high-water mark, in bytes (Linux)."""
+    with open("/proc/self/status") as status:
+        fields = dict(line.split(":", 1) for line in status if line.startswith("Vm"))
+    return {key: int(fields[key].split()[0]) * 1024 for key in ("VmRSS", "VmHWM")}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--section", choices=("sampling", "evaluation"), default=None)
@@ -213,7 +304,17 @@ def main(argv=None) -> None:
     parser.add_argument("--dense-max", type=int, default=1_000)
     parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--draws", type=int, default=500)
+    parser.add_argument("--build", action="store_true", help="only the build/memory table")
+    parser.add_argument("--build-cells", type=int, nargs="+", default=list(BUILD_CELLS))
+    parser.add_argument("--build-one", nargs=2, metavar=("KIND", "CELLS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.build_one:
+        _build_once(args.build_one[0], int(args.build_one[1]), args.rho)
+        return
+    if args.build:
+        print("== build: the model and its compiled log-density, one fresh process each ==")
+        build(args.build_cells, args.rho)
+        return
     if args.section in (None, "sampling"):
         shape = f"2 chains x ({args.tune} + {args.draws})"
         print(f"== sampling: {shape}, the likelihoods' chains alternating; ESS of (mu, tau) ==")

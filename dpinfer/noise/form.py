@@ -128,19 +128,22 @@ def build(
     """Return the form of a release of ``kind``: per-cell numbers broadcast against it.
 
     ``released`` is flattened (C order); ``params`` names the family's other
-    fields (``log1p_p``, ``trials``, ``pseudo_count``, ``population``). No cell is
+    fields (``log1p_p``, ``trials``, ``pseudo_count``, ``population``), each
+    broadcast against ``released`` (so a per-cell parameter of the event shape
+    serves a stack of releases of shape ``(*rows, *event_shape)``). No cell is
     suppressed and none has a table.
     """
     unknown = set(params) - {"log1p_p", "trials", "pseudo_count", "population"}
     if unknown:
         raise TypeError(f"build got unknown fields {sorted(unknown)}")
-    values = np.asarray(released, dtype=float).reshape(-1)
+    values = np.asarray(released)
     form = np.zeros(values.size, dtype=CELL)
     form["kind"] = kind
-    form["released"] = values
+    form["released"] = values.reshape(-1)
     form["table_start"] = -1.0
     for name, value in {"scale": scale, "log_norm": log_norm, **params}.items():
-        form[name] = np.broadcast_to(np.asarray(value, dtype=float).reshape(-1), values.shape)
+        # written through the released's shape: a broadcast view, no per-cell copy
+        form[name].reshape(values.shape)[...] = value
     return form
 
 
