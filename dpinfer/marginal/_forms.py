@@ -14,7 +14,7 @@ from .. import _validate
 from ..noise.form import log_cdf_tables
 from ._kernels import COUNTABLE
 
-__all__ = ["joined_form", "release_form"]
+__all__ = ["joined_form", "release_form", "release_views"]
 
 
 def release_form(mechanism, released, latent_discrete: bool, name: str = "released") -> np.ndarray:
@@ -47,6 +47,16 @@ def release_form(mechanism, released, latent_discrete: bool, name: str = "releas
     return form
 
 
-def joined_form(forms: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Join the releases' forms (release after release); return it and its log-CDF tables."""
-    return log_cdf_tables(np.concatenate(forms))
+def joined_form(forms: list[np.ndarray], *, copy: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Join the releases' forms (release after release); return it and its log-CDF tables.
+
+    With ``copy=False`` the forms are the caller's to give up: a single form is
+    joined and tabled in place, without a copy.
+    """
+    joined = forms[0] if len(forms) == 1 else np.concatenate(forms)
+    return log_cdf_tables(joined, copy=copy and len(forms) == 1)
+
+
+def release_views(form: np.ndarray, releases: int) -> list[np.ndarray]:
+    """Return the forms of the releases of a joined ``form``: views of it, release by release."""
+    return np.split(form, releases)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
 
 from .._user_code import outside_dpinfer
 from ..noise.form import GAUSSIAN, LAPLACE, as_matrix
-from ._forms import joined_form, release_form
+from ._forms import joined_form, release_form, release_views
 from ._latent import Latent, SharedLatentWarning
 from ._op import STATE, MarginalLogp
 from ._quadrature import check_noise, quadrature_logp
@@ -31,6 +32,10 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist):
     ]
     if _uses_quadrature(latent):
         check_noise(forms)
+    # joined once: every graph of the model's log-density holds this form, and each
+    # release's form is a view of it
+    inputs = _KernelInputs(*joined_form(forms, copy=False), cells=cells)
+    forms = release_views(inputs.form, len(pairs))
     # a suppressed cell is held at its cut (the form's number), or PyMC would impute the NaN
     released = [form["released"].reshape(cells) for form in forms]
     discrete = all(mechanism.discrete for mechanism, _ in pairs)
@@ -38,7 +43,7 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist):
     core = "" if len(pairs) == 1 else str(len(pairs))
 
     def logp(value, *params):
-        return _latent_logp(latent, params, forms, cells, tol)
+        return _latent_logp(latent, params, forms, cells, tol, inputs)
 
     variable = pm.CustomDist(
         name,
@@ -77,26 +82,60 @@ def _warn_if_shared(name: str, latent: Latent, cells: tuple[int, ...]) -> None:
         return
 
 
-def _latent_logp(latent: Latent, params, forms, cells, tol):
+def _latent_logp(latent: Latent, params, forms, cells, tol, inputs: _KernelInputs):
     """Return the per-cell marginal log-likelihood graph of ``latent`` at ``params``."""
     import pytensor.tensor as pt
 
     own, parts = latent.split(params)
     if latent.kind == "kernel":
-        return _kernel_logp(latent.family, own, forms, cells, tol)
+        return _kernel_logp(latent, own, inputs, cells, tol)
     if latent.kind == "normal":
         return _normal_logp(own, forms, cells)
     if latent.kind == "quadrature":
         return quadrature_logp(latent.op, own, forms, cells, tol)
     components = pt.stack(
         [
-            _latent_logp(c, p, forms, cells, tol)
+            _latent_logp(c, p, forms, cells, tol, inputs)
             for c, p in zip(latent.components, parts, strict=True)
         ],
         axis=-1,
     )
     log_weights = pt.log(pt.broadcast_to(own[0], (*cells, len(latent.components))))
     return pt.logsumexp(log_weights + components, axis=-1)
+
+
+class _KernelInputs:
+    """The joined form of a table's releases and the Op's other inputs, made once.
+
+    PyMC builds the model's log-density graph anew for every function it
+    compiles; each graph reads the same form and tables (one constant each) and
+    the same per-cell state of each latent, so that compiling more functions
+    adds no per-cell memory. The state is a hint the Op reads and updates in
+    place (any value gives the same sums), one per latent kernel of the table.
+    """
+
+    def __init__(self, form: np.ndarray, table: np.ndarray, *, cells: tuple[int, ...]):
+        self.form, self.table, self.cells = form, table, cells
+        self._constants: tuple | None = None
+        self._states: dict[int, object] = {}
+
+    def constants(self) -> tuple:
+        """Return the form (as a float64 matrix) and its log-CDF tables as graph constants."""
+        import pytensor.tensor as pt
+
+        if self._constants is None:
+            self._constants = pt.constant(as_matrix(self.form)), pt.constant(self.table)
+        return self._constants
+
+    def state(self, latent: Latent):
+        """Return the shared per-cell state of ``latent``'s kernel: all NaN (no hint) at first."""
+        import pytensor
+
+        key = id(latent)
+        if key not in self._states:
+            start = np.full((math.prod(self.cells), STATE), np.nan)
+            self._states[key] = pytensor.shared(start, name="marginal_state", borrow=True)
+        return self._states[key]
 
 
 def _checked_tensors(dist, latent: Latent, cells: tuple[int, ...]) -> list:
@@ -162,19 +201,13 @@ def _held(mechanism, released: np.ndarray) -> np.ndarray:
     return np.where(suppressed, cuts, released)
 
 
-def _kernel_logp(family, params, forms, cells, tol):
-    import pytensor
+def _kernel_logp(latent: Latent, params, inputs: _KernelInputs, cells, tol):
     import pytensor.tensor as pt
 
-    form, table = joined_form(forms)
-    # each cell's last mode and constants of its releases: hints that the Op reads and
-    # updates in place (any value gives the same sums), one state per observed table
-    state = pytensor.shared(np.full((int(np.prod(cells)), STATE), np.nan), name="marginal_state")
     a, b = (pt.broadcast_to(pt.cast(p, "float64"), cells).ravel() for p in params)
-    op = MarginalLogp(family, tol)
-    constants = pt.constant(as_matrix(form)), pt.constant(table)
+    op = MarginalLogp(latent.family, tol)
     # an Op's outputs are a list, which the stubs leave a union
-    logp = op(a, b, *constants, state)[0]  # type: ignore[index]
+    logp = op(a, b, *inputs.constants(), inputs.state(latent))[0]  # type: ignore[index]
     return pt.reshape(logp, cells)
 
 
