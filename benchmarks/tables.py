@@ -289,6 +289,54 @@ def _compiled_once(m):
     return fn
 
 
+def large(n: int, rho: float, *, tune: int, draws: int, max_treedepth: int) -> None:
+    """At ``n`` cells: build dpinfer's model, one log-density and gradient, a short NUTS run.
+
+    The run stores ``mu`` and ``tau`` only (the ``n`` rates would take ``n`` floats a draw)
+    and caps the tree depth, so its length is at most ``(tune + draws) 2**max_treedepth``
+    gradients; it shows that a table of this size samples, not how well it mixes.
+    """
+    import pymc as pm
+
+    data = table(n, rho)
+    start = _memory()
+    m, build_cpu, _ = cpu_timed(model, "dpinfer", *data)
+    fn, compile_cpu, _ = cpu_timed(m.logp_dlogp_function, ravel_inputs=True)
+    fn.set_extra_values({})
+    x = np.concatenate([np.ravel(v) for v in m.initial_point().values()])
+    fn(x)
+    (logp, _), eval_cpu, eval_wall = cpu_timed(fn, x)
+    print(
+        f"{n:>12,} cells: build {build_cpu:.2f} s CPU, compile {compile_cpu:.2f} s CPU, "
+        f"log-density and gradient {eval_cpu:.3f} s CPU ({eval_wall:.3f} s wall, logp "
+        f"{float(logp):.6g}), resident {(_memory()['VmRSS'] - start['VmRSS']) / n:.0f} B/cell",
+        flush=True,
+    )
+    with m:
+        idata, nuts_cpu, nuts_wall = cpu_timed(
+            pm.sample,
+            draws,
+            tune=tune,
+            chains=1,
+            cores=1,
+            random_seed=1,
+            max_treedepth=max_treedepth,
+            var_names=["mu", "tau"],
+            progressbar=False,
+            compute_convergence_checks=False,
+            discard_tuned_samples=False,
+        )
+    steps = int(idata.warmup_sample_stats["n_steps"].sum() + idata.sample_stats["n_steps"].sum())
+    memory = _memory()
+    print(
+        f"{n:>12,} cells: NUTS {tune} + {draws} draws, {steps} leapfrog steps in "
+        f"{nuts_cpu:.1f} s CPU ({nuts_wall:.1f} s wall, {nuts_cpu / steps:.3f} s CPU a step); "
+        f"resident {(memory['VmRSS'] - start['VmRSS']) / n:.0f} B/cell, peak "
+        f"{(memory['VmHWM'] - start['VmRSS']) / n:.0f} B/cell",
+        flush=True,
+    )
+
+
 def _memory() -> dict:
     """This process's resident set and its high-water mark, in bytes (Linux)."""
     with open("/proc/self/status") as status:
@@ -306,10 +354,15 @@ def main(argv=None) -> None:
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--build", action="store_true", help="only the build/memory table")
     parser.add_argument("--build-cells", type=int, nargs="+", default=list(BUILD_CELLS))
+    parser.add_argument("--large", type=int, metavar="CELLS", help="build, evaluate, NUTS")
     parser.add_argument("--build-one", nargs=2, metavar=("KIND", "CELLS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.build_one:
         _build_once(args.build_one[0], int(args.build_one[1]), args.rho)
+        return
+    if args.large:
+        print(f"== large: dpinfer's model at {args.large:,} cells ==")
+        large(args.large, args.rho, tune=args.tune, draws=args.draws, max_treedepth=4)
         return
     if args.build:
         print("== build: the model and its compiled log-density, one fresh process each ==")

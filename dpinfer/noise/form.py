@@ -137,11 +137,19 @@ def build(
     if unknown:
         raise TypeError(f"build got unknown fields {sorted(unknown)}")
     values = np.asarray(released)
-    form = np.zeros(values.size, dtype=CELL)
-    form["kind"] = kind
-    form["released"] = values.reshape(-1)
-    form["table_start"] = -1.0
+    common = np.zeros(1, dtype=CELL)  # the numbers every cell shares
+    common["kind"], common["table_start"] = kind, -1.0
+    per_cell = {}
     for name, value in {"scale": scale, "log_norm": log_norm, **params}.items():
+        value = np.asarray(value, dtype=float)
+        if value.size == 1:
+            common[name] = value.reshape(())
+        else:
+            per_cell[name] = value
+    form = np.empty(values.size, dtype=CELL)
+    as_matrix(form)[...] = as_matrix(common)  # one contiguous pass, not one per field
+    form["released"] = values.reshape(-1)
+    for name, value in per_cell.items():
         # written through the released's shape: a broadcast view, no per-cell copy
         form[name].reshape(values.shape)[...] = value
     return form
