@@ -41,6 +41,10 @@ Sections:
   resident memory per cell while building (the kernel's high-water mark, reset before the
   build), and the ratios of ``dpinfer`` to ``naive``. Target at 10**6 cells: building at most
   2x ``naive``, resident memory at most 1.5x.
+* ``--large CELLS``: ``dpinfer``'s model at that many cells (10**7 on a 24 GB machine):
+  build, compile, one log-density-and-gradient evaluation, and a short NUTS run
+  (``--tune`` + ``--draws`` draws, tree depth at most ``--max-treedepth``), with CPU time,
+  leapfrog steps and resident memory per cell.
 
 Run ``python benchmarks/tables.py`` (both sections) or name one with ``--section``; ``--cells``
 changes the sizes of ``sampling``; ``--rho`` the budget per count (default 0.5). The exact
@@ -355,6 +359,7 @@ def main(argv=None) -> None:
     parser.add_argument("--build", action="store_true", help="only the build/memory table")
     parser.add_argument("--build-cells", type=int, nargs="+", default=list(BUILD_CELLS))
     parser.add_argument("--large", type=int, metavar="CELLS", help="build, evaluate, NUTS")
+    parser.add_argument("--max-treedepth", type=int, default=3, help="of --large's NUTS run")
     parser.add_argument("--build-one", nargs=2, metavar=("KIND", "CELLS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.build_one:
@@ -362,7 +367,8 @@ def main(argv=None) -> None:
         return
     if args.large:
         print(f"== large: dpinfer's model at {args.large:,} cells ==")
-        large(args.large, args.rho, tune=args.tune, draws=args.draws, max_treedepth=4)
+        depth = args.max_treedepth
+        large(args.large, args.rho, tune=args.tune, draws=args.draws, max_treedepth=depth)
         return
     if args.build:
         print("== build: the model and its compiled log-density, one fresh process each ==")
