@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
 
 from .._user_code import outside_dpinfer
 from ..noise.form import GAUSSIAN, LAPLACE, as_matrix
+from ._families import LatentFamily
 from ._forms import joined_form, release_form, release_views
+from ._group_op import group_logp
 from ._latent import Latent, SharedLatentWarning
 from ._op import STATE, MarginalLogp
 from ._quadrature import check_noise, quadrature_logp
+from ._totals import draw_given_totals, read_totals
 
 
-def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist):
+def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist, totals=None):
     """Add the observed variable ``name`` of ``pairs`` (mechanism, release) given ``latent``.
 
     ``dist`` is the distribution ``latent`` was read from; its shape must broadcast to
-    the cells' shape.
+    the cells' shape. ``totals`` is :func:`dpinfer.to_pymc`'s ``(groups, values)``, or None.
     """
     import pymc as pm
 
@@ -27,15 +29,18 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist):
     for i, (mechanism, _) in enumerate(pairs):
         _check_shape(mechanism, cells, f"observed[{i}][1]")
     tensors = _checked_tensors(dist, latent, cells)
+    if totals is not None:
+        _check_totals_latent(latent)
     forms = [
         release_form(m, r, latent.discrete, f"observed[{i}][1]") for i, (m, r) in enumerate(pairs)
     ]
     if _uses_quadrature(latent):
         check_noise(forms)
+    groups = None if totals is None else read_totals(totals, cells, forms)
     # joined once: every graph of the model's log-density holds this form, and each
     # release's form is a view of it
-    inputs = _KernelInputs(*joined_form(forms, copy=False), cells=cells)
-    forms = release_views(inputs.form, len(pairs))
+    inputs = _KernelInputs(forms)
+    forms = inputs.forms()
     # a suppressed cell is held at its cut (the form's number), or PyMC would impute the NaN
     released = [form["released"].reshape(cells) for form in forms]
     discrete = all(mechanism.discrete for mechanism, _ in pairs)
@@ -43,13 +48,13 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist):
     core = "" if len(pairs) == 1 else str(len(pairs))
 
     def logp(value, *params):
-        return _latent_logp(latent, params, forms, cells, tol, inputs)
+        return _latent_logp(latent, params, forms, cells, tol, inputs, groups)
 
     variable = pm.CustomDist(
         name,
         *tensors,
         logp=logp,
-        random=_random(latent, [m for m, _ in pairs], cells),
+        random=_random(latent, [m for m, _ in pairs], cells, groups, tol),
         observed=value.astype(np.int64) if discrete else value,
         dtype="int64" if discrete else "floatX",
         signature=",".join(latent.core_signatures()) + f"->({core})",
@@ -82,13 +87,13 @@ def _warn_if_shared(name: str, latent: Latent, cells: tuple[int, ...]) -> None:
         return
 
 
-def _latent_logp(latent: Latent, params, forms, cells, tol, inputs: _KernelInputs):
+def _latent_logp(latent: Latent, params, forms, cells, tol, inputs: _KernelInputs, groups=None):
     """Return the per-cell marginal log-likelihood graph of ``latent`` at ``params``."""
     import pytensor.tensor as pt
 
     own, parts = latent.split(params)
     if latent.kind == "kernel":
-        return _kernel_logp(latent, own, inputs, cells, tol)
+        return _kernel_logp(latent, own, forms, cells, tol, inputs, groups)
     if latent.kind == "normal":
         return _normal_logp(own, forms, cells)
     if latent.kind == "quadrature":
@@ -104,6 +109,21 @@ def _latent_logp(latent: Latent, params, forms, cells, tol, inputs: _KernelInput
     return pt.logsumexp(log_weights + components, axis=-1)
 
 
+def _check_totals_latent(latent: Latent) -> None:
+    if not latent.discrete:
+        raise ValueError(
+            "exact totals are sums of integer counts, and the latent distribution given is "
+            "continuous: model the cells' counts with a discrete distribution (Poisson, "
+            "NegativeBinomial, Binomial, ...), e.g. pm.Poisson.dist(mu=...)"
+        )
+    if latent.kind != "kernel":
+        raise ValueError(
+            "exact totals need a latent distribution of one family (Poisson, Binomial, "
+            "NegativeBinomial, Geometric, DiscreteUniform, DiracDelta), not a mixture: write "
+            "the model with one of them, or pass the totals' cells without totals"
+        )
+
+
 class _KernelInputs:
     """The joined form of a table's releases and the Op's other inputs, made once.
 
@@ -112,12 +132,26 @@ class _KernelInputs:
     the same per-cell state of each latent, so that compiling more functions
     adds no per-cell memory. The state is a hint the Op reads and updates in
     place (any value gives the same sums), one per latent kernel of the table.
+    ``forms`` are the releases' forms, given up: one is joined in place.
     """
 
-    def __init__(self, form: np.ndarray, table: np.ndarray, *, cells: tuple[int, ...]):
-        self.form, self.table, self.cells = form, table, cells
+    def __init__(self, forms: list[np.ndarray]):
+        self.form, self.table = joined_form(forms, copy=False)
+        self.releases = len(forms)
         self._constants: tuple | None = None
         self._states: dict[int, object] = {}
+        self._subsets: dict[bytes, _KernelInputs] = {}
+
+    def forms(self) -> list[np.ndarray]:
+        """Return the releases' forms: views of the joined one."""
+        return release_views(self.form, self.releases)
+
+    def at_cells(self, cells: np.ndarray) -> _KernelInputs:
+        """Return the inputs of the cells at flat indices ``cells`` (made once)."""
+        key = np.asarray(cells).tobytes()
+        if key not in self._subsets:
+            self._subsets[key] = _KernelInputs([form[cells] for form in self.forms()])
+        return self._subsets[key]
 
     def constants(self) -> tuple:
         """Return the form (as a float64 matrix) and its log-CDF tables as graph constants."""
@@ -133,7 +167,7 @@ class _KernelInputs:
 
         key = id(latent)
         if key not in self._states:
-            start = np.full((math.prod(self.cells), STATE), np.nan)
+            start = np.full((self.form.size // self.releases, STATE), np.nan)
             self._states[key] = pytensor.shared(start, name="marginal_state", borrow=True)
         return self._states[key]
 
@@ -201,14 +235,31 @@ def _held(mechanism, released: np.ndarray) -> np.ndarray:
     return np.where(suppressed, cuts, released)
 
 
-def _kernel_logp(latent: Latent, params, inputs: _KernelInputs, cells, tol):
+def _kernel_logp(latent: Latent, params, forms, cells, tol, inputs: _KernelInputs, groups):
+    """Each cell's log-likelihood; a group's (with exact totals) held by its first cell."""
     import pytensor.tensor as pt
 
+    family = latent.family
+    if family is None:  # a kernel latent always has its family
+        raise TypeError(f"a {latent.kind} latent has no kernel family")
     a, b = (pt.broadcast_to(pt.cast(p, "float64"), cells).ravel() for p in params)
-    op = MarginalLogp(latent.family, tol)
+    if groups is None:
+        return _cells_logp(family, a, b, inputs, inputs.state(latent), tol).reshape(cells)
+    logp = pt.zeros(a.shape)
+    free = groups.free
+    if free.size:
+        subset = inputs.at_cells(free)
+        cells_logp = _cells_logp(family, a[free], b[free], subset, subset.state(latent), tol)
+        logp = pt.set_subtensor(logp[free], cells_logp)
+    logp = pt.set_subtensor(logp[groups.firsts], group_logp(family, a, b, forms, groups, tol))
+    return logp.reshape(cells)
+
+
+def _cells_logp(family: LatentFamily, a, b, inputs: _KernelInputs, state, tol):
+    """Each cell's log-likelihood (flat), its count summed out alone."""
+    op = MarginalLogp(family, tol)
     # an Op's outputs are a list, which the stubs leave a union
-    logp = op(a, b, *inputs.constants(), inputs.state(latent))[0]  # type: ignore[index]
-    return pt.reshape(logp, cells)
+    return op(a, b, *inputs.constants(), state)[0]  # type: ignore[index]
 
 
 def _normal_logp(params, forms, cells):
@@ -252,11 +303,25 @@ def _normal_laplace(mu, sigma, y, b):
     )
 
 
-def _random(latent: Latent, mechanisms, cells):
+def _random(latent: Latent, mechanisms, cells, groups, tol):
     def random(*params, rng=None, size=None):
         shape = tuple(size) if size is not None else cells
-        s = latent.sample(params, rng, shape)
+        if groups is None:
+            s = latent.sample(params, rng, shape)
+        else:
+            s = _sample_given_totals(latent, params, rng, shape, cells, groups, tol)
         draws = [_held(m, m.release(s, rng=rng)) for m in mechanisms]
         return draws[0] if len(draws) == 1 else np.stack(draws, axis=-1)
 
     return random
+
+
+def _sample_given_totals(latent: Latent, params, rng, shape, cells, groups, tol):
+    """Latent counts of ``shape`` (``cells``, after any leading axes) given the totals."""
+    if shape[len(shape) - len(cells) :] != cells:
+        raise ValueError(f"draws of shape {shape} must end in the cells' shape {cells}")
+    a, b = (np.broadcast_to(p, shape).reshape(-1, int(np.prod(cells))) for p in params)
+    s = [
+        draw_given_totals(latent.family, x, y, groups, tol, rng) for x, y in zip(a, b, strict=True)
+    ]
+    return np.reshape(s, shape)
