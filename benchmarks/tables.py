@@ -40,9 +40,9 @@ Sections:
   log-density-and-gradient function with one evaluation, for ``naive`` and ``dpinfer`` from
   10**4 to 10**7 cells (``--build-cells``), each in a fresh process: CPU time per cell, the
   resident memory the model holds per cell after building (and after compiling), the peak
-  resident memory per cell while building (the kernel's high-water mark, reset before the
-  build), and the ratios of ``dpinfer`` to ``naive``. Target at 10**6 cells: building at most
-  2x ``naive``, resident memory at most 1.5x.
+  resident memory per cell while building and while compiling (the kernel's high-water mark,
+  reset before the build), and the ratios of ``dpinfer`` to ``naive``. Target at 10**6
+  cells: building at most 2x ``naive``, resident memory at most 1.5x.
 * ``--large CELLS``: ``dpinfer``'s model at that many cells (10**7 on a 24 GB machine):
   build, compile, one log-density-and-gradient evaluation, and a short NUTS run
   (``--tune`` + ``--draws`` draws, tree depth at most ``--max-treedepth``), with CPU time,
@@ -263,7 +263,7 @@ def build(sizes, rho):
     """Build time and resident memory per cell of ``naive`` and ``dpinfer``, one process each."""
     print(
         "cells      kind   build CPU (µs/cell, x naive)   resident B/cell (x naive)   "
-        "peak B/cell   compile+eval CPU s   resident after compile B/cell"
+        "peak B/cell   compile+eval CPU s   after compile: resident, peak B/cell"
     )
     for n in sizes:
         base = None
@@ -275,7 +275,8 @@ def build(sizes, rho):
                 f"{n:>10,} {kind:>8}  {row['build_cpu']:7.2f} s {us:6.2f} "
                 f"{_ratio(row['build_cpu'], base['build_cpu'])}   {held:7.0f} "
                 f"{_ratio(row['held'], base['held'])}   {peak:7.0f}   "
-                f"{row['compile_cpu']:7.2f}   {row['compiled_held'] / n:7.0f}",
+                f"{row['compile_cpu']:7.2f}   {row['compiled_held'] / n:7.0f}   "
+                f"{row['compiled_peak'] / n:7.0f}",
                 flush=True,
             )
 
@@ -317,6 +318,7 @@ def _build_once(kind: str, n: int, rho: float) -> None:
                 "peak": built["VmHWM"] - start["VmRSS"],
                 "compile_cpu": compile_cpu,
                 "compiled_held": compiled["VmRSS"] - start["VmRSS"],
+                "compiled_peak": compiled["VmHWM"] - start["VmRSS"],
             }
         )
     )
