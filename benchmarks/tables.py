@@ -123,10 +123,13 @@ def sampling(cells, rho, dense_max, *, tune=500, draws=500, chains=2):
         kinds = [k for k in KINDS if k != "dense" or n <= dense_max]
         if len(kinds) < len(KINDS):
             print(f"{n:>7,}    dense  skipped (more than --dense-max={dense_max:,} cells)")
+        kinds += [k for k in NUTPIE_KINDS if _has_nutpie()]
         runs = {kind: [] for kind in kinds}
         for chain in range(chains):
             for kind in kinds:
-                runs[kind].append(_run(model(kind, *data), tune=tune, draws=draws, chain=chain))
+                run = _run_nutpie if kind in NUTPIE_KINDS else _run
+                m = model(kind.removeprefix("nutpie-"), *data)
+                runs[kind].append(run(m, tune=tune, draws=draws, chain=chain))
         base = None
         for kind in kinds:
             row = _combine(runs[kind])
@@ -139,7 +142,54 @@ def sampling(cells, rho, dense_max, *, tune=500, draws=500, chains=2):
                 f"x naive: wall {wall / base[0]:5.2f} CPU {cpu / base[1]:5.2f}",
                 flush=True,
             )
+        _print_per_effective_sample(n, {kind: row[1:] for (m, kind, *row) in rows if m == n})
     return rows
+
+
+# nutpie (pm.sample(nuts_sampler="nutpie")) on the naive and the dpinfer model, when installed
+NUTPIE_KINDS = ("nutpie-naive", "nutpie-dpinfer")
+
+
+def _has_nutpie() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("nutpie") is not None
+
+
+def _run_nutpie(m, *, tune, draws, chain):
+    """:func:`_run` by nutpie; its compilation is timed apart and printed, not counted."""
+    import nutpie
+
+    compile_cpu = time.process_time()
+    compiled = nutpie.compile_pymc_model(m)
+    compile_cpu = time.process_time() - compile_cpu
+    print(f"        nutpie compiled in {compile_cpu:5.1f} CPU s (not counted below)", flush=True)
+    wall, cpu = time.perf_counter(), time.process_time()
+    idata = nutpie.sample(
+        compiled, draws=draws, tune=tune, chains=1, cores=1, seed=1 + chain, progress_bar=False
+    )
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    steps = int(idata.warmup_sample_stats["n_steps"].sum() + idata.sample_stats["n_steps"].sum())
+    return wall, cpu, steps, {v: idata.posterior[v].values[0] for v in ("mu", "tau")}
+
+
+def _print_per_effective_sample(n, rows) -> None:
+    """CPU per step and per effective sample of (mu, tau), as ratios to the naive models."""
+    per_step = {kind: cpu / steps for kind, (cpu, steps, _) in rows.items()}
+    per_ess = {kind: cpu / ess for kind, (cpu, _, ess) in rows.items()}
+    for kind in rows:
+        step_ratio = per_step[kind] / per_step["naive"]
+        line = (
+            f"{n:>7,} {kind:>14}  CPU/step x pm.sample naive {step_ratio:5.2f}"
+            f"  CPU/ESS {per_ess[kind] * 1e3:8.2f} ms, x pm.sample naive "
+            f"{per_ess[kind] / per_ess['naive']:5.2f}"
+        )
+        if kind == "nutpie-dpinfer" and "nutpie-naive" in rows:
+            line += (
+                f", x nutpie naive: CPU/step {per_step[kind] / per_step['nutpie-naive']:5.2f}"
+                f" CPU/ESS {per_ess[kind] / per_ess['nutpie-naive']:5.2f}"
+            )
+        print(line, flush=True)
 
 
 def _run(m, *, tune, draws, chain):
