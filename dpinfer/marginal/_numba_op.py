@@ -36,6 +36,7 @@ from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 from pytensor.link.numba.dispatch.basic import numba_funcify
 
+from .._tensor_shapes import ShapeCheck, _message
 from ..noise.form import CELL, NO_TABLE
 from ..noise.terms import log_terms
 from ._kernels import BEYOND
@@ -66,6 +67,44 @@ def _funcify_held_fixed(op, node=None, **kwargs):
 @numba_funcify.register(type(_noise_terms_op()))
 def _funcify_noise_terms(op, node=None, **kwargs):
     return _noise_terms
+
+
+@numba_funcify.register(ShapeCheck)
+def _funcify_shape_check(op, node=None, **kwargs):
+    name, target, about, exact = op.name, np.array(op.target, dtype=np.int64), op.about, op.exact
+
+    @nb.njit
+    def shape_check(x, shape_of):
+        if not _fits(shape_of, target, exact):
+            _raise_shape_error(name, shape_of, target, about, exact)
+        return x
+
+    return shape_check
+
+
+@nb.njit(cache=True)
+def _fits(shape, target, exact):
+    """:func:`dpinfer._tensor_shapes.fits` of a known shape."""
+    k, m = shape.size, target.size
+    if (k != m) if exact else (k > m):
+        return False
+    for i in range(k):
+        d, t = shape[i], target[m - k + i]
+        if not (d == t or (d == 1 and not exact)):
+            return False
+    return True
+
+
+@nb.njit
+def _raise_shape_error(name, shape, target, about, exact):
+    """Raise ShapeCheck's error (object mode, entered only then)."""
+    with nb.objmode():
+        _refuse_shape(name, shape, target, about, exact)
+
+
+def _refuse_shape(name, shape, target, about, exact) -> None:
+    shown, wanted = tuple(int(d) for d in shape), tuple(int(t) for t in target)
+    raise ValueError(_message(name, shown, wanted, about, exact))
 
 
 @nb.njit(cache=True, error_model="numpy")

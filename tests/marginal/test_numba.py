@@ -218,6 +218,24 @@ def test_a_refusal_raises_the_python_error():
     assert messages[0] == messages[1]
 
 
+def test_a_shape_known_only_when_the_model_runs_is_checked_in_compiled_code():
+    with pm.Model() as model:
+        population = pm.Data("population", np.array([1000.0, 2000.0, 3000.0]))
+        rate = pm.Gamma("rate", 2.0, 200.0)
+        dp.DiscreteGaussian(2.0).to_pymc(
+            "y", pm.Poisson.dist(mu=population * rate), observed=np.array([10, 20, 30])
+        )
+    point = model.initial_point()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = model.compile_logp(mode="NUMBA")
+    assert not [w for w in caught if "object mode" in str(w.message)]
+    assert compiled(point) == pytest.approx(model.compile_logp()(point), rel=1e-12)
+    pm.set_data({"population": np.array([1.0, 2.0, 3.0, 4.0])}, model=model)
+    with pytest.raises(ValueError, match=r"has shape \(4,\), which must broadcast to .* \(3,\)"):
+        compiled(point)
+
+
 # ---- threads: each keeps its own state ----
 
 
