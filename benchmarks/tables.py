@@ -255,9 +255,39 @@ def evaluation(sizes, rho, repeats=15):
             )
 
 
+def numba_evaluation(sizes, rho, repeats=50):
+    """One log-density-and-gradient evaluation compiled by PyTensor's numba backend (nutpie's).
+
+    The marginal Op's own share is the difference between the two models: their graphs
+    differ only in the likelihood term.
+    """
+    for n in sizes:
+        data = table(n, rho)
+        base = None
+        for kind in ("naive", "dpinfer"):
+            m = model(kind, *data)
+            fn = m.logp_dlogp_function(ravel_inputs=True, mode="NUMBA")
+            fn.set_extra_values({})
+            x = np.concatenate([np.ravel(v) for v in m.initial_point().values()])
+            fn(x)
+            cpu = []
+            for _ in range(repeats):
+                start = time.process_time()
+                fn(x)
+                cpu.append(time.process_time() - start)
+            cpu_ms = np.median(cpu) * 1e3
+            base = base or cpu_ms
+            print(
+                f"{n:>9,} {kind:>8}  CPU {cpu_ms:8.3f} ms  x naive {cpu_ms / base:5.2f}  "
+                f"per cell {cpu_ms / n * 1e6:7.1f} ns",
+                flush=True,
+            )
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--section", choices=("sampling", "evaluation"), default=None)
+    sections = ("sampling", "evaluation", "numba-evaluation")
+    parser.add_argument("--section", choices=sections, default=None)
     parser.add_argument("--cells", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--rho", type=float, default=0.5)
     parser.add_argument("--dense-max", type=int, default=1_000)
@@ -271,6 +301,9 @@ def main(argv=None) -> None:
     if args.section in (None, "evaluation"):
         print("== evaluation: one log-density and gradient ==")
         evaluation([10**k for k in range(2, 7)], args.rho)
+    if args.section in (None, "numba-evaluation") and _has_nutpie():
+        print("== numba-evaluation: one log-density and gradient as nutpie compiles it ==")
+        numba_evaluation(args.cells, args.rho)
 
 
 if __name__ == "__main__":
