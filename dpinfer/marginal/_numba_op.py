@@ -39,6 +39,9 @@ from pytensor.link.numba.dispatch.basic import numba_funcify
 from .._tensor_shapes import ShapeCheck, _message
 from ..noise.form import CELL, NO_TABLE
 from ..noise.terms import log_terms
+from ._group_op import GroupTotalsLogp
+from ._group_op import _refuse as _refuse_groups
+from ._groups import OK, group_sweep
 from ._kernels import BEYOND
 from ._op import MarginalLogp, _refuse
 from ._poisson import STATE
@@ -67,6 +70,51 @@ def _funcify_held_fixed(op, node=None, **kwargs):
 @numba_funcify.register(type(_noise_terms_op()))
 def _funcify_noise_terms(op, node=None, **kwargs):
     return _noise_terms
+
+
+@numba_funcify.register(GroupTotalsLogp)
+def _funcify_group_totals(op, node=None, **kwargs):
+    """Return the compiled ``(a, b, form, table, starts, totals) -> (logp, score_a, score_b)``."""
+    family, tol = op.family, op.tol
+
+    @nb.njit(error_model="numpy")
+    def group_totals_logp(a, b, form, table, starts, totals):
+        return _group_totals_logp(family, tol, a, b, form, table, starts, totals)
+
+    return group_totals_logp
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _group_totals_logp(family, tol, a, b, form, table, starts, totals):
+    """Return GroupTotalsLogp's outputs; a failed group raises its Python error."""
+    if form.shape[1] != _WIDTH:
+        raise ValueError("form must have one column per field of dpinfer.noise.form.CELL")
+    logp, status = np.empty(totals.size), np.empty(totals.size, dtype=np.int64)
+    score_a, score_b = np.empty(a.size), np.empty(a.size)
+    group_sweep(
+        family,
+        np.ascontiguousarray(a),
+        np.ascontiguousarray(b),
+        _records(np.ascontiguousarray(form)),
+        table,
+        tol,
+        np.ascontiguousarray(starts).astype(np.int64),
+        np.ascontiguousarray(totals).astype(np.float64),
+        logp,
+        score_a,
+        score_b,
+        status,
+    )
+    if np.any(status != OK):
+        _raise_group_refusal(status)
+    return logp, score_a, score_b
+
+
+@nb.njit(cache=True)
+def _raise_group_refusal(status):
+    """Raise the Python implementation's error for the groups that failed (object mode)."""
+    with nb.objmode():
+        _refuse_groups(status)
 
 
 @numba_funcify.register(ShapeCheck)

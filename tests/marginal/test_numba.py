@@ -202,6 +202,19 @@ def test_numba_graph_of_a_continuous_latent_has_no_object_mode():
     assert _graph_differences(_model(cases), gradient_rtol=1e-7) == ([], [])
 
 
+def test_group_totals_compile_to_the_python_numbers():
+    first, second = np.array([[4, 5, 0], [10, 2, 3]]), np.array([[2, 8, 1], [9, 4, 4]])
+    with pm.Model() as model:
+        log_rate = pm.Normal("log_rate", 1.0, 1.0, shape=(2, 3))
+        dp.to_pymc(
+            "y",
+            pm.Poisson.dist(mu=pm.math.exp(log_rate)),
+            observed=[(dp.DiscreteGaussian(2.0), first), (dp.DiscreteLaplace(1.5), second)],
+            totals=(np.arange(2)[:, None], np.array([12, 9])),
+        )
+    assert _graph_differences(model) == ([], [])
+
+
 def test_a_refusal_raises_the_python_error():
     with pm.Model() as model:
         rate = pm.LogNormal("rate", 0.0, 1.0)
