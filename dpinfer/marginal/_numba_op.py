@@ -57,7 +57,7 @@ _TAKEN, _THREAD, _ADDRESS, _CELLS = range(4)
 _WORDS = 4
 
 _RECORD = nb.from_dtype(CELL)
-_WIDTH = len(CELL.names)
+_WIDTH = CELL.itemsize // 8  # float64 fields (dpinfer.noise.form.as_matrix)
 _LIBC = ctypes.CDLL(None)
 _LIBC.free.argtypes, _LIBC.free.restype = [ctypes.c_size_t], None
 
