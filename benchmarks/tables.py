@@ -174,10 +174,13 @@ def sampling(cells, rho, dense_max, *, tune=500, draws=500, chains=2):
         kinds = [k for k in KINDS if k != "dense" or n <= dense_max]
         if len(kinds) < len(KINDS):
             print(f"{n:>7,}    dense  skipped (more than --dense-max={dense_max:,} cells)")
+        kinds += [k for k in NUTPIE_KINDS if _has_nutpie()]
         runs = {kind: [] for kind in kinds}
         for chain in range(chains):
             for kind in kinds:
-                runs[kind].append(_run(model(kind, *data), tune=tune, draws=draws, chain=chain))
+                run = _run_nutpie if kind in NUTPIE_KINDS else _run
+                m = model(kind.removeprefix("nutpie-"), *data)
+                runs[kind].append(run(m, tune=tune, draws=draws, chain=chain))
         base = None
         for kind in kinds:
             row = _combine(runs[kind])
@@ -190,7 +193,54 @@ def sampling(cells, rho, dense_max, *, tune=500, draws=500, chains=2):
                 f"x naive: wall {wall / base[0]:5.2f} CPU {cpu / base[1]:5.2f}",
                 flush=True,
             )
+        _print_per_effective_sample(n, {kind: row[1:] for (m, kind, *row) in rows if m == n})
     return rows
+
+
+# nutpie (pm.sample(nuts_sampler="nutpie")) on the naive and the dpinfer model, when installed
+NUTPIE_KINDS = ("nutpie-naive", "nutpie-dpinfer")
+
+
+def _has_nutpie() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("nutpie") is not None
+
+
+def _run_nutpie(m, *, tune, draws, chain):
+    """:func:`_run` by nutpie; its compilation is timed apart and printed, not counted."""
+    import nutpie
+
+    compile_cpu = time.process_time()
+    compiled = nutpie.compile_pymc_model(m)
+    compile_cpu = time.process_time() - compile_cpu
+    print(f"        nutpie compiled in {compile_cpu:5.1f} CPU s (not counted below)", flush=True)
+    wall, cpu = time.perf_counter(), time.process_time()
+    idata = nutpie.sample(
+        compiled, draws=draws, tune=tune, chains=1, cores=1, seed=1 + chain, progress_bar=False
+    )
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    steps = int(idata.warmup_sample_stats["n_steps"].sum() + idata.sample_stats["n_steps"].sum())
+    return wall, cpu, steps, {v: idata.posterior[v].values[0] for v in ("mu", "tau")}
+
+
+def _print_per_effective_sample(n, rows) -> None:
+    """CPU per step and per effective sample of (mu, tau), as ratios to the naive models."""
+    per_step = {kind: cpu / steps for kind, (cpu, steps, _) in rows.items()}
+    per_ess = {kind: cpu / ess for kind, (cpu, _, ess) in rows.items()}
+    for kind in rows:
+        step_ratio = per_step[kind] / per_step["naive"]
+        line = (
+            f"{n:>7,} {kind:>14}  CPU/step x pm.sample naive {step_ratio:5.2f}"
+            f"  CPU/ESS {per_ess[kind] * 1e3:8.2f} ms, x pm.sample naive "
+            f"{per_ess[kind] / per_ess['naive']:5.2f}"
+        )
+        if kind == "nutpie-dpinfer" and "nutpie-naive" in rows:
+            line += (
+                f", x nutpie naive: CPU/step {per_step[kind] / per_step['nutpie-naive']:5.2f}"
+                f" CPU/ESS {per_ess[kind] / per_ess['nutpie-naive']:5.2f}"
+            )
+        print(line, flush=True)
 
 
 def _run(m, *, tune, draws, chain):
@@ -388,9 +438,39 @@ def _memory() -> dict:
     return {key: int(fields[key].split()[0]) * 1024 for key in ("VmRSS", "VmHWM")}
 
 
+def numba_evaluation(sizes, rho, repeats=50):
+    """One log-density-and-gradient evaluation compiled by PyTensor's numba backend (nutpie's).
+
+    The marginal Op's own share is the difference between the two models: their graphs
+    differ only in the likelihood term.
+    """
+    for n in sizes:
+        data = table(n, rho)
+        base = None
+        for kind in ("naive", "dpinfer"):
+            m = model(kind, *data)
+            fn = m.logp_dlogp_function(ravel_inputs=True, mode="NUMBA")
+            fn.set_extra_values({})
+            x = np.concatenate([np.ravel(v) for v in m.initial_point().values()])
+            fn(x)
+            cpu = []
+            for _ in range(repeats):
+                start = time.process_time()
+                fn(x)
+                cpu.append(time.process_time() - start)
+            cpu_ms = np.median(cpu) * 1e3
+            base = base or cpu_ms
+            print(
+                f"{n:>9,} {kind:>8}  CPU {cpu_ms:8.3f} ms  x naive {cpu_ms / base:5.2f}  "
+                f"per cell {cpu_ms / n * 1e6:7.1f} ns",
+                flush=True,
+            )
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--section", choices=("sampling", "evaluation"), default=None)
+    sections = ("sampling", "evaluation", "numba-evaluation")
+    parser.add_argument("--section", choices=sections, default=None)
     parser.add_argument("--cells", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--rho", type=float, default=0.5)
     parser.add_argument("--dense-max", type=int, default=1_000)
@@ -423,6 +503,9 @@ def main(argv=None) -> None:
     if args.section in (None, "evaluation"):
         print("== evaluation: one log-density and gradient ==")
         evaluation([10**k for k in range(2, 7)], args.rho)
+    if args.section in (None, "numba-evaluation") and _has_nutpie():
+        print("== numba-evaluation: one log-density and gradient as nutpie compiles it ==")
+        numba_evaluation(args.cells, args.rho)
 
 
 if __name__ == "__main__":

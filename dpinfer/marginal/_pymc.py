@@ -8,6 +8,7 @@ import numpy as np
 
 from .._user_code import outside_dpinfer
 from ..noise.form import GAUSSIAN, LAPLACE, as_matrix
+from . import _numba_op  # noqa: F401  (registers the compiled implementations)
 from ._families import LatentFamily
 from ._forms import joined_form, release_form, release_views
 from ._group_op import group_logp
