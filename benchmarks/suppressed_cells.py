@@ -4,7 +4,9 @@ The cells are those of ``dpinfer run pageviews`` (:mod:`dpinfer.models.pageviews
 2,520 cells): a Poisson count released with Wikimedia's discrete Gaussian noise (sigma 18.3,
 90, 179.8 by tier) and suppressed below the tier's threshold. The rates are the true ones
 (the posterior sits there) moved along a path of small steps, as a sampler's leapfrog steps
-move them (each step multiplies every rate by ``exp(0.002 u)``, ``u`` standard normal).
+move them (each step multiplies every rate by ``exp(step u)``, ``u`` standard normal; ``--step``
+0.002 by default: a leapfrog step of the pageviews posterior moves a country's log views by
+about that much).
 
 For each tier and for suppressed and published cells apart: the terms summed per cell and
 the CPU nanoseconds per term and per cell of ``marginal_sweep`` with the state it keeps
@@ -13,12 +15,13 @@ between calls, on the path:
 * ``sweep``: as the Op calls it (each kind of cell on its fast path where it has one);
 * ``general``: every cell by the general sum (``._kernels._cell``), the reference.
 
-Run ``python benchmarks/suppressed_cells.py``. CPU time (``time.process_time``): on a shared
-machine wall time is noisy.
+Run ``python benchmarks/suppressed_cells.py [--step 0.002]``. CPU time
+(``time.process_time``): on a shared machine wall time is noisy.
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
@@ -34,8 +37,8 @@ STEPS = 200
 DAYS = 280
 
 
-def _path(rate: np.ndarray, steps: int, rng: np.random.Generator) -> list[np.ndarray]:
-    walk = np.cumsum(0.002 * rng.standard_normal((steps, rate.size)), axis=0)
+def _path(rate: np.ndarray, steps: int, size: float, rng) -> list[np.ndarray]:
+    walk = np.cumsum(size * rng.standard_normal((steps, rate.size)), axis=0)
     return [rate * np.exp(w) for w in walk]
 
 
@@ -58,7 +61,10 @@ def _run(rates, form, table, *, general: bool):
     return (time.process_time() - start) / len(rates), total / len(rates), logp
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--step", type=float, default=0.002)
+    step = parser.parse_args(argv).step
     table_, mech = pv.simulate(days=DAYS), pv.mechanism(days=DAYS)
     released = table_["released"]
     sigma = mech.mechanism.sigma.ravel()
@@ -66,7 +72,7 @@ def main() -> None:
     rng = np.random.default_rng(7)
     print(
         f"== {released.size:,} cells ({hidden.sum()} suppressed), {STEPS} sweeps along a path "
-        f"of small steps; tol {TOL:g}; CPU =="
+        f"of steps of {step:g} in the log rates; tol {TOL:g}; CPU =="
     )
     for s in np.unique(sigma):
         for suppressed in (True, False):
@@ -75,7 +81,7 @@ def main() -> None:
             form, table = joined_form(
                 [release_form(_sub_mechanism(mech, cells), sub, latent_discrete=True)]
             )
-            rates = _path(table_["rate"].ravel()[cells], STEPS, rng)
+            rates = _path(table_["rate"].ravel()[cells], STEPS, step, rng)
             cost = {}
             for path in ("sweep", "general"):
                 seconds, terms, _ = _run(rates, form, table, general=path == "general")
