@@ -1,6 +1,7 @@
 r"""Compiled terms of the per-cell form: each noise kind's formulas, written once.
 
-For cell ``i`` of a form (:data:`~dpinfer.noise.form.CELL` records) with its
+For cell ``i`` of a form (:data:`~dpinfer.noise.form.CELL` records, or a
+:class:`~dpinfer.noise.form.Grouped` form) with its
 log-CDF tables ``table`` (:func:`~dpinfer.noise.form.log_cdf_tables`, or
 :data:`~dpinfer.noise.form.NO_TABLE`) and a confidential value ``s``:
 
@@ -38,7 +39,16 @@ import numpy as np
 
 from ._special import log_ndtr
 from .discrete_gaussian import compiled_log_cdf as discrete_gaussian_log_cdf
-from .form import BINOMIAL, DISCRETE_GAUSSIAN, DISCRETE_LAPLACE, GAUSSIAN, LAPLACE, table_range
+from .form import (
+    BINOMIAL,
+    DISCRETE_GAUSSIAN,
+    DISCRETE_LAPLACE,
+    GAUSSIAN,
+    LAPLACE,
+    record,
+    released_at,
+    table_range,
+)
 
 __all__ = [
     "binomial_log_ratio",
@@ -154,7 +164,7 @@ def binomial_mode(r, trials, pseudo_count, population):
 @nb.njit(**_JIT)
 def support(form, i):
     """``(lower, upper)``: the confidential values cell ``i``'s term allows."""
-    cell = form[i]
+    cell = record(form, i)
     if cell.kind == BINOMIAL:
         return 0.0, cell.population
     return -math.inf, math.inf
@@ -163,11 +173,11 @@ def support(form, i):
 @nb.njit(**_JIT)
 def term(form, table, i, s):
     """Cell ``i``'s log-density at ``s`` (suppressed: ``log P(suppressed | s)``)."""
-    cell = form[i]
+    cell = record(form, i)
     if cell.suppressed:
         if math.isnan(s):
             return -math.inf
-        return log_below(form, table, i, cell.released - s)
+        return log_below(form, table, i, released_at(form, i) - s)
     return published_term(form, i, s)
 
 
@@ -177,8 +187,8 @@ def published_term(form, i, s):
 
     ``-inf`` outside the support (and at NaN).
     """
-    cell = form[i]
-    kind, r = cell.kind, cell.released
+    cell = record(form, i)
+    kind, r = cell.kind, released_at(form, i)
     if kind < GAUSSIAN:  # LAPLACE, DISCRETE_LAPLACE
         return laplace_term(r, s, cell.scale, cell.log_norm) if s == s else -math.inf
     if kind < BINOMIAL:  # GAUSSIAN, DISCRETE_GAUSSIAN
@@ -191,8 +201,8 @@ def published_term(form, i, s):
 @nb.njit(**_JIT)
 def log_ratio(form, table, i, s):
     """``term(form, table, i, s + 1) - term(form, table, i, s)`` within the support."""
-    cell = form[i]
-    kind, r = cell.kind, cell.released
+    cell = record(form, i)
+    kind, r = cell.kind, released_at(form, i)
     if cell.suppressed:
         return log_below(form, table, i, r - s - 1.0) - log_below(form, table, i, r - s)
     if kind == LAPLACE or kind == DISCRETE_LAPLACE:
@@ -205,18 +215,18 @@ def log_ratio(form, table, i, s):
 @nb.njit(**_JIT)
 def mode(form, i):
     """Where cell ``i``'s term peaks in ``s`` (a suppression term only falls: ``-inf``)."""
-    cell = form[i]
+    cell = record(form, i)
     if cell.suppressed:
         return -math.inf
     if cell.kind == BINOMIAL:
-        return binomial_mode(cell.released, cell.trials, cell.pseudo_count, cell.population)
-    return cell.released
+        return binomial_mode(released_at(form, i), cell.trials, cell.pseudo_count, cell.population)
+    return released_at(form, i)
 
 
 @nb.njit(**_JIT)
 def log_below(form, table, i, k):
     """``log P(X <= k)`` for cell ``i``'s noise (``k`` real; an integer for discrete noise)."""
-    cell = form[i]
+    cell = record(form, i)
     kind, scale = cell.kind, cell.scale
     if kind == DISCRETE_GAUSSIAN:
         # from the cell's table where it has one: 0 above it, a direct sum below it
@@ -240,12 +250,12 @@ def gaussian_line(form, i):
 
     NaNs for any other cell, whose log-ratio is not a line in ``s``.
     """
-    cell = form[i]
+    cell = record(form, i)
     kind = cell.kind
     if cell.suppressed or not (kind == GAUSSIAN or kind == DISCRETE_GAUSSIAN):
         return math.nan, math.nan
     sigma = cell.scale
-    return (cell.released - 0.5) / sigma / sigma, 1.0 / sigma / sigma
+    return (released_at(form, i) - 0.5) / sigma / sigma, 1.0 / sigma / sigma
 
 
 @nb.njit(**_JIT)
@@ -255,7 +265,7 @@ def ratio_table(form, i):
     For a suppressed discrete Gaussian cell with a table; ``(0, 0, -1)`` (an
     empty range) for any other.
     """
-    cell = form[i]
+    cell = record(form, i)
     if not (cell.table_start >= 0.0 and cell.suppressed and cell.kind == DISCRETE_GAUSSIAN):
         return 0.0, 0.0, -1.0
     low, high = table_range(cell.scale)
@@ -272,7 +282,7 @@ def table_ratio(table, at, low, high, k):
 def tabled_ratio(form, table, i, s):
     """``exp(log_ratio(form, table, i, s))`` of a cell with a ratio table; else -1."""
     at, low, high = ratio_table(form, i)
-    return table_ratio(table, at, low, high, form[i].released - s)
+    return table_ratio(table, at, low, high, released_at(form, i) - s)
 
 
 @nb.njit(**_JIT)
