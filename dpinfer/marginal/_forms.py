@@ -4,6 +4,13 @@ Each (mechanism, release) pair gives its form (:meth:`dpinfer.Mechanism.cell_for
 rows following one another for releases of several rows); the forms of the pairs are joined
 release after release, so that release ``m`` of cell ``j`` is record ``m n + j``
 of the joined form (``n`` cells).
+
+The marginal Op holds a joined form grouped (:func:`dpinfer.noise.form.grouped`) as
+two float64 vectors (:func:`packed`): the cells' released numbers, and a *shared*
+vector: the number of groups ``g`` and of group numbers ``k`` (0 when every cell is
+in one group), the ``g`` group records, the ``k`` int32 group numbers (two a word,
+the last word padded) and the log-CDF tables, whose places the records' ``table_start``
+count from the tables' start. :func:`unpacked` gives the grouped form and the tables back.
 """
 
 from __future__ import annotations
@@ -11,10 +18,14 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate
-from ..noise.form import log_cdf_tables
+from ..noise.form import CELL, Grouped, as_matrix, grouped, log_cdf_tables
 from ._kernels import COUNTABLE
 
-__all__ = ["joined_form", "release_form", "release_views"]
+__all__ = ["HEADER", "joined_form", "packed", "release_form", "release_views", "unpacked"]
+
+#: The shared vector's leading words: the number of groups and of group numbers.
+HEADER = 2
+_WIDTH = CELL.itemsize // 8
 
 
 def release_form(mechanism, released, latent_discrete: bool, name: str = "released") -> np.ndarray:
@@ -60,3 +71,29 @@ def joined_form(forms: list[np.ndarray], *, copy: bool = True) -> tuple[np.ndarr
 def release_views(form: np.ndarray, releases: int) -> list[np.ndarray]:
     """Return the forms of the releases of a joined ``form``: views of it, release by release."""
     return np.split(form, releases)
+
+
+def packed(form: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(released, shared)``: a joined form and its tables as the Op holds them.
+
+    ``released`` is a view of no other array: the form's own numbers are not kept.
+    """
+    cells = grouped(form)
+    numbers = cells.group.size
+    words = np.zeros((numbers + 1) // 2)
+    words.view(np.int32)[:numbers] = cells.group
+    header = np.array([cells.groups.size, numbers], dtype=float)
+    shared = np.concatenate([header, as_matrix(cells.groups).ravel(), words, table])
+    return cells.released, shared
+
+
+def unpacked(released: np.ndarray, shared: np.ndarray) -> tuple[Grouped, np.ndarray]:
+    """Return the grouped form and the tables of :func:`packed`'s vectors (views of them)."""
+    shared = np.ascontiguousarray(shared, dtype=np.float64)
+    groups, numbers = int(shared[0]), int(shared[1])
+    start = HEADER + groups * _WIDTH
+    stop = start + (numbers + 1) // 2
+    records = shared[HEADER:start].view(CELL)
+    group = shared[start:stop].view(np.int32)[:numbers]
+    form = Grouped(np.ascontiguousarray(released, dtype=np.float64), group, records)
+    return form, shared[stop:]

@@ -48,6 +48,7 @@ import math
 import numba as nb
 import numpy as np
 
+from ..noise.form import released_at, size
 from ..noise.terms import (
     gaussian_line,
     log_ratio,
@@ -74,7 +75,7 @@ BEYOND = -1
 def _mechanisms(form, table, n, j, s):
     """``sum_m log eta_m(s)`` over the releases of cell ``j`` (release ``m`` at ``m n + j``)."""
     total = 0.0
-    for m in range(form.shape[0] // n):
+    for m in range(size(form) // n):
         total += term(form, table, m * n + j, s)
     return total
 
@@ -83,7 +84,7 @@ def _mechanisms(form, table, n, j, s):
 def _mechanisms_ratio(form, table, n, j, s):
     """``prod_m eta_m(s + 1) / eta_m(s)``."""
     total, product = 0.0, 1.0
-    for m in range(form.shape[0] // n):
+    for m in range(size(form) // n):
         i = m * n + j
         tabled = tabled_ratio(form, table, i, s)
         if tabled >= 0.0:
@@ -100,7 +101,7 @@ def _gaussian_ratio(form, n, j):
     Only when every release of the cell is a published Gaussian one (continuous or discrete).
     """
     big_a, big_b = 0.0, 0.0
-    for m in range(form.shape[0] // n):
+    for m in range(size(form) // n):
         line_a, line_b = gaussian_line(form, m * n + j)
         if math.isnan(line_a):
             return math.nan, math.nan
@@ -114,7 +115,7 @@ def _support(family, a, b, form, n, j):
     # the latent's support within every release's support, and within +-COUNTABLE
     lo, hi = latent.support(family, a, b)
     lo, hi = max(lo, -COUNTABLE), min(hi, COUNTABLE)
-    for m in range(form.shape[0] // n):
+    for m in range(size(form) // n):
         lower, upper = support(form, m * n + j)
         lo = max(lo, np.ceil(lower))
         hi = min(hi, np.floor(upper))
@@ -151,7 +152,7 @@ def _find_mode(family, a, b, form, table, n, j, lo, hi, hint, gauss_a, gauss_b):
                 return s
     left = latent.mode(family, a, b)
     right = left
-    for m in range(form.shape[0] // n):
+    for m in range(size(form) // n):
         peak = term_mode(form, m * n + j)
         left = min(left, np.floor(peak))
         right = max(right, np.ceil(peak))
@@ -253,9 +254,9 @@ def _cell(family, a, b, form, table, n, j, tol, hint, out):
     # one suppressed discrete Gaussian release (Wikimedia's tables): its ratios are read here,
     # with the table's place found once (through _mechanisms_ratio a term cost 40 ns, here 7)
     cut, low, high, ratios = 0.0, 0.0, -1.0, 0.0  # an empty range: no table
-    if form.shape[0] == n:
+    if size(form) == n:
         ratios, low, high = ratio_table(form, j)
-        cut = form[j].released
+        cut = released_at(form, j)
     while count < _MAX_TERMS:
         small = half * (total_r + total_l)
         right, left = bound_right > small, bound_left > small

@@ -37,8 +37,9 @@ from numba.np.arrayobj import make_array, populate_array
 from pytensor.link.numba.dispatch.basic import numba_funcify
 
 from .._tensor_shapes import ShapeCheck, _message
-from ..noise.form import CELL, NO_TABLE
+from ..noise.form import CELL, NO_TABLE, Grouped
 from ..noise.terms import log_terms
+from ._forms import HEADER
 from ._group_op import GroupTotalsLogp
 from ._group_op import _refuse as _refuse_groups
 from ._groups import OK, group_sweep
@@ -199,10 +200,8 @@ def _funcify_marginal_logp(op, node=None, **kwargs):
 @nb.njit(cache=True, error_model="numpy")
 def _marginal_logp(family, tol, words, a, b, form, table, state):
     """Return the Op's outputs: the sweep with the state of a slot of the pool at ``words``."""
-    if form.shape[1] != _WIDTH:
-        raise ValueError("form must have one column per field of dpinfer.noise.form.CELL")
     n = a.size
-    cells = _records(np.ascontiguousarray(form))
+    cells, table = _unpacked(form, table)
     logp, score_a, score_b = np.empty(n), np.empty(n), np.empty(n)
     terms = np.empty(n, dtype=np.int64)
     pa, pb = np.ascontiguousarray(a), np.ascontiguousarray(b)
@@ -217,6 +216,17 @@ def _marginal_logp(family, tol, words, a, b, form, table, state):
     if np.isnan(logp).any():
         _raise_refusal(np.isnan(logp), terms == BEYOND)
     return logp, score_a, score_b, state
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _unpacked(released, shared):
+    """:func:`._forms.unpacked` in compiled code: the grouped form and the tables (views)."""
+    groups, numbers = int(shared[0]), int(shared[1])
+    start = HEADER + groups * _WIDTH
+    stop = start + (numbers + 1) // 2
+    records = _records(np.ascontiguousarray(shared[HEADER:start]).reshape((groups, _WIDTH)))
+    group = np.ascontiguousarray(shared[start:stop]).view(np.int32)[:numbers]
+    return Grouped(np.ascontiguousarray(released), group, records), shared[stop:]
 
 
 @nb.njit(cache=True, error_model="numpy")

@@ -8,8 +8,8 @@ from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_impl
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-from ..noise.form import from_matrix
 from ._families import LatentFamily
+from ._forms import unpacked
 from ._kernels import BEYOND
 from ._poisson import STATE
 from ._sweep import marginal_sweep
@@ -25,9 +25,10 @@ class MarginalLogp(Op):
     Inputs:
 
     - ``a``, ``b``: flat float64 vectors of the latent parameters, one entry per cell;
-    - ``form``: the releases' joined per-cell form as a float64 matrix
-      (:func:`dpinfer.noise.form.as_matrix`; release ``m`` of cell ``j`` in row
-      ``m n + j``) and ``table``, its log-CDF tables (constants);
+    - ``form`` and ``table``: the releases' joined per-cell form, grouped, as the two
+      float64 vectors of :func:`dpinfer.marginal._forms.packed` (constants): the
+      released numbers (release ``m`` of cell ``j`` at ``m n + j``), and the groups'
+      records, the cells' group numbers and the log-CDF tables;
     - ``state``: ``(n, STATE)``, each cell's last mode and the constants of its
       releases (:mod:`dpinfer.marginal._poisson`): hints that make the next
       evaluation cheaper and never change its result (all NaN: none yet).
@@ -39,7 +40,7 @@ class MarginalLogp(Op):
 
     A compiled implementation of this Op (PyTensor's numba backend) calls
     :func:`dpinfer.marginal._sweep.marginal_sweep` with the same arrays, the form
-    viewed as records (``form.view(dpinfer.noise.form.CELL)``). The numba one
+    and its tables unpacked (:func:`dpinfer.marginal._forms.unpacked`). The numba one
     (:mod:`dpinfer.marginal._numba_op`) keeps a state per thread in place of
     ``state``, which nutpie shares read-only between chains running at once.
     """
@@ -64,12 +65,13 @@ class MarginalLogp(Op):
         n = a.size
         logp, score_a, score_b = np.empty(n), np.empty(n), np.empty(n)
         terms = np.empty(n, dtype=np.int64)
+        cells, tables = unpacked(form, table)
         marginal_sweep(
             self.family,
             np.ascontiguousarray(a, dtype=float),
             np.ascontiguousarray(b, dtype=float),
-            from_matrix(form),
-            np.ascontiguousarray(table, dtype=float),
+            cells,
+            tables,
             self.tol,
             state,
             logp,

@@ -35,19 +35,21 @@ import math
 
 import numba as nb
 
+from ..noise.form import size
 from ..noise.terms import support
 from ._kernels import _MAX_TERMS, _gaussian_ratio, _mechanisms
 from ._log_pmf import TEXTBOOK, bd0, poisson_log_shape
 
 # Columns of the per-cell state kept between evaluations: every entry is a function of the
 # cell's releases and of the mode ``AT``, or a starting point, so no result depends on it.
-# ``MODE``: last mode (NaN: unknown); ``STEP``: exp(-B) of the Gaussian releases (NaN: not
-# prepared yet, -1: the cell takes the general path); ``GA, GB``: A and B of exp(A - B s);
-# ``UP, DOWN, CONST``: exp(A - B AT), exp(B (AT - 1) - A) and mechanisms(AT) plus the part of
-# log p(AT | lam) that depends on AT alone (._log_pmf.poisson_log_shape);
-# ``SD``: (B + 1 / max(AT, 1))^(-1/2), the width of t at AT.
-MODE, AT, UP, DOWN, CONST, STEP, GA, GB, SD = range(9)
-STATE = 9
+# ``MODE``: last mode (NaN: unknown); ``AT``: where the constants below are (NaN: nowhere);
+# ``UP``: exp(A - B AT) of the Gaussian releases' exp(A - B s); ``CONST``: mechanisms(AT) plus
+# the part of log p(AT | lam) that depends on AT alone (._log_pmf.poisson_log_shape);
+# ``SD``: (B + 1 / max(AT, 1))^(-1/2), the width of t at AT; ``STEP``: exp(-B) (NaN: not
+# prepared yet, -1: the cell takes the general path). A and B are read from the form when the
+# mode moves, and exp(B (AT - 1) - A) is STEP / UP: six numbers a cell.
+MODE, AT, UP, CONST, SD, STEP = range(6)
+STATE = 6
 # the smallest rate of this path: the smallest normal float, whose reciprocal is finite (the
 # sums divide by the rate; a subnormal rate, which NUTS warm-up can reach, takes _kernels._cell)
 _SMALLEST = 2.0**-1022
@@ -63,21 +65,21 @@ def prepare(form, n, j, row):
     gauss_a, gauss_b = _gaussian_ratio(form, n, j)
     if not math.isfinite(gauss_a):
         return
-    for m in range(form.shape[0] // n):
+    for m in range(size(form) // n):
         lower, upper = support(form, m * n + j)
         if lower > 0.0 or upper < math.inf:
             return
-    row[GA], row[GB], row[STEP] = gauss_a, gauss_b, math.exp(-gauss_b)
+    row[STEP] = math.exp(-gauss_b)
 
 
 @nb.njit(cache=True, error_model="numpy")
 def _at(form, table, n, j, row, s):
     """Make ``row``'s mode-dependent constants those of ``s``."""
     if row[AT] != s:
-        row[UP] = math.exp(row[GA] - row[GB] * s)
-        row[DOWN] = math.exp(row[GB] * (s - 1.0) - row[GA])
+        gauss_a, gauss_b = _gaussian_ratio(form, n, j)
+        row[UP] = math.exp(gauss_a - gauss_b * s)
         row[CONST] = _mechanisms(form, table, n, j, s) + poisson_log_shape(s)
-        row[SD] = 1.0 / math.sqrt(row[GB] + 1.0 / max(s, 1.0))
+        row[SD] = 1.0 / math.sqrt(gauss_b + 1.0 / max(s, 1.0))
         row[AT] = s
 
 
@@ -129,9 +131,15 @@ def _fell(lam, up, s, step):
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
+def _down(row):
+    """``exp(B (AT - 1) - A)``, from the row's ``UP`` and ``STEP``."""
+    return row[STEP] / row[UP]
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _in_range(row):
-    """Whether the exponentials ``UP`` and ``DOWN`` of the row are positive and finite."""
-    return 0.0 < row[UP] < math.inf and 0.0 < row[DOWN] < math.inf
+    """Whether the exponentials ``UP`` and :func:`_down` of the row are positive and finite."""
+    return 0.0 < row[UP] < math.inf and 0.0 < _down(row) < math.inf
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -170,8 +178,8 @@ def sum_cell(lam, row, z, half):
     k = int(math.ceil(z * row[SD]))
     lift, den = lam * row[UP], mode
     # below 1 at a mode above 0 (t(mode - 1) < t(mode)); at mode 0 there is no left side, and
-    # DOWN / lam may overflow there, which would make its zero terms 0 * inf
-    fall, num = (inv_lam * row[DOWN] if mode > 0.0 else 0.0), mode
+    # _down(row) / lam may overflow there, which would make its zero terms 0 * inf
+    fall, num = (inv_lam * _down(row) if mode > 0.0 else 0.0), mode
     w_r, sum_r, acc_r, ratio = 1.0, 1.0, 0.0, 0.0
     w_l, sum_l, acc_l, back = 1.0, 0.0, 0.0, 0.0
     # the first k terms on each side with no test between them: the bounds are checked after

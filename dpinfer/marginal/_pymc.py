@@ -7,10 +7,10 @@ import warnings
 import numpy as np
 
 from .._user_code import outside_dpinfer
-from ..noise.form import GAUSSIAN, LAPLACE, as_matrix
+from ..noise.form import GAUSSIAN, LAPLACE, expanded
 from . import _numba_op  # noqa: F401  (registers the compiled implementations)
 from ._families import LatentFamily
-from ._forms import joined_form, release_form, release_views
+from ._forms import joined_form, packed, release_form, release_views, unpacked
 from ._group_op import group_logp
 from ._latent import Latent, SharedLatentWarning
 from ._op import STATE, MarginalLogp
@@ -38,18 +38,17 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist, 
     if _uses_quadrature(latent):
         check_noise(forms)
     groups = None if totals is None else read_totals(totals, cells, forms)
-    # joined once: every graph of the model's log-density holds this form, and each
-    # release's form is a view of it
+    # joined and grouped once: every graph of the model's log-density holds this form
     inputs = _KernelInputs(forms)
-    forms = inputs.forms()
+    del forms  # given up: the grouped form is all that is kept
     # a suppressed cell is held at its cut (the form's number), or PyMC would impute the NaN
-    released = [form["released"].reshape(cells) for form in forms]
+    released = inputs.released.reshape(len(pairs), *cells)
     discrete = all(mechanism.discrete for mechanism, _ in pairs)
     value = released[0] if len(pairs) == 1 else np.stack(released, axis=-1)
     core = "" if len(pairs) == 1 else str(len(pairs))
 
     def logp(value, *params):
-        return _latent_logp(latent, params, forms, cells, tol, inputs, groups)
+        return _latent_logp(latent, params, cells, tol, inputs, groups)
 
     variable = pm.CustomDist(
         name,
@@ -88,20 +87,20 @@ def _warn_if_shared(name: str, latent: Latent, cells: tuple[int, ...]) -> None:
         return
 
 
-def _latent_logp(latent: Latent, params, forms, cells, tol, inputs: _KernelInputs, groups=None):
+def _latent_logp(latent: Latent, params, cells, tol, inputs: _KernelInputs, groups=None):
     """Return the per-cell marginal log-likelihood graph of ``latent`` at ``params``."""
     import pytensor.tensor as pt
 
     own, parts = latent.split(params)
     if latent.kind == "kernel":
-        return _kernel_logp(latent, own, forms, cells, tol, inputs, groups)
+        return _kernel_logp(latent, own, cells, tol, inputs, groups)
     if latent.kind == "normal":
-        return _normal_logp(own, forms, cells)
+        return _normal_logp(own, inputs.forms(), cells)
     if latent.kind == "quadrature":
-        return quadrature_logp(latent.op, own, forms, cells, tol)
+        return quadrature_logp(latent.op, own, inputs.forms(), cells, tol)
     components = pt.stack(
         [
-            _latent_logp(c, p, forms, cells, tol, inputs)
+            _latent_logp(c, p, cells, tol, inputs)
             for c, p in zip(latent.components, parts, strict=True)
         ],
         axis=-1,
@@ -126,26 +125,28 @@ def _check_totals_latent(latent: Latent) -> None:
 
 
 class _KernelInputs:
-    """The joined form of a table's releases and the Op's other inputs, made once.
+    """The joined form of a table's releases, grouped, and the Op's other inputs, made once.
 
     PyMC builds the model's log-density graph anew for every function it
-    compiles; each graph reads the same form and tables (one constant each) and
-    the same per-cell state of each latent, so that compiling more functions
-    adds no per-cell memory. The state is a hint the Op reads and updates in
-    place (any value gives the same sums), one per latent kernel of the table.
-    ``forms`` are the releases' forms, given up: one is joined in place.
+    compiles; each graph reads the same form and tables (two constants:
+    :func:`._forms.packed`) and the same per-cell state of each latent, so that
+    compiling more functions adds no per-cell memory. The state is a hint the Op
+    reads and updates in place (any value gives the same sums), one per latent
+    kernel of the table. ``forms`` are the releases' forms, given up: one is
+    joined in place.
     """
 
     def __init__(self, forms: list[np.ndarray]):
-        self.form, self.table = joined_form(forms, copy=False)
         self.releases = len(forms)
+        self.released, self.shared = packed(*joined_form(forms, copy=False))
         self._constants: tuple | None = None
         self._states: dict[int, object] = {}
         self._subsets: dict[bytes, _KernelInputs] = {}
 
     def forms(self) -> list[np.ndarray]:
-        """Return the releases' forms: views of the joined one."""
-        return release_views(self.form, self.releases)
+        """Return the releases' forms (records made anew from the grouped form)."""
+        cells, _ = unpacked(self.released, self.shared)
+        return release_views(expanded(cells), self.releases)
 
     def at_cells(self, cells: np.ndarray) -> _KernelInputs:
         """Return the inputs of the cells at flat indices ``cells`` (made once)."""
@@ -155,11 +156,11 @@ class _KernelInputs:
         return self._subsets[key]
 
     def constants(self) -> tuple:
-        """Return the form (as a float64 matrix) and its log-CDF tables as graph constants."""
+        """Return the grouped form and its log-CDF tables (:func:`._forms.packed`) as constants."""
         import pytensor.tensor as pt
 
         if self._constants is None:
-            self._constants = pt.constant(as_matrix(self.form)), pt.constant(self.table)
+            self._constants = pt.constant(self.released), pt.constant(self.shared)
         return self._constants
 
     def state(self, latent: Latent):
@@ -168,7 +169,7 @@ class _KernelInputs:
 
         key = id(latent)
         if key not in self._states:
-            start = np.full((self.form.size // self.releases, STATE), np.nan)
+            start = np.full((self.released.size // self.releases, STATE), np.nan)
             self._states[key] = pytensor.shared(start, name="marginal_state", borrow=True)
         return self._states[key]
 
@@ -236,7 +237,7 @@ def _held(mechanism, released: np.ndarray) -> np.ndarray:
     return np.where(suppressed, cuts, released)
 
 
-def _kernel_logp(latent: Latent, params, forms, cells, tol, inputs: _KernelInputs, groups):
+def _kernel_logp(latent: Latent, params, cells, tol, inputs: _KernelInputs, groups):
     """Each cell's log-likelihood; a group's (with exact totals) held by its first cell."""
     import pytensor.tensor as pt
 
@@ -252,7 +253,8 @@ def _kernel_logp(latent: Latent, params, forms, cells, tol, inputs: _KernelInput
         subset = inputs.at_cells(free)
         cells_logp = _cells_logp(family, a[free], b[free], subset, subset.state(latent), tol)
         logp = pt.set_subtensor(logp[free], cells_logp)
-    logp = pt.set_subtensor(logp[groups.firsts], group_logp(family, a, b, forms, groups, tol))
+    group = group_logp(family, a, b, inputs.forms(), groups, tol)
+    logp = pt.set_subtensor(logp[groups.firsts], group)
     return logp.reshape(cells)
 
 

@@ -16,11 +16,13 @@ just taken bounds its tail, and each side goes on until that bound is below
 ``tol / 2`` of the partial sum.
 
 **State.** The cell's row of the sweep's state (:mod:`._poisson`'s columns,
-``STEP`` set to :data:`SUPPRESSED`) holds the table's place and range, the cut,
-and the mode with its constants, so that a cell whose mode has not moved costs
-no ``lgamma`` and no table search. A cell whose window would leave the table
-(a mode some 40 sigma above the cut, where ``log F < -800``, or a cut beyond the
-table's upper end) is left to the general sum, which reads ``F`` beyond it.
+``STEP`` set to :data:`SUPPRESSED`) holds the table's place and the mode with its
+constants, so that a cell whose mode has not moved costs no ``lgamma`` and no table
+search. The functions below read a working row of :data:`ROW` columns: the state's,
+then the cut and the table's range, which :func:`place` reads from the form. A cell
+whose window would leave the table (a mode some 40 sigma above the cut, where
+``log F < -800``, or a cut beyond the table's upper end) is left to the general sum,
+which reads ``F`` beyond it.
 """
 
 from __future__ import annotations
@@ -29,33 +31,42 @@ import math
 
 import numba as nb
 
-from ..noise.form import DISCRETE_GAUSSIAN
+from ..noise.form import DISCRETE_GAUSSIAN, record, released_at, size, table_range
 from ..noise.terms import log_below, ratio_table
 from ._kernels import _MAX_TERMS
 from ._log_pmf import TEXTBOOK, bd0, poisson_log_shape
-from ._poisson import _LARGEST, _SMALLEST, AT, CONST, GA, GB, MODE, SD, STEP, _below, _count
+from ._poisson import _LARGEST, _SMALLEST, AT, CONST, MODE, SD, STATE, STEP, UP, _below, _count
 
 #: ``STEP`` of a cell on this path (``._poisson``'s own cells have ``STEP > 0``, the general
 #: path's -1).
 SUPPRESSED = -2.0
-# this path's columns besides MODE, AT, CONST and SD: where R(0) sits in the table, the cut,
-# the table's range of k
-AT_ZERO, CUT, LOW, HIGH = GA, GB, 2, 3
+# this path's columns besides MODE, AT, CONST and SD: where R(0) sits in the table (kept in
+# the state, in the column of ._poisson's UP), and in the working row after the state's, the
+# cut and the table's range of k
+AT_ZERO = UP
+CUT, LOW, HIGH = STATE, STATE + 1, STATE + 2
+ROW = STATE + 3
 
 
 @nb.njit(cache=True, error_model="numpy")
 def prepare(form, n, j, row):
     """Mark cell j for this path when its one release is suppressed, tabled discrete Gaussian."""
-    if form.shape[0] != n:
+    if size(form) != n:
         return
-    cell = form[j]
+    cell = record(form, j)
     if not (cell.suppressed != 0.0 and cell.kind == DISCRETE_GAUSSIAN):
         return
     at_zero, low, high = ratio_table(form, j)
     if high < low:  # no table
         return
-    row[AT_ZERO], row[CUT], row[LOW], row[HIGH] = at_zero, cell.released, low, high
-    row[STEP], row[AT] = SUPPRESSED, math.nan
+    row[AT_ZERO], row[STEP], row[AT] = at_zero, SUPPRESSED, math.nan
+
+
+@nb.njit(cache=True, error_model="numpy")
+def place(form, j, work):
+    """Fill a working row's cut and table range (its first STATE columns are the state's)."""
+    work[CUT] = released_at(form, j)
+    work[LOW], work[HIGH] = table_range(record(form, j).scale)
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")

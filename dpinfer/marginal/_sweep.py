@@ -41,14 +41,16 @@ def marginal_sweep(family, pa, pb, form, table, tol, state, logp, score_a, score
 
     ``family`` is a :class:`~dpinfer.marginal._families.LatentFamily` (the sweep is
     compiled for each). ``form`` holds the per-cell forms of the cells' releases
-    (:data:`~dpinfer.noise.form.CELL` records), release ``m`` of cell ``j`` at
-    ``m n + j`` (``n = pa.size``), and ``table`` their log-CDF tables.
+    (:data:`~dpinfer.noise.form.CELL` records or a :class:`~dpinfer.noise.form.Grouped`
+    form), release ``m`` of cell ``j`` at ``m n + j`` (``n = pa.size``), and ``table``
+    their log-CDF tables.
     ``state`` must be all NaN, or left by a call with the same form: it holds each
     cell's last mode and constants of the releases, so that a Poisson cell with
     Gaussian releases is summed by :mod:`._poisson` without recomputing them, and
     one with a suppressed discrete Gaussian release by :mod:`._suppressed`.
     """
     out = np.empty(5)
+    work = np.empty(suppressed.ROW)  # a suppressed cell's row, with what the form gives
     z = width_factor(tol)
     n = pa.size
     for j in range(n):
@@ -62,15 +64,18 @@ def marginal_sweep(family, pa, pb, form, table, tol, state, logp, score_a, score
                 logp[j], score_a[j], terms[j] = sum_cell(pa[j], row, z, 0.5 * tol)
                 score_b[j] = 0.0
                 continue
-            if row[STEP] == suppressed.SUPPRESSED and suppressed.ready(
-                pa[j], form, table, j, row, z
-            ):
-                logp[j], score_a[j], terms[j] = suppressed.sum_cell(
-                    pa[j], table, row, z, 0.5 * tol
-                )
-                score_b[j] = 0.0
-                if terms[j] >= 0:  # else it left the table: the general sum reads beyond
-                    continue
+            if row[STEP] == suppressed.SUPPRESSED:
+                work[:STATE] = row
+                suppressed.place(form, j, work)
+                on_path = suppressed.ready(pa[j], form, table, j, work, z)
+                row[:] = work[:STATE]
+                if on_path:
+                    logp[j], score_a[j], terms[j] = suppressed.sum_cell(
+                        pa[j], table, work, z, 0.5 * tol
+                    )
+                    score_b[j] = 0.0
+                    if terms[j] >= 0:  # else it left the table: the general sum reads beyond
+                        continue
         _general(family, pa[j], pb[j], form, table, n, tol, j, row, out)
         logp[j], terms[j], score_a[j], score_b[j] = out[0], out[3], out[1], out[2]
 

@@ -18,10 +18,9 @@ import pytest
 import dpinfer as dp
 from dpinfer.marginal import _poisson as P
 from dpinfer.marginal._families import POISSON
-from dpinfer.marginal._forms import joined_form, release_form
+from dpinfer.marginal._forms import joined_form, packed, release_form
 from dpinfer.marginal._op import MarginalLogp
 from dpinfer.marginal._sweep import marginal_sweep
-from dpinfer.noise.form import as_matrix
 
 from ._brute import log_marginal
 
@@ -153,8 +152,7 @@ def test_a_cell_sums_the_same_alone_and_among_others():
 
 def op_logp(op, rate, pairs, state):
     """``op.perform`` on one cell: (log-likelihood, the state output)."""
-    form, table = constants(pairs)
-    node_inputs = [np.array([rate]), np.zeros(1), as_matrix(form), table, state]
+    node_inputs = [np.array([rate]), np.zeros(1), *packed(*constants(pairs)), state]
     storage = [[None] for _ in range(4)]
     op.perform(None, node_inputs, storage)
     return storage[0][0][0], storage[3][0]
