@@ -276,19 +276,19 @@ def _is_grouped(form) -> bool:
     return isinstance(form, types.BaseNamedTuple) and form.instance_class is Grouped
 
 
-def record(form, i):
+def record(form: np.ndarray | Grouped, i: int) -> np.void:
     """Return cell ``i``'s record: its fields but ``released`` (that is :func:`released_at`'s)."""
     if isinstance(form, Grouped):
         return form.groups[form.group[i] if form.group.size else 0]
     return form[i]
 
 
-def released_at(form, i):
+def released_at(form: np.ndarray | Grouped, i: int) -> float:
     """Return cell ``i``'s released number."""
     return form.released[i] if isinstance(form, Grouped) else form[i]["released"]
 
 
-def size(form) -> int:
+def size(form: np.ndarray | Grouped) -> int:
     """Return the number of cells of a form."""
     return form.released.size if isinstance(form, Grouped) else len(form)
 
