@@ -44,7 +44,7 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist, 
     # a suppressed cell is held at its cut (the form's number), or PyMC would impute the NaN
     released = inputs.released.reshape(len(pairs), *cells)
     discrete = all(mechanism.discrete for mechanism, _ in pairs)
-    value = released[0] if len(pairs) == 1 else np.stack(released, axis=-1)
+    value = released[0] if len(pairs) == 1 else np.stack(list(released), axis=-1)
     core = "" if len(pairs) == 1 else str(len(pairs))
 
     def logp(value, *params):

@@ -64,7 +64,7 @@ fields but ``released``), :func:`released_at` and :func:`size`.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numba as nb
 import numpy as np
@@ -257,8 +257,8 @@ def grouped(form: np.ndarray) -> Grouped:
         first, group = np.zeros(len(form[:1]), dtype=np.intp), np.zeros(0, dtype=np.int32)
     else:
         rows = np.ascontiguousarray(words[:, others]).view(_ROW).ravel()
-        _, first, group = np.unique(rows, return_index=True, return_inverse=True)
-        group = group.astype(np.int32).reshape(-1)
+        _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+        group = inverse.astype(np.int32).reshape(-1)
     groups = form[first]
     groups["released"] = np.nan
     return Grouped(released, group, groups)
@@ -276,7 +276,7 @@ def _is_grouped(form) -> bool:
     return isinstance(form, types.BaseNamedTuple) and form.instance_class is Grouped
 
 
-def record(form: np.ndarray | Grouped, i: int) -> np.void:
+def record(form: np.ndarray | Grouped, i: int) -> Any:
     """Return cell ``i``'s record: its fields but ``released`` (that is :func:`released_at`'s)."""
     if isinstance(form, Grouped):
         return form.groups[form.group[i] if form.group.size else 0]
