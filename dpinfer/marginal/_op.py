@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
+import os
+
+import numba
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
@@ -40,6 +45,12 @@ class MarginalLogp(Op):
     A compiled implementation of this Op (PyTensor's numba backend) calls
     :func:`dpinfer.marginal._sweep.marginal_sweep` with the same arrays, the form
     viewed as records (``form.view(dpinfer.noise.form.CELL)``).
+
+    **Threads.** The sweep spreads the cells over numba's threads
+    (``numba.set_num_threads``, ``NUMBA_NUM_THREADS``), except in a child process
+    (``pm.sample(cores=...)`` runs each chain in one), where it runs on one
+    thread: the chains already take the cores, and GNU OpenMP, numba's threading
+    layer on Linux, cannot run in a process forked from one that used it.
     """
 
     __props__ = ("family", "tol")
@@ -62,19 +73,20 @@ class MarginalLogp(Op):
         n = a.size
         logp, score_a, score_b = np.empty(n), np.empty(n), np.empty(n)
         terms = np.empty(n, dtype=np.int64)
-        marginal_sweep(
-            self.family,
-            np.ascontiguousarray(a, dtype=float),
-            np.ascontiguousarray(b, dtype=float),
-            from_matrix(form),
-            np.ascontiguousarray(table, dtype=float),
-            self.tol,
-            state,
-            logp,
-            score_a,
-            score_b,
-            terms,
-        )
+        with _one_thread_in_a_child():
+            marginal_sweep(
+                self.family,
+                np.ascontiguousarray(a, dtype=float),
+                np.ascontiguousarray(b, dtype=float),
+                from_matrix(form),
+                np.ascontiguousarray(table, dtype=float),
+                self.tol,
+                state,
+                logp,
+                score_a,
+                score_b,
+                terms,
+            )
         if np.isnan(logp).any():
             _refuse(np.isnan(logp), terms == BEYOND)
         for storage, value in zip(output_storage, (logp, score_a, score_b, state), strict=True):
@@ -97,6 +109,23 @@ class MarginalLogp(Op):
                 return own + constants
         g = output_grads[0]
         return [g * score_a, g * score_b, *constants]
+
+
+_HOME = os.getpid()
+
+
+@contextlib.contextmanager
+def _one_thread_in_a_child():
+    """Run the block on one numba thread in a child process (a fork or multiprocessing's)."""
+    if os.getpid() == _HOME and multiprocessing.parent_process() is None:
+        yield
+        return
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(threads)
 
 
 def _refuse(failed: np.ndarray, beyond: np.ndarray) -> None:

@@ -11,9 +11,16 @@ import math
 import numba as nb
 import numpy as np
 
+# numba.get_num_threads() in compiled code embeds a ctypes pointer, which makes the function
+# uncacheable; numba's parfor lowering reads the count through this cacheable intrinsic
+from numba.np.ufunc.parallel import _iget_num_threads
+
 from . import _dispatch as latent
 from ._kernels import _cell, _mechanisms_ratio, _support
 from ._poisson import MODE, STATE, STEP, prepare, ready, stays, sum_cell, width_factor
+
+#: Cells a block of :func:`marginal_sweep`: the unit of work a thread takes.
+CHUNK = 1024
 
 # numba's cache of these functions holds the code of what they call, but is keyed on this
 # file alone: after changing ._poisson, ._kernels, ._families or dpinfer.noise, remove this
@@ -33,7 +40,7 @@ def marginal_cells(family, pa, pb, form, table, tol, hints, logp, score_a, score
     hints[:] = state[:, MODE]
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def marginal_sweep(family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms):
     """:func:`marginal_cells` with the per-cell ``state`` (``(n, STATE)``) of the last call.
 
@@ -44,11 +51,34 @@ def marginal_sweep(family, pa, pb, form, table, tol, state, logp, score_a, score
     ``state`` must be all NaN, or left by a call with the same form: it holds each
     cell's last mode and constants of the releases, so that a Poisson cell with
     Gaussian releases is summed by :mod:`._poisson` without recomputing them.
+
+    The cells are split into blocks of ``CHUNK``, spread over numba's threads
+    (``numba.get_num_threads()`` of the calling thread); a cell's sums depend on
+    that cell alone, so the results do not depend on the thread count. With one
+    thread, or a single block, no parallel region is entered at all.
     """
+    n = pa.size
+    blocks = (n + CHUNK - 1) // CHUNK
+    if blocks < 2 or _iget_num_threads() < 2:
+        _sweep_cells(family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, 0, n)
+        return
+    for block in nb.prange(blocks):
+        start = block * CHUNK
+        stop = min(start + CHUNK, n)
+        _sweep_cells(
+            family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, start, stop
+        )
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _sweep_cells(
+    family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, start, stop
+):
+    """:func:`marginal_sweep` of the cells ``start:stop``, with their own scratch array."""
     out = np.empty(5)
     z = width_factor(tol)
     n = pa.size
-    for j in range(n):
+    for j in range(start, stop):
         row = state[j]
         if latent.poisson_fast_path(family):  # a constant of the compiled family
             if math.isnan(row[STEP]):
