@@ -34,8 +34,18 @@ Sections:
 * ``evaluation``: one log-density-and-gradient evaluation of the compiled model from 10**2
   to 10**6 cells: median wall and CPU time over repeats, the ratio of CPU time to ``naive``,
   and the peak memory that NumPy allocates during it (tracemalloc).
+* ``cores``: one log-density-and-gradient of the ``dpinfer`` model at ``--cores-cells``
+  (default 10**6) with the kernel on one and on two of numba's threads, in alternating
+  (paired) runs: wall time, CPU time, the busiest thread's time on a processor, and the
+  ratios of two threads to one. Target: two threads at most 0.6x one. On a shared machine
+  the wall time of two threads waits for a second free core; the busiest thread's time
+  (``/proc``'s per-thread accounting, Linux only) is what the wall time would be with two
+  free cores, and the load average printed says how busy the machine was.
 
-Run ``python benchmarks/tables.py`` (both sections) or name one with ``--section``; ``--cells``
+The kernel's threads (numba's) are off in ``sampling`` and ``evaluation``, as BLAS's are, so
+that their CPU times compare the likelihoods' work; ``cores`` turns them on.
+
+Run ``python benchmarks/tables.py`` (every section) or name one with ``--section``; ``--cells``
 changes the sizes of ``sampling``; ``--rho`` the budget per count (default 0.5). The exact
 model's cost per cell grows with the noise's width in counts: at tolerance 1e-10 a cell sums
 about ``2 x 5.9 sigma_eff + 1`` terms, ``sigma_eff`` at most ``sigma = 1 / sqrt(2 rho)``, so a
@@ -205,15 +215,78 @@ def evaluation(sizes, rho, repeats=15):
             )
 
 
+def cores(n, rho, repeats=9):
+    """One log-density-and-gradient on one and two of the kernel's threads, in paired runs."""
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        print("skipped: numba has one thread here (NUMBA_NUM_THREADS)")
+        return
+    m = model("dpinfer", *table(n, rho))
+    fn = m.logp_dlogp_function(ravel_inputs=True)
+    fn.set_extra_values({})
+    x = np.concatenate([np.ravel(v) for v in m.initial_point().values()])
+    fn(x)
+    laps = {1: [], 2: []}
+    for repeat in range(repeats):
+        for threads in (1, 2) if repeat % 2 else (2, 1):
+            numba.set_num_threads(threads)
+            fn(x)  # the other count's spinning threads settle first
+            laps[threads].append(_lap(lambda: fn(x)))
+    numba.set_num_threads(1)
+    wall, cpu, busiest = (
+        {k: np.array([lap[i] for lap in laps[k]]) for k in laps} for i in range(3)
+    )
+    for threads in (1, 2):
+        print(
+            f"{n:>9,} {threads} thread(s)  wall {np.median(wall[threads]) * 1e3:9.1f} ms  "
+            f"CPU {np.median(cpu[threads]) * 1e3:9.1f} ms  "
+            f"busiest thread {np.median(busiest[threads]) * 1e3:9.1f} ms",
+            flush=True,
+        )
+    print(
+        f"{n:>9,} two threads / one: wall {np.median(wall[2] / wall[1]):5.2f} (paired median)  "
+        f"busiest thread {np.median(busiest[2]) / np.median(busiest[1]):5.2f}  "
+        f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+    )
+
+
+def _lap(f):
+    """Call ``f``: (wall s, CPU s, the longest time on a processor of one of its threads, s)."""
+    before = _thread_run_times()
+    wall, cpu = time.perf_counter(), time.process_time()
+    f()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    after = _thread_run_times()
+    busiest = max((t - before.get(tid, 0) for tid, t in after.items()), default=math.nan)
+    return wall, cpu, busiest * 1e-9
+
+
+def _thread_run_times() -> dict:
+    """Nanoseconds on a processor of each of this process's threads (Linux's schedstat)."""
+    times = {}
+    for tid in os.listdir("/proc/self/task") if os.path.isdir("/proc/self/task") else ():
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                times[tid] = int(f.read().split()[0])
+        except OSError:  # a thread that ended meanwhile
+            continue
+    return times
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--section", choices=("sampling", "evaluation"), default=None)
+    parser.add_argument("--section", choices=("sampling", "evaluation", "cores"), default=None)
     parser.add_argument("--cells", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--rho", type=float, default=0.5)
     parser.add_argument("--dense-max", type=int, default=1_000)
     parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--draws", type=int, default=500)
+    parser.add_argument("--cores-cells", type=int, default=10**6)
     args = parser.parse_args(argv)
+    import numba
+
+    numba.set_num_threads(1)
     if args.section in (None, "sampling"):
         shape = f"2 chains x ({args.tune} + {args.draws})"
         print(f"== sampling: {shape}, the likelihoods' chains alternating; ESS of (mu, tau) ==")
@@ -221,6 +294,9 @@ def main(argv=None) -> None:
     if args.section in (None, "evaluation"):
         print("== evaluation: one log-density and gradient ==")
         evaluation([10**k for k in range(2, 7)], args.rho)
+    if args.section in (None, "cores"):
+        print("== cores: one log-density and gradient, the kernel on 1 and 2 threads ==")
+        cores(args.cores_cells, args.rho)
 
 
 if __name__ == "__main__":

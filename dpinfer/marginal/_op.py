@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import os
 
@@ -17,7 +16,7 @@ from ..noise.form import from_matrix
 from ._families import LatentFamily
 from ._kernels import BEYOND
 from ._poisson import STATE
-from ._sweep import marginal_sweep
+from ._sweep import CHUNK, marginal_sweep, sweep_cells
 
 __all__ = ["STATE", "MarginalLogp"]
 
@@ -43,14 +42,16 @@ class MarginalLogp(Op):
     the form that left it; a new form starts from an all-NaN state.
 
     A compiled implementation of this Op (PyTensor's numba backend) calls
-    :func:`dpinfer.marginal._sweep.marginal_sweep` with the same arrays, the form
-    viewed as records (``form.view(dpinfer.noise.form.CELL)``).
+    :func:`dpinfer.marginal._sweep.marginal_sweep` (on numba's threads) or
+    :func:`~dpinfer.marginal._sweep.sweep_cells` (on the calling thread) with the
+    same arrays, the form viewed as records (``form.view(dpinfer.noise.form.CELL)``).
 
     **Threads.** The sweep spreads the cells over numba's threads
     (``numba.set_num_threads``, ``NUMBA_NUM_THREADS``), except in a child process
     (``pm.sample(cores=...)`` runs each chain in one), where it runs on one
     thread: the chains already take the cores, and GNU OpenMP, numba's threading
-    layer on Linux, cannot run in a process forked from one that used it.
+    layer on Linux, cannot run in a process forked from one that used it. The
+    results do not depend on the number of threads.
     """
 
     __props__ = ("family", "tol")
@@ -73,20 +74,22 @@ class MarginalLogp(Op):
         n = a.size
         logp, score_a, score_b = np.empty(n), np.empty(n), np.empty(n)
         terms = np.empty(n, dtype=np.int64)
-        with _one_thread_in_a_child():
-            marginal_sweep(
-                self.family,
-                np.ascontiguousarray(a, dtype=float),
-                np.ascontiguousarray(b, dtype=float),
-                from_matrix(form),
-                np.ascontiguousarray(table, dtype=float),
-                self.tol,
-                state,
-                logp,
-                score_a,
-                score_b,
-                terms,
-            )
+        arrays = (
+            np.ascontiguousarray(a, dtype=float),
+            np.ascontiguousarray(b, dtype=float),
+            from_matrix(form),
+            np.ascontiguousarray(table, dtype=float),
+            self.tol,
+            state,
+            logp,
+            score_a,
+            score_b,
+            terms,
+        )
+        if n > CHUNK and _threads() > 1:
+            marginal_sweep(self.family, *arrays)
+        else:
+            sweep_cells(self.family, *arrays, 0, n)
         if np.isnan(logp).any():
             _refuse(np.isnan(logp), terms == BEYOND)
         for storage, value in zip(output_storage, (logp, score_a, score_b, state), strict=True):
@@ -114,18 +117,11 @@ class MarginalLogp(Op):
 _HOME = os.getpid()
 
 
-@contextlib.contextmanager
-def _one_thread_in_a_child():
-    """Run the block on one numba thread in a child process (a fork or multiprocessing's)."""
+def _threads() -> int:
+    """Numba's thread count for the calling thread; 1 in a child process (a fork or a spawn)."""
     if os.getpid() == _HOME and multiprocessing.parent_process() is None:
-        yield
-        return
-    threads = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(threads)
+        return numba.get_num_threads()
+    return 1
 
 
 def _refuse(failed: np.ndarray, beyond: np.ndarray) -> None:

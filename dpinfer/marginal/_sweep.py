@@ -11,10 +11,6 @@ import math
 import numba as nb
 import numpy as np
 
-# numba.get_num_threads() in compiled code embeds a ctypes pointer, which makes the function
-# uncacheable; numba's parfor lowering reads the count through this cacheable intrinsic
-from numba.np.ufunc.parallel import _iget_num_threads
-
 from . import _dispatch as latent
 from ._kernels import _cell, _mechanisms_ratio, _support
 from ._poisson import MODE, STATE, STEP, prepare, ready, stays, sum_cell, width_factor
@@ -36,7 +32,7 @@ def marginal_cells(family, pa, pb, form, table, tol, hints, logp, score_a, score
     """
     state = np.full((pa.size, STATE), math.nan)
     state[:, MODE] = hints
-    marginal_sweep(family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms)
+    sweep_cells(family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, 0, pa.size)
     hints[:] = state[:, MODE]
 
 
@@ -54,27 +50,25 @@ def marginal_sweep(family, pa, pb, form, table, tol, state, logp, score_a, score
 
     The cells are split into blocks of ``CHUNK``, spread over numba's threads
     (``numba.get_num_threads()`` of the calling thread); a cell's sums depend on
-    that cell alone, so the results do not depend on the thread count. With one
-    thread, or a single block, no parallel region is entered at all.
+    that cell alone, so the results do not depend on the thread count, and are
+    those of :func:`sweep_cells` on all the cells. Each call enters a parallel
+    region, which GNU OpenMP (numba's threading layer on Linux) cannot run in a
+    process forked from one that used it: there, call :func:`sweep_cells`.
     """
     n = pa.size
-    blocks = (n + CHUNK - 1) // CHUNK
-    if blocks < 2 or _iget_num_threads() < 2:
-        _sweep_cells(family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, 0, n)
-        return
-    for block in nb.prange(blocks):
+    for block in nb.prange((n + CHUNK - 1) // CHUNK):
         start = block * CHUNK
         stop = min(start + CHUNK, n)
-        _sweep_cells(
+        sweep_cells(
             family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, start, stop
         )
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _sweep_cells(
+def sweep_cells(
     family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, start, stop
 ):
-    """:func:`marginal_sweep` of the cells ``start:stop``, with their own scratch array."""
+    """:func:`marginal_sweep` of the cells ``start:stop`` on the calling thread."""
     out = np.empty(5)
     z = width_factor(tol)
     n = pa.size
