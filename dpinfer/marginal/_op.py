@@ -16,9 +16,14 @@ from ..noise.form import from_matrix
 from ._families import LatentFamily
 from ._kernels import BEYOND
 from ._poisson import STATE
-from ._sweep import CHUNK, marginal_sweep, sweep_cells
+from ._sweep import marginal_sweep, sweep_cells
 
 __all__ = ["STATE", "MarginalLogp"]
+
+#: The fewest cells whose sums the Op spreads over threads. Each evaluation wakes the other
+#: threads, which takes microseconds on an idle machine but up to a scheduler's time slice
+#: (milliseconds) on a busy one: only a large table gains from them whatever the load.
+THREADED_CELLS = 2**17
 
 
 class MarginalLogp(Op):
@@ -46,8 +51,9 @@ class MarginalLogp(Op):
     :func:`~dpinfer.marginal._sweep.sweep_cells` (on the calling thread) with the
     same arrays, the form viewed as records (``form.view(dpinfer.noise.form.CELL)``).
 
-    **Threads.** The sweep spreads the cells over numba's threads
-    (``numba.set_num_threads``, ``NUMBA_NUM_THREADS``), except in a child process
+    **Threads.** The sweep spreads the cells of a table of ``THREADED_CELLS`` or
+    more over numba's threads (``numba.set_num_threads``, ``NUMBA_NUM_THREADS``),
+    except in a child process
     (``pm.sample(cores=...)`` runs each chain in one), where it runs on one
     thread: the chains already take the cores, and GNU OpenMP, numba's threading
     layer on Linux, cannot run in a process forked from one that used it. The
@@ -86,7 +92,7 @@ class MarginalLogp(Op):
             score_b,
             terms,
         )
-        if n > CHUNK and _threads() > 1:
+        if n >= THREADED_CELLS and _threads() > 1:
             marginal_sweep(self.family, *arrays)
         else:
             sweep_cells(self.family, *arrays, 0, n)

@@ -18,6 +18,7 @@ import pytest
 
 import dpinfer as dp
 from dpinfer.marginal import _families as F
+from dpinfer.marginal import _op
 from dpinfer.marginal._forms import joined_form, release_form
 from dpinfer.marginal._op import MarginalLogp
 from dpinfer.marginal._poisson import STATE
@@ -148,11 +149,11 @@ def test_companion_a_sweep_reading_numbas_thread_count_is_not_cached():
     assert blocks._cache.load_overload(signature, blocks.targetctx) is None
 
 
-def _op_in(op, inputs, queue):
-    """Evaluate ``op`` (in a child process) and send its log-likelihoods back."""
+def _op_in(op, inputs, queue, calls):
+    """Evaluate ``op`` (in a child process); send back its log-likelihoods and sweeps called."""
     storage = [[None] for _ in range(4)]
     op.perform(None, inputs, storage)
-    queue.put(storage[0][0])
+    queue.put((storage[0][0], calls))
 
 
 def _sweep_in(inputs):
@@ -160,22 +161,57 @@ def _sweep_in(inputs):
     evaluate(marginal_sweep, F.POISSON, *inputs)
 
 
+def op_inputs(cells):
+    """The Op's inputs for ``cells``, from a fresh state."""
+    rate, form, table = cells
+    return [rate, np.zeros(CELLS), as_matrix(form), table, np.full((CELLS, STATE), np.nan)]
+
+
+@pytest.fixture
+def threaded_op(monkeypatch):
+    """The Op, spreading tables of ``CELLS`` over threads; record which sweep it calls."""
+    calls = []
+    monkeypatch.setattr(_op, "THREADED_CELLS", CELLS)
+    for name in ("marginal_sweep", "sweep_cells"):
+        sweep = getattr(_op, name)
+        monkeypatch.setattr(_op, name, lambda *args, f=sweep, k=name: calls.append(k) or f(*args))
+    return MarginalLogp(F.POISSON, TOL), calls
+
+
 @needs_two_threads
-def test_the_op_runs_in_a_forked_child_after_its_parent_used_two_threads(cells):
+def test_the_op_spreads_a_large_table_over_threads_and_a_small_one_not(cells, threaded_op):
+    op, calls = threaded_op
+    storage = [[None] for _ in range(4)]
+    for threads in (2, 1):
+        on_threads(op.perform, threads)(None, op_inputs(cells), storage)
+    rate, form, table = cells
+    small = [
+        rate[:-1],
+        np.zeros(CELLS - 1),
+        *op_inputs(cells)[2:4],
+        np.full((CELLS - 1, STATE), np.nan),
+    ]
+    on_threads(op.perform, 2)(None, small, storage)
+    assert calls == ["marginal_sweep", "sweep_cells", "sweep_cells"]
+
+
+@needs_two_threads
+def test_the_op_runs_in_a_forked_child_after_its_parent_used_two_threads(cells, threaded_op):
     # PyMC's parallel chains are forked on Linux, from a parent that has already run the sweep
     # on its threads: in the child the Op sums the cells on the calling thread
     rate, form, table = cells
-    op = MarginalLogp(F.POISSON, TOL)
-    inputs = [rate, np.zeros(CELLS), as_matrix(form), table, np.full((CELLS, STATE), np.nan)]
+    op, calls = threaded_op
+    inputs = op_inputs(cells)
     sweep = on_threads(marginal_sweep, 2)
     here = evaluate(sweep, F.POISSON, rate, np.zeros(CELLS), form, table, inputs[4].copy())
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
-    child = context.Process(target=_op_in, args=(op, inputs, queue))
+    child = context.Process(target=_op_in, args=(op, inputs, queue, calls))
     child.start()
-    logp = queue.get(timeout=120)
+    logp, called = queue.get(timeout=120)
     child.join(timeout=60)
     assert child.exitcode == 0
+    assert called == ["sweep_cells"]
     assert logp.tobytes() == here[0].tobytes()
 
 
