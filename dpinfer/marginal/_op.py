@@ -50,6 +50,8 @@ class MarginalLogp(Op):
     :func:`dpinfer.marginal._sweep.marginal_sweep` (on numba's threads) or
     :func:`~dpinfer.marginal._sweep.sweep_cells` (on the calling thread) with the
     same arrays, the form viewed as records (``form.view(dpinfer.noise.form.CELL)``).
+    The numba one (:mod:`dpinfer.marginal._numba_op`) keeps a state per thread in
+    place of ``state``, which nutpie shares read-only between chains running at once.
 
     **Threads.** The sweep spreads the cells of a table of ``THREADED_CELLS`` or
     more over numba's threads (``numba.set_num_threads``, ``NUMBA_NUM_THREADS``),
@@ -123,11 +125,14 @@ class MarginalLogp(Op):
 _HOME = os.getpid()
 
 
+def _home() -> int:
+    """Return the id of the process whose sweeps may use threads (-1 in a child process)."""
+    return _HOME if multiprocessing.parent_process() is None else -1
+
+
 def _threads() -> int:
     """Numba's thread count for the calling thread; 1 in a child process (a fork or a spawn)."""
-    if os.getpid() == _HOME and multiprocessing.parent_process() is None:
-        return numba.get_num_threads()
-    return 1
+    return numba.get_num_threads() if os.getpid() == _home() else 1
 
 
 def _refuse(failed: np.ndarray, beyond: np.ndarray) -> None:
