@@ -3,13 +3,17 @@
 ``marginal_sweep`` spreads blocks of ``CHUNK`` cells over numba's threads. Each cell's sums
 depend on that cell alone, so the log-likelihoods, scores, term counts and kept states must
 be the same, bit for bit, on one thread, on two, and in ``sweep_cells`` (no parallel region).
-The Op takes ``sweep_cells`` in a child process (PyMC's parallel chains), where GNU OpenMP,
-numba's threading layer on Linux, cannot run after a fork.
+The Op takes ``sweep_cells`` in a child process (PyMC's parallel chains). dpinfer loads TBB
+as numba's threading layer: GNU OpenMP cannot run in a forked child and workqueue not in two
+threads at once, which the companions show.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import subprocess
+import sys
 import warnings
 
 import numba
@@ -18,7 +22,7 @@ import pytest
 
 import dpinfer as dp
 from dpinfer.marginal import _families as F
-from dpinfer.marginal import _op
+from dpinfer.marginal import _layer, _op
 from dpinfer.marginal._forms import joined_form, release_form
 from dpinfer.marginal._op import MarginalLogp
 from dpinfer.marginal._poisson import STATE
@@ -215,17 +219,62 @@ def test_the_op_runs_in_a_forked_child_after_its_parent_used_two_threads(cells, 
     assert logp.tobytes() == here[0].tobytes()
 
 
-@needs_two_threads
-def test_companion_a_forked_child_entering_a_parallel_region_is_stopped(cells):
-    # Planted bug: the child calls marginal_sweep. GNU OpenMP's runtime stops a process forked
-    # from one that used it, so an Op that did so would kill PyMC's chains.
-    rate, form, table = cells
-    inputs = (rate, np.zeros(CELLS), form, table, np.full((CELLS, STATE), np.nan))
-    evaluate(on_threads(marginal_sweep, 2), F.POISSON, *inputs)
-    if numba.threading_layer() != "omp":
-        pytest.skip("the threading layer is not GNU OpenMP, which a fork stops")
-    context = multiprocessing.get_context("fork")
-    child = context.Process(target=_sweep_in, args=(inputs,))
-    child.start()
-    child.join(timeout=60)
-    assert child.exitcode not in (0, None)
+# A fresh interpreter loads the layer as dpinfer does (the module alone, not dpinfer's imports),
+# enters a parallel region, forks a child that enters one too, then enters parallel regions
+# from two threads at once, as nutpie's chains do. Exit code 0: every step ran.
+LAYER_SCRIPT = """
+import importlib.util, multiprocessing, sys, threading
+spec = importlib.util.spec_from_file_location("layer", sys.argv[1])
+layer = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(layer)
+layer.load_tbb()
+import numba, numpy as np
+
+@numba.njit(parallel=True)
+def add(x):
+    for i in numba.prange(x.size):
+        x[i] += i
+
+add(np.zeros(4096))
+print(numba.threading_layer(), flush=True)
+child = multiprocessing.get_context("fork").Process(target=add, args=(np.zeros(4096),))
+child.start()
+child.join(60)
+if child.exitcode != 0:
+    sys.exit(3)
+threads = [threading.Thread(target=lambda: [add(np.zeros(4096)) for _ in range(300)])
+           for _ in range(2)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(60)
+sys.exit(4 if any(t.is_alive() for t in threads) else 0)
+"""
+
+
+def run_layer_script(layer: str | None):
+    """Run ``LAYER_SCRIPT`` under numba layer ``layer`` (None: the one numba picks)."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
+    env["NUMBA_NUM_THREADS"] = "2"
+    if layer is not None:
+        env["NUMBA_THREADING_LAYER"] = layer
+    command = [sys.executable, "-c", LAYER_SCRIPT, _layer.__file__]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+
+
+@pytest.mark.skipif(not _layer.load_tbb(), reason="TBB is not installed in this environment")
+def test_the_layer_dpinfer_loads_is_tbb_and_survives_a_fork_and_two_threads_at_once():
+    run = run_layer_script(None)
+    assert run.stdout.split()[:1] == ["tbb"], run.stderr[-500:]
+    assert run.returncode == 0, run.stderr[-500:]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="GNU OpenMP is Linux's")
+@pytest.mark.parametrize("layer", ["omp", "workqueue"])
+def test_companion_the_other_layers_stop_the_process(layer):
+    # Planted bug: numba's other layers. GNU OpenMP stops the forked child (exit 3 here);
+    # workqueue stops the whole process when the two threads enter at once (a signal)
+    run = run_layer_script(layer)
+    if run.stdout.split()[:1] != [layer]:
+        pytest.skip(f"numba cannot load its {layer} layer here")
+    assert run.returncode != 0
