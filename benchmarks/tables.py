@@ -319,38 +319,50 @@ def evaluation(sizes, rho, repeats=15):
 
 
 def cores(n, rho, repeats=9):
-    """One log-density-and-gradient on one and two of the kernel's threads, in paired runs."""
+    """One log-density-and-gradient on one and two of the kernel's threads, in paired runs.
+
+    Under PyTensor's default (C) backend, which ``pm.sample`` uses, and its numba backend,
+    which nutpie uses.
+    """
     import numba
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         print("skipped: numba has one thread here (NUMBA_NUM_THREADS)")
         return
     m = model("dpinfer", *table(n, rho))
-    fn = m.logp_dlogp_function(ravel_inputs=True)
-    fn.set_extra_values({})
     x = np.concatenate([np.ravel(v) for v in m.initial_point().values()])
-    fn(x)
-    laps = {1: [], 2: []}
-    for repeat in range(repeats):
-        for threads in (1, 2) if repeat % 2 else (2, 1):
-            numba.set_num_threads(threads)
-            fn(x)  # the other count's spinning threads settle first
-            laps[threads].append(_lap(lambda: fn(x)))
-    numba.set_num_threads(1)
+    for mode in ("FAST_RUN", "NUMBA"):
+        fn = m.logp_dlogp_function(ravel_inputs=True, mode=mode)
+        fn.set_extra_values({})
+        fn(x)
+        laps = {1: [], 2: []}
+        for repeat in range(repeats):
+            for threads in (1, 2) if repeat % 2 else (2, 1):
+                numba.set_num_threads(threads)
+                fn(x)  # the other count's spinning threads settle first
+                laps[threads].append(_lap(lambda: fn(x)))
+        numba.set_num_threads(1)
+        _print_cores(n, mode, laps)
+    print(
+        f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; numba's threading "
+        f"layer {numba.threading_layer()})"
+    )
+
+
+def _print_cores(n, mode, laps):
     wall, cpu, busiest = (
         {k: np.array([lap[i] for lap in laps[k]]) for k in laps} for i in range(3)
     )
     for threads in (1, 2):
         print(
-            f"{n:>9,} {threads} thread(s)  wall {np.median(wall[threads]) * 1e3:9.1f} ms  "
-            f"CPU {np.median(cpu[threads]) * 1e3:9.1f} ms  "
+            f"{n:>9,} {mode:>8} {threads} thread(s)  wall {np.median(wall[threads]) * 1e3:9.1f} ms"
+            f"  CPU {np.median(cpu[threads]) * 1e3:9.1f} ms  "
             f"busiest thread {np.median(busiest[threads]) * 1e3:9.1f} ms",
             flush=True,
         )
     print(
-        f"{n:>9,} two threads / one: wall {np.median(wall[2] / wall[1]):5.2f} (paired median)  "
-        f"busiest thread {np.median(busiest[2]) / np.median(busiest[1]):5.2f}  "
-        f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+        f"{n:>9,} {mode:>8} two threads / one: wall {np.median(wall[2] / wall[1]):5.2f} "
+        f"(paired median)  busiest thread {np.median(busiest[2]) / np.median(busiest[1]):5.2f}"
     )
 
 

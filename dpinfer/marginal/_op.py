@@ -56,10 +56,10 @@ class MarginalLogp(Op):
     **Threads.** The sweep spreads the cells of a table of ``THREADED_CELLS`` or
     more over numba's threads (``numba.set_num_threads``, ``NUMBA_NUM_THREADS``),
     except in a child process (``pm.sample(cores=...)`` runs each chain in one),
-    where it runs on one thread: the chains already take the cores, and GNU OpenMP,
-    numba's threading layer on Linux when TBB is missing (:mod:`._layer`), cannot
-    run in a process forked from one that used it. The results do not depend on
-    the number of threads.
+    where it runs on one thread: the chains already take the cores, and GNU
+    OpenMP, numba's threading layer on Linux when TBB is missing
+    (:mod:`dpinfer._threading_layer`), cannot run in a process forked from one
+    that used it. The results do not depend on the number of threads.
     """
 
     __props__ = ("family", "tol")

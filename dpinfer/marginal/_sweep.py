@@ -15,13 +15,10 @@ import numpy as np
 from . import _dispatch as latent
 from . import _suppressed as suppressed
 from ._kernels import _cell, _mechanisms_ratio, _support
-from ._layer import load_tbb
 from ._poisson import MODE, STATE, STEP, prepare, ready, stays, sum_cell, width_factor
 
 #: Cells a block of :func:`marginal_sweep`: the unit of work a thread takes.
 CHUNK = 1024
-
-load_tbb()  # before numba first enters a parallel region, when it picks its layer
 
 # numba's cache of these functions holds the code of what they call, but is keyed on this
 # file alone: after changing ._poisson, ._suppressed, ._kernels, ._families or dpinfer.noise,
@@ -58,9 +55,9 @@ def marginal_sweep(family, pa, pb, form, table, tol, state, logp, score_a, score
     (``numba.get_num_threads()`` of the calling thread); a cell's sums depend on
     that cell alone, so the results do not depend on the thread count, and are
     those of :func:`sweep_cells` on all the cells. Each call enters a parallel
-    region: with TBB (:mod:`._layer`) from any process and any number of threads
-    at once; with GNU OpenMP not in a process forked from one that used it
-    (there, call :func:`sweep_cells`).
+    region: with TBB (:mod:`dpinfer._threading_layer`) from any process and any
+    number of threads at once; with GNU OpenMP not in a process forked from one
+    that used it (there, call :func:`sweep_cells`).
     """
     n = pa.size
     for block in nb.prange((n + CHUNK - 1) // CHUNK):

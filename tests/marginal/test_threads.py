@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 
 import dpinfer as dp
+from dpinfer import _threading_layer as _layer
 from dpinfer.marginal import _families as F
-from dpinfer.marginal import _layer, _op
+from dpinfer.marginal import _op
 from dpinfer.marginal._forms import joined_form, release_form
 from dpinfer.marginal._op import MarginalLogp
 from dpinfer.marginal._poisson import STATE

@@ -1,4 +1,4 @@
-"""Numba's threading layer for the threaded sweep: TBB, safe after a fork and from many threads.
+"""Numba's threading layer for the marginal sweep: TBB, safe after a fork and in many threads.
 
 Of numba's three layers, GNU OpenMP (``omp`` on Linux) stops a process forked from
 one that has used it, as PyMC's parallel chains are on Linux; ``workqueue`` stops the
@@ -6,8 +6,10 @@ process when two threads enter parallel regions at once, as nutpie's chains (thr
 calling the compiled Op) do; TBB does neither. numba prefers TBB when it can load
 it, but pip puts TBB's library in the environment's ``lib`` folder, which the dynamic
 loader does not search: :func:`load_tbb` loads it from there by its path, so that
-numba, which asks for it by name, finds it already loaded. A layer chosen with
-``NUMBA_THREADING_LAYER`` is left as it is.
+numba, which asks for it by name, finds it already loaded. Importing this module
+calls it, and ``import dpinfer`` imports it first: numba picks its layer when it
+starts its threads (its first parallel region, or ``numba.set_num_threads``). A
+layer chosen with ``NUMBA_THREADING_LAYER`` is left as it is.
 """
 
 from __future__ import annotations
@@ -32,3 +34,6 @@ def load_tbb() -> bool:
     except OSError:  # a library for another machine: numba falls back to OpenMP
         return False
     return True
+
+
+load_tbb()
