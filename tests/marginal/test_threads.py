@@ -107,17 +107,22 @@ def test_a_negative_binomial_sweep_gives_the_same_bits_on_any_number_of_threads(
     assert same_bits(SWEEPS, F.NEGATIVE_BINOMIAL, shape, shape / (shape + rate), form, table)
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy")
+@numba.njit(parallel=True, error_model="numpy")
 def _sweep_with_a_total(family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms):
     # Planted bug: the sweep also reduces the cells' log-likelihoods to a total (stored in
-    # cell 0) in the parallel loop, whose order of addition follows the threads' ranges
-    total = 0.0
-    for j in numba.prange(pa.size):
-        sweep_cells(
-            family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, j, j + 1
-        )
-        total += logp[j]
-    logp[0] = total
+    # cell 0) as one partial sum per thread over the thread's range of cells. (numba's own
+    # prange reduction would do as much, but TBB may run every range on one thread, in order,
+    # on a busy machine; these ranges follow the thread count whatever the scheduler does.)
+    threads = numba.get_num_threads()
+    size = (pa.size + threads - 1) // threads
+    partial = np.zeros(threads)
+    for t in numba.prange(threads):
+        for j in range(t * size, min((t + 1) * size, pa.size)):
+            sweep_cells(
+                family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, j, j + 1
+            )
+            partial[t] += logp[j]
+    logp[0] = partial.sum()
 
 
 @needs_two_threads
