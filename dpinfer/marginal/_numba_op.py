@@ -58,6 +58,10 @@ from ._sweep import marginal_sweep, sweep_cells
 
 __all__: list[str] = []
 
+# numba's cache of these functions holds the code of the sweeps they call, but is keyed on
+# this file alone: after changing ._sweep or what it calls, remove this folder's __pycache__
+# (a stale copy can crash the process).
+
 #: Threads that keep a state of their own per compiled node; more sweep with a fresh one.
 SLOTS = 16
 # the words of a slot: taken (0 or 1), its last thread, its state's address and cells
