@@ -9,8 +9,10 @@ TORCH_VERSION ?= 2.13.0
 
 .PHONY: demo test lint fast bench clean
 
-# pip -qq prints errors only: setuptools' note that an editable install of a package-dir
-# mapping (models/ -> dpinfer.models) goes through an import finder is not a problem.
+# pyproject's dependencies include TBB, numba's thread-safe and fork-safe threading layer
+# (dpinfer/_threading_layer.py). pip -qq prints errors only: setuptools' note that an
+# editable install of a package-dir mapping (models/ -> dpinfer.models) goes through an
+# import finder is not a problem.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --quiet --upgrade pip

@@ -36,6 +36,15 @@ Sections:
 * ``evaluation``: one log-density-and-gradient evaluation of the compiled model from 10**2
   to 10**6 cells: median wall and CPU time over repeats, the ratio of CPU time to ``naive``,
   and the peak memory that NumPy allocates during it (tracemalloc).
+* ``cores``: one log-density-and-gradient of the ``dpinfer`` model at ``--cores-cells``
+  (default 10**6) with the kernel on one and on two of numba's threads, in alternating
+  (paired) runs: wall time, CPU time, the busiest thread's time on a processor, and the
+  ratios of two threads to one. Target: two threads at most 0.6x one. On a shared machine
+  the wall time of two threads waits for a second free core; the busiest thread's time
+  (``/proc``'s per-thread accounting, Linux only; it includes a thread's spinning while it
+  waits for the other) approximates the wall time with two free cores, and the load average
+  printed says how busy the machine was. The Op threads tables of at least
+  ``dpinfer.marginal._op.THREADED_CELLS`` cells only.
 * ``--build``: building the model (the ``with pm.Model()`` block) and then compiling its
   log-density-and-gradient function with one evaluation, for ``naive`` and ``dpinfer`` from
   10**4 to 10**7 cells (``--build-cells``), each in a fresh process: CPU time per cell, the
@@ -48,7 +57,10 @@ Sections:
   (``--tune`` + ``--draws`` draws, tree depth at most ``--max-treedepth``), with CPU time,
   leapfrog steps and resident memory per cell.
 
-Run ``python benchmarks/tables.py`` (both sections) or name one with ``--section``; ``--cells``
+The kernel's threads (numba's) are off in ``sampling`` and ``evaluation``, as BLAS's are, so
+that their CPU times compare the likelihoods' work; ``cores`` turns them on.
+
+Run ``python benchmarks/tables.py`` (every section) or name one with ``--section``; ``--cells``
 changes the sizes of ``sampling``; ``--rho`` the budget per count (default 0.5). The exact
 model's cost per cell grows with the noise's width in counts: at tolerance 1e-10 a cell sums
 about ``2 x 5.9 sigma_eff + 1`` terms, ``sigma_eff`` at most ``sigma = 1 / sqrt(2 rho)``, so a
@@ -306,6 +318,77 @@ def evaluation(sizes, rho, repeats=15):
             )
 
 
+def cores(n, rho, repeats=9):
+    """One log-density-and-gradient on one and two of the kernel's threads, in paired runs.
+
+    Under PyTensor's default (C) backend, which ``pm.sample`` uses, and its numba backend,
+    which nutpie uses.
+    """
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        print("skipped: numba has one thread here (NUMBA_NUM_THREADS)")
+        return
+    m = model("dpinfer", *table(n, rho))
+    x = np.concatenate([np.ravel(v) for v in m.initial_point().values()])
+    for mode in ("FAST_RUN", "NUMBA"):
+        fn = m.logp_dlogp_function(ravel_inputs=True, mode=mode)
+        fn.set_extra_values({})
+        fn(x)
+        laps = {1: [], 2: []}
+        for repeat in range(repeats):
+            for threads in (1, 2) if repeat % 2 else (2, 1):
+                numba.set_num_threads(threads)
+                fn(x)  # the other count's spinning threads settle first
+                laps[threads].append(_lap(lambda: fn(x)))
+        numba.set_num_threads(1)
+        _print_cores(n, mode, laps)
+    print(
+        f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; numba's threading "
+        f"layer {numba.threading_layer()})"
+    )
+
+
+def _print_cores(n, mode, laps):
+    wall, cpu, busiest = (
+        {k: np.array([lap[i] for lap in laps[k]]) for k in laps} for i in range(3)
+    )
+    for threads in (1, 2):
+        print(
+            f"{n:>9,} {mode:>8} {threads} thread(s)  wall {np.median(wall[threads]) * 1e3:9.1f} ms"
+            f"  CPU {np.median(cpu[threads]) * 1e3:9.1f} ms  "
+            f"busiest thread {np.median(busiest[threads]) * 1e3:9.1f} ms",
+            flush=True,
+        )
+    print(
+        f"{n:>9,} {mode:>8} two threads / one: wall {np.median(wall[2] / wall[1]):5.2f} "
+        f"(paired median)  busiest thread {np.median(busiest[2]) / np.median(busiest[1]):5.2f}"
+    )
+
+
+def _lap(f):
+    """Call ``f``: (wall s, CPU s, the longest time on a processor of one of its threads, s)."""
+    before = _thread_run_times()
+    wall, cpu = time.perf_counter(), time.process_time()
+    f()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    after = _thread_run_times()
+    busiest = max((t - before.get(tid, 0) for tid, t in after.items()), default=math.nan)
+    return wall, cpu, busiest * 1e-9
+
+
+def _thread_run_times() -> dict:
+    """Nanoseconds on a processor of each of this process's threads (Linux's schedstat)."""
+    times = {}
+    for tid in os.listdir("/proc/self/task") if os.path.isdir("/proc/self/task") else ():
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                times[tid] = int(f.read().split()[0])
+        except OSError:  # a thread that ended meanwhile
+            continue
+    return times
+
+
 BUILD_CELLS = (10**4, 10**5, 10**6, 10**7)
 
 
@@ -469,19 +552,23 @@ def numba_evaluation(sizes, rho, repeats=50):
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sections = ("sampling", "evaluation", "numba-evaluation")
+    sections = ("sampling", "evaluation", "numba-evaluation", "cores")
     parser.add_argument("--section", choices=sections, default=None)
     parser.add_argument("--cells", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--rho", type=float, default=0.5)
     parser.add_argument("--dense-max", type=int, default=1_000)
     parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--draws", type=int, default=500)
+    parser.add_argument("--cores-cells", type=int, default=10**6)
     parser.add_argument("--build", action="store_true", help="only the build/memory table")
     parser.add_argument("--build-cells", type=int, nargs="+", default=list(BUILD_CELLS))
     parser.add_argument("--large", type=int, metavar="CELLS", help="build, evaluate, NUTS")
     parser.add_argument("--max-treedepth", type=int, default=3, help="of --large's NUTS run")
     parser.add_argument("--build-one", nargs=2, metavar=("KIND", "CELLS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    import numba
+
+    numba.set_num_threads(1)
     if args.build_one:
         _build_once(args.build_one[0], int(args.build_one[1]), args.rho)
         return
@@ -503,6 +590,9 @@ def main(argv=None) -> None:
     if args.section in (None, "evaluation"):
         print("== evaluation: one log-density and gradient ==")
         evaluation([10**k for k in range(2, 7)], args.rho)
+    if args.section in (None, "cores"):
+        print("== cores: one log-density and gradient, the kernel on 1 and 2 threads ==")
+        cores(args.cores_cells, args.rho)
     if args.section in (None, "numba-evaluation") and _has_nutpie():
         print("== numba-evaluation: one log-density and gradient as nutpie compiles it ==")
         numba_evaluation(args.cells, args.rho)

@@ -4,7 +4,10 @@ import importlib
 
 # first, before any module with compiled kernels: where no cache folder is writable,
 # they are then compiled without one (with a warning) rather than failing the import
-from . import _numba_cache  # noqa: F401
+from . import (
+    _numba_cache,  # noqa: F401
+    _threading_layer,  # noqa: F401  (loads TBB before numba starts its threads)
+)
 
 # isort: split
 from . import accounting, distances, theory

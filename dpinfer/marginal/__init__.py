@@ -25,6 +25,12 @@ with a PyMC inverse CDF       Gaussian and Laplace noise (:mod:`._quadrature`;
 (Gamma, LogNormal, Beta, ...) error at most ~1e-10 in the log, measured)
 ============================  ================================================
 
+The compiled sums spread a large table's cells (131,072 or more) over numba's
+threads (``numba.set_num_threads``, ``NUMBA_NUM_THREADS``), with the same
+results on any number of them. In a child process, such as each chain of
+``pm.sample(cores=2)``, they run on one thread: the chains already share the
+cores.
+
 Examples
 --------
 >>> import numpy as np, pymc as pm, dpinfer as dp

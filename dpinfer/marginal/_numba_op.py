@@ -5,6 +5,12 @@ Without these implementations PyTensor runs :class:`._op.MarginalLogp` in object
 one another. The implementation here calls :func:`._sweep.marginal_sweep` from
 compiled code.
 
+**Threads.** As the Python implementation does, a node spreads a table of
+``._op.THREADED_CELLS`` cells or more over numba's threads (the calling thread's
+``numba.get_num_threads()``) in the process that compiled it, and sums every
+other table, and any table in a child process, on the calling thread
+(:func:`._sweep.sweep_cells`).
+
 **The per-cell state.** The Op's ``state`` input (a shared variable) cannot be
 updated in place here: nutpie hands one read-only copy of every shared variable to
 all its chains, which run at once in threads, and two sweeps writing one state
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import sys
 import weakref
 
 import numba as nb
@@ -39,6 +46,7 @@ from pytensor.link.numba.dispatch.basic import numba_funcify
 from .._tensor_shapes import ShapeCheck, _message
 from ..noise.form import CELL, NO_TABLE, Grouped
 from ..noise.terms import log_terms
+from . import _op
 from ._forms import HEADER
 from ._group_op import GroupTotalsLogp
 from ._group_op import _refuse as _refuse_groups
@@ -47,9 +55,13 @@ from ._kernels import BEYOND
 from ._op import MarginalLogp, _refuse
 from ._poisson import STATE
 from ._quadrature import _held_fixed_op, _noise_terms_op
-from ._sweep import marginal_sweep
+from ._sweep import marginal_sweep, sweep_cells
 
 __all__: list[str] = []
+
+# numba's cache of these functions holds the code of the sweeps they call, but is keyed on
+# this file alone: after changing ._sweep or what it calls, remove this folder's __pycache__
+# (a stale copy can crash the process).
 
 #: Threads that keep a state of their own per compiled node; more sweep with a fresh one.
 SLOTS = 16
@@ -188,34 +200,67 @@ def _funcify_marginal_logp(op, node=None, **kwargs):
     family, tol = op.family, op.tol
     pool = _Pool()
     words = pool.address
+    threaded_cells, home = _op.THREADED_CELLS, _op._home()
 
     @nb.njit(error_model="numpy")
     def marginal_logp(a, b, form, table, state):
-        return _marginal_logp(family, tol, nb.uint64(words), a, b, form, table, state)
+        # not cached (it reads numba's thread count): the cached sweep takes the answer
+        threaded = a.size >= threaded_cells and _process_id() == home and nb.get_num_threads() > 1
+        return _marginal_logp(family, tol, nb.uint64(words), threaded, a, b, form, table, state)
 
     marginal_logp.dpinfer_pool = pool  # the slots live as long as the compiled function
     return marginal_logp
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _marginal_logp(family, tol, words, a, b, form, table, state):
-    """Return the Op's outputs: the sweep with the state of a slot of the pool at ``words``."""
+def _marginal_logp(family, tol, words, threaded, a, b, form, table, state):
+    """Return the Op's outputs: the sweep with the state of a slot of the pool at ``words``.
+
+    The sweep spreads the cells over numba's threads if ``threaded``, else it runs on the
+    calling thread.
+    """
     n = a.size
     cells, table = _unpacked(form, table)
     logp, score_a, score_b = np.empty(n), np.empty(n), np.empty(n)
     terms = np.empty(n, dtype=np.int64)
+    for x in (logp, score_a, score_b):
+        _huge_pages(x)
+    _huge_pages(terms)
     pa, pb = np.ascontiguousarray(a), np.ascontiguousarray(b)
     slot = _claim_slot(words)
-    if slot < 0:
-        own = np.full((n, STATE), math.nan)
+    own = np.full((n, STATE), math.nan) if slot < 0 else _slot_state(words, slot, n)
+    if threaded:
         marginal_sweep(family, pa, pb, cells, table, tol, own, logp, score_a, score_b, terms)
     else:
-        own = _slot_state(words, slot, n)
-        marginal_sweep(family, pa, pb, cells, table, tol, own, logp, score_a, score_b, terms)
+        sweep_cells(family, pa, pb, cells, table, tol, own, logp, score_a, score_b, terms, 0, n)
+    if slot >= 0:
         _release(_word(words, slot, _TAKEN))
     if np.isnan(logp).any():
         _raise_refusal(np.isnan(logp), terms == BEYOND)
     return logp, score_a, score_b, state
+
+
+#: Linux's ``MADV_HUGEPAGE`` and the huge pages' size (x86-64, arm64 with 4 KB pages).
+_MADV_HUGEPAGE, _HUGE = 14, 2 << 20
+_LINUX = sys.platform.startswith("linux")
+
+
+@nb.njit(cache=True)
+def _huge_pages(x):
+    """Ask Linux to back the fresh array ``x`` with huge pages where it spans whole ones.
+
+    numba allocates an array with ``malloc``, whose memory Linux backs page by page as it
+    is first written: an 8 MB output takes about 2,000 page faults, which at 10**6 cells
+    cost about a third of the sweep's time on one thread (NumPy asks for huge pages for
+    its own large arrays). A refusal (another system, THP off) leaves the pages as they are.
+    """
+    if not _LINUX or x.nbytes < 2 * _HUGE:
+        return
+    start = nb.uint64(x.ctypes.data)
+    first = (start + nb.uint64(_HUGE - 1)) // nb.uint64(_HUGE) * nb.uint64(_HUGE)
+    last = (start + nb.uint64(x.nbytes)) // nb.uint64(_HUGE) * nb.uint64(_HUGE)
+    if last > first:
+        _madvise(first, last - first, _MADV_HUGEPAGE)
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -377,6 +422,29 @@ def _thread_id(typingctx):
         return _libc_call(builder, "pthread_self", ir.IntType(64), [])
 
     return types.uint64(), codegen
+
+
+@intrinsic
+def _process_id(typingctx):
+    """Return ``getpid()``: the calling process."""
+
+    def codegen(context, builder, signature, args):
+        pid = _libc_call(builder, "getpid", ir.IntType(32), [])
+        return builder.sext(pid, ir.IntType(64))
+
+    return types.int64(), codegen
+
+
+@intrinsic
+def _madvise(typingctx, address, length, advice):
+    """Call ``madvise(address, length, advice)``; its result is not needed."""
+
+    def codegen(context, builder, signature, args):
+        advice = builder.trunc(args[2], ir.IntType(32))
+        _libc_call(builder, "madvise", ir.IntType(32), [args[0], args[1], advice])
+        return context.get_dummy_value()
+
+    return types.none(types.uint64, types.uint64, types.int64), codegen
 
 
 @intrinsic

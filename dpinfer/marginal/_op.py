@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+
+import numba
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
@@ -12,9 +16,14 @@ from ._families import LatentFamily
 from ._forms import unpacked
 from ._kernels import BEYOND
 from ._poisson import STATE
-from ._sweep import marginal_sweep
+from ._sweep import marginal_sweep, sweep_cells
 
 __all__ = ["STATE", "MarginalLogp"]
+
+#: The fewest cells whose sums the Op spreads over threads. Each evaluation wakes the other
+#: threads, which takes microseconds on an idle machine but up to a scheduler's time slice
+#: (milliseconds) on a busy one: only a large table gains from them whatever the load.
+THREADED_CELLS = 2**17
 
 
 class MarginalLogp(Op):
@@ -39,10 +48,20 @@ class MarginalLogp(Op):
     the form that left it; a new form starts from an all-NaN state.
 
     A compiled implementation of this Op (PyTensor's numba backend) calls
-    :func:`dpinfer.marginal._sweep.marginal_sweep` with the same arrays, the form
-    and its tables unpacked (:func:`dpinfer.marginal._forms.unpacked`). The numba one
+    :func:`dpinfer.marginal._sweep.marginal_sweep` (on numba's threads) or
+    :func:`~dpinfer.marginal._sweep.sweep_cells` (on the calling thread) with the
+    same arrays, the form and its tables unpacked
+    (:func:`dpinfer.marginal._forms.unpacked`). The numba one
     (:mod:`dpinfer.marginal._numba_op`) keeps a state per thread in place of
     ``state``, which nutpie shares read-only between chains running at once.
+
+    **Threads.** The sweep spreads the cells of a table of ``THREADED_CELLS`` or
+    more over numba's threads (``numba.set_num_threads``, ``NUMBA_NUM_THREADS``),
+    except in a child process (``pm.sample(cores=...)`` runs each chain in one),
+    where it runs on one thread: the chains already take the cores, and GNU
+    OpenMP, numba's threading layer on Linux when TBB is missing
+    (:mod:`dpinfer._threading_layer`), cannot run in a process forked from one
+    that used it. The results do not depend on the number of threads.
     """
 
     __props__ = ("family", "tol")
@@ -66,8 +85,7 @@ class MarginalLogp(Op):
         logp, score_a, score_b = np.empty(n), np.empty(n), np.empty(n)
         terms = np.empty(n, dtype=np.int64)
         cells, tables = unpacked(form, table)
-        marginal_sweep(
-            self.family,
+        arrays = (
             np.ascontiguousarray(a, dtype=float),
             np.ascontiguousarray(b, dtype=float),
             cells,
@@ -79,6 +97,10 @@ class MarginalLogp(Op):
             score_b,
             terms,
         )
+        if n >= THREADED_CELLS and _threads() > 1:
+            marginal_sweep(self.family, *arrays)
+        else:
+            sweep_cells(self.family, *arrays, 0, n)
         if np.isnan(logp).any():
             _refuse(np.isnan(logp), terms == BEYOND)
         for storage, value in zip(output_storage, (logp, score_a, score_b, state), strict=True):
@@ -101,6 +123,19 @@ class MarginalLogp(Op):
                 return own + constants
         g = output_grads[0]
         return [g * score_a, g * score_b, *constants]
+
+
+_HOME = os.getpid()
+
+
+def _home() -> int:
+    """Return the id of the process whose sweeps may use threads (-1 in a child process)."""
+    return _HOME if multiprocessing.parent_process() is None else -1
+
+
+def _threads() -> int:
+    """Numba's thread count for the calling thread; 1 in a child process (a fork or a spawn)."""
+    return numba.get_num_threads() if os.getpid() == _home() else 1
 
 
 def _refuse(failed: np.ndarray, beyond: np.ndarray) -> None:

@@ -17,6 +17,9 @@ from . import _suppressed as suppressed
 from ._kernels import _cell, _mechanisms_ratio, _support
 from ._poisson import MODE, STATE, STEP, prepare, ready, stays, sum_cell, width_factor
 
+#: Cells a block of :func:`marginal_sweep`: the unit of work a thread takes.
+CHUNK = 1024
+
 # numba's cache of these functions holds the code of what they call, but is keyed on this
 # file alone: after changing ._poisson, ._suppressed, ._kernels, ._families or dpinfer.noise,
 # remove this folder's __pycache__.
@@ -31,11 +34,11 @@ def marginal_cells(family, pa, pb, form, table, tol, hints, logp, score_a, score
     """
     state = np.full((pa.size, STATE), math.nan)
     state[:, MODE] = hints
-    marginal_sweep(family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms)
+    sweep_cells(family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, 0, pa.size)
     hints[:] = state[:, MODE]
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def marginal_sweep(family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms):
     """:func:`marginal_cells` with the per-cell ``state`` (``(n, STATE)``) of the last call.
 
@@ -48,12 +51,34 @@ def marginal_sweep(family, pa, pb, form, table, tol, state, logp, score_a, score
     cell's last mode and constants of the releases, so that a Poisson cell with
     Gaussian releases is summed by :mod:`._poisson` without recomputing them, and
     one with a suppressed discrete Gaussian release by :mod:`._suppressed`.
+
+    The cells are split into blocks of ``CHUNK``, spread over numba's threads
+    (``numba.get_num_threads()`` of the calling thread); a cell's sums depend on
+    that cell alone, so the results do not depend on the thread count, and are
+    those of :func:`sweep_cells` on all the cells. Each call enters a parallel
+    region: with TBB (:mod:`dpinfer._threading_layer`) from any process and any
+    number of threads at once; with GNU OpenMP not in a process forked from one
+    that used it (there, call :func:`sweep_cells`).
     """
+    n = pa.size
+    for block in nb.prange((n + CHUNK - 1) // CHUNK):
+        start = block * CHUNK
+        stop = min(start + CHUNK, n)
+        sweep_cells(
+            family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, start, stop
+        )
+
+
+@nb.njit(cache=True, error_model="numpy")
+def sweep_cells(
+    family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, start, stop
+):
+    """:func:`marginal_sweep` of the cells ``start:stop`` on the calling thread."""
     out = np.empty(5)
     work = np.empty(suppressed.ROW)  # a suppressed cell's row, with what the form gives
     z = width_factor(tol)
     n = pa.size
-    for j in range(n):
+    for j in range(start, stop):
         row = state[j]
         if latent.poisson_fast_path(family):  # a constant of the compiled family
             if math.isnan(row[STEP]):

@@ -22,7 +22,7 @@ from pytensor.graph.traversal import ancestors
 from pytensor.link.numba.dispatch.basic import numba_funcify
 
 import dpinfer as dp
-from dpinfer.marginal import _numba_op
+from dpinfer.marginal import _numba_op, _op
 from dpinfer.marginal._op import MarginalLogp
 from dpinfer.marginal._poisson import STATE
 from dpinfer.results import effective_sample_size
@@ -118,7 +118,7 @@ def _python_core(op, a, b, form, table, state):
 
 def _numba_core(op, a, b, form, table, state, *, pool):
     words = np.uint64(pool.address)
-    return _numba_op._marginal_logp(op.family, op.tol, words, a, b, form, table, state)
+    return _numba_op._marginal_logp(op.family, op.tol, words, False, a, b, form, table, state)
 
 
 def _drops_later_releases(op, a, b, form, table, state, *, pool):
@@ -252,7 +252,10 @@ def test_a_shape_known_only_when_the_model_runs_is_checked_in_compiled_code():
 # ---- threads: each keeps its own state ----
 
 
-def _poisson_node(n=2000, seed=3):
+CELLS_PER_NODE = 2000
+
+
+def _poisson_node(n=CELLS_PER_NODE, seed=3):
     """A MarginalLogp node of ``n`` Poisson cells, its numba function and a rate per thread."""
     rng = np.random.default_rng(seed)
     population = rng.integers(500, 20_000, size=n)
@@ -298,7 +301,8 @@ def _thread_results(funcify, rates, *, repeats=40):
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        thread.join(timeout=300)
+    assert not any(thread.is_alive() for thread in threads), "a thread is stuck"
     return serial, parallel
 
 
@@ -311,6 +315,16 @@ RATES = [0.002, 0.01, 0.05, 0.2]
 
 def test_threads_at_once_give_the_serial_results():
     serial, parallel = _thread_results(_funcify, RATES)
+    for s, p in zip(serial, parallel, strict=True):
+        np.testing.assert_allclose(p, s, rtol=1e-12)
+
+
+@pytest.mark.skipif(nb.config.NUMBA_NUM_THREADS < 2, reason="numba has one thread here")
+def test_threads_at_once_each_on_numbas_threads_give_the_serial_results(monkeypatch):
+    # nutpie's chains are threads; above the threshold each chain's sweep spreads its cells
+    # over numba's threads too (chains x threads): no thread gets stuck, the serial results
+    monkeypatch.setattr(_op, "THREADED_CELLS", CELLS_PER_NODE // 2)
+    serial, parallel = _thread_results(_funcify, RATES[:2], repeats=20)
     for s, p in zip(serial, parallel, strict=True):
         np.testing.assert_allclose(p, s, rtol=1e-12)
 
@@ -335,7 +349,7 @@ def test_companion_threads_sharing_one_state_unlocked_fail():
 
         @nb.njit
         def marginal(a, b, form, table, state):
-            return planted(family, tol, words, a, b, form, table, state)
+            return planted(family, tol, words, False, a, b, form, table, state)
 
         marginal.pool = pool  # the slots live as long as the function
         return marginal
