@@ -24,11 +24,10 @@ import dpinfer as dp
 from dpinfer import _threading_layer as _layer
 from dpinfer.marginal import _families as F
 from dpinfer.marginal import _op
-from dpinfer.marginal._forms import joined_form, release_form
+from dpinfer.marginal._forms import joined_form, packed, release_form
 from dpinfer.marginal._op import MarginalLogp
 from dpinfer.marginal._poisson import STATE
 from dpinfer.marginal._sweep import CHUNK, marginal_sweep, sweep_cells
-from dpinfer.noise.form import as_matrix
 
 TOL = 1e-10
 CELLS = 3 * CHUNK + 37  # four blocks, the last one short
@@ -174,7 +173,7 @@ def _sweep_in(inputs):
 def op_inputs(cells):
     """The Op's inputs for ``cells``, from a fresh state."""
     rate, form, table = cells
-    return [rate, np.zeros(CELLS), as_matrix(form), table, np.full((CELLS, STATE), np.nan)]
+    return [rate, np.zeros(CELLS), *packed(form, table), np.full((CELLS, STATE), np.nan)]
 
 
 @pytest.fixture
