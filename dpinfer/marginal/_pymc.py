@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from .._jax_backend import jax_installed
 from .._user_code import outside_dpinfer
 from ..noise.form import GAUSSIAN, LAPLACE, as_matrix
 from ._forms import joined_form, release_form
@@ -22,6 +23,8 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist):
     """
     import pymc as pm
 
+    if jax_installed():
+        from . import _jax  # noqa: F401 (the Ops' JAX implementations, for mode="JAX")
     cells = _cells_shape(pairs)
     for i, (mechanism, _) in enumerate(pairs):
         _check_shape(mechanism, cells, f"observed[{i}][1]")

@@ -14,6 +14,7 @@ import functools
 import numpy as np
 
 from .. import _validate
+from .._jax_backend import jax_installed
 
 __all__ = ["observe", "register_latent_handler"]
 
@@ -31,6 +32,8 @@ def register_latent_handler(handler) -> None:
 
 def observe(mechanism, name: str, value, *, observed, tol: float):
     """Add ``mechanism``'s density of ``observed`` given ``value`` (see ``Mechanism.to_pymc``)."""
+    if jax_installed():
+        from . import _jax  # noqa: F401 (the Ops' JAX implementations, for mode="JAX")
     for handler in _LATENT_HANDLERS:
         variable = handler(mechanism, name, value, observed=observed, tol=tol)
         if variable is not NotImplemented:
