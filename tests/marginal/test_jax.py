@@ -13,8 +13,8 @@ import warnings
 import numpy as np
 import pymc as pm
 import pytensor
-from pytensor.graph.basic import io_toposort
 import pytest
+from pytensor.graph.basic import io_toposort
 
 import dpinfer as dp
 
