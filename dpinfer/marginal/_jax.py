@@ -42,13 +42,18 @@ row (``vmap_method="expand_dims"``), not once per row: the sweep then runs over 
 rows in one host call, each row with its own state.
 
 **Failures.** A cell the kernel cannot sum (a count beyond 2**53, more than 10^8
-terms) raises the default backend's FloatingPointError inside the callback, which
-JAX re-raises to the caller; no NaN is returned for it.
+terms) gets a NaN log-likelihood and NaN scores, with a RuntimeWarning that carries
+the default backend's message (the default backend raises FloatingPointError there).
+The JAX samplers take a NaN log-density as a divergence and reject the proposal
+(numpyro's step-size search at the start of warm-up tries steps that reach such
+rates, and an exception inside the callback would end the run); the log-density of
+a model is NaN, never a wrong number.
 """
 
 from __future__ import annotations
 
 import threading
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -74,7 +79,7 @@ class HostSweep:
     ``HostSweep(op, form, table)(a, b)`` returns ``(logp, score_a, score_b)`` of
     the shape of ``a`` and ``b`` broadcast (``(..., n)``), each row of cells summed
     with its own state (kept per thread and per number of rows; any state gives the
-    same sums). A cell that cannot be summed raises FloatingPointError.
+    same sums). A cell that cannot be summed is NaN, with a RuntimeWarning.
     """
 
     def __init__(self, op: MarginalLogp, form: np.ndarray, table: np.ndarray):
@@ -96,7 +101,7 @@ class HostSweep:
             marginal_sweep(*args, state, *outputs)
             failed = np.isnan(logp[row])
             if failed.any():
-                _refuse(failed, terms == BEYOND)
+                _warn_unsummed(failed, terms == BEYOND)
         return tuple(x.reshape(a.shape) for x in (logp, score_a, score_b))
 
     def _states(self, rows: int, n: int) -> list[np.ndarray]:
@@ -107,6 +112,15 @@ class HostSweep:
         if rows not in states:
             states[rows] = [np.full((n, STATE), np.nan) for _ in range(rows)]
         return states[rows]
+
+
+def _warn_unsummed(failed: np.ndarray, beyond: np.ndarray) -> None:
+    """Warn that the cells ``failed`` could not be summed: their log-likelihood is NaN."""
+    try:
+        _refuse(failed, beyond)
+    except FloatingPointError as error:
+        message = f"{error}. Their log-likelihood is NaN, which NUTS rejects as a divergence."
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
 
 
 def marginal_logp_jax(sweep: HostSweep):

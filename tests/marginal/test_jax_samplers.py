@@ -27,7 +27,7 @@ from dpinfer.marginal import _jax as marginal_jax  # noqa: E402
 pytestmark = pytest.mark.slow
 
 CELLS = 20
-DRAWS = {"tune": 400, "draws": 400, "chains": 2}
+DRAWS = {"tune": 500, "draws": 1000, "chains": 2}
 # |difference| / its standard error below 4 for each of the 2 x 2 comparisons: a false
 # failure has probability about 4 x 6.3e-5 = 2.5e-4 (normal approximation of the means)
 Z_LIMIT = 4.0
@@ -58,7 +58,8 @@ def _sample(sampler, **kwargs):
 
 
 def _mean_and_error(draws):
-    return draws.mean(), draws.std() / np.sqrt(effective_sample_size(draws))
+    """The posterior mean and its Monte Carlo standard error (the ESS of the mean)."""
+    return draws.mean(), draws.std() / np.sqrt(effective_sample_size(draws, method="mean"))
 
 
 def z_scores(got, want):
