@@ -35,7 +35,14 @@ Sections:
   to 10**6 cells: median wall and CPU time over repeats, the ratio of CPU time to ``naive``,
   and the peak memory that NumPy allocates during it (tracemalloc).
 
-Run ``python benchmarks/tables.py`` (both sections) or name one with ``--section``; ``--cells``
+* ``jax-callback``: one log-likelihood-and-gradient of the marginal Op at ``--cells``: the
+  numba kernel called directly against the JAX function of the Op (a host callback into the
+  same kernel, :mod:`dpinfer.marginal._jax`), CPU time.
+* ``jax-samplers``: numpyro and blackjax NUTS (as ``pm.sample(nuts_sampler=...)`` runs them)
+  on the naive and dpinfer models at ``--cells``: CPU per leapfrog step and per effective
+  sample of (mu, tau), and their ratios to naive ``pm.sample``.
+
+Run ``python benchmarks/tables.py`` (every section) or name one with ``--section``; ``--cells``
 changes the sizes of ``sampling``; ``--rho`` the budget per count (default 0.5). The exact
 model's cost per cell grows with the noise's width in counts: at tolerance 1e-10 a cell sums
 about ``2 x 5.9 sigma_eff + 1`` terms, ``sigma_eff`` at most ``sigma = 1 / sqrt(2 rho)``, so a
