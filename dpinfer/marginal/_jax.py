@@ -1,7 +1,9 @@
 """The marginal Ops in PyTensor's JAX backend: host callbacks into the compiled kernels.
 
 Importing this module registers, with ``pytensor.link.jax.dispatch.jax_funcify``,
-a JAX implementation of :class:`._op.MarginalLogp` and of the quadrature's
+a JAX implementation of :class:`._op.MarginalLogp`, of
+:class:`._group_op.GroupTotalsLogp` (cells with exact group totals: the same callback
+into :func:`._groups.group_sweep`, without state) and of the quadrature's
 ``HeldFixed`` and ``NoiseTerms`` (:mod:`._quadrature`), so that a model built with
 ``to_pymc`` compiles with ``mode="JAX"`` and samples with
 ``pm.sample(nuts_sampler="numpyro")`` or ``"blackjax"``.
@@ -65,12 +67,15 @@ from pytensor.link.jax.dispatch import jax_funcify
 from ..mechanisms import _jax as _mechanisms_jax  # noqa: F401 (registers the mechanisms' Ops)
 from ..noise.form import NO_TABLE, from_matrix
 from ..noise.terms import log_terms
+from ._group_op import GroupTotalsLogp
+from ._group_op import _refuse as _refuse_groups
+from ._groups import OK, group_sweep, read_only
 from ._kernels import BEYOND
 from ._op import STATE, MarginalLogp, _refuse
 from ._quadrature import _held_fixed_op, _noise_terms_op
 from ._sweep import marginal_sweep
 
-__all__ = ["HostSweep"]
+__all__ = ["HostGroups", "HostSweep", "marginal_logp_jax"]
 
 
 class HostSweep:
@@ -85,7 +90,7 @@ class HostSweep:
     def __init__(self, op: MarginalLogp, form: np.ndarray, table: np.ndarray):
         self.family, self.tol = op.family, op.tol
         self.form = from_matrix(np.asarray(form, dtype=float))
-        self.table = np.ascontiguousarray(table, dtype=float)
+        self.table = read_only(table)
         self._local = threading.local()
 
     def __call__(self, a, b):
@@ -125,17 +130,28 @@ def _warn_unsummed(failed: np.ndarray, beyond: np.ndarray) -> None:
 
 def marginal_logp_jax(sweep: HostSweep):
     """Return the differentiable JAX function ``(a, b) -> (logp, score_a, score_b)``."""
+    return _with_scores(sweep, lambda n: n, lambda g: g)
 
-    def host(a, b):
-        shape = jax.ShapeDtypeStruct(jnp.broadcast_shapes(a.shape, b.shape), jnp.float64)
-        return jax.pure_callback(sweep, (shape,) * 3, a, b, vmap_method="expand_dims")
+
+def _with_scores(host, logp_size, spread):
+    """Return the ``custom_vjp`` function of a host ``(a, b) -> (logp, score_a, score_b)``.
+
+    ``logp_size(n)`` is the length of ``logp`` for ``n`` cells; ``spread(g)`` takes its
+    cotangent to the cells (each cell's share of the gradient is ``spread(g)`` times
+    its scores).
+    """
+
+    def call(a, b):
+        n = jnp.broadcast_shapes(a.shape, b.shape)[-1]
+        logp, scores = (jax.ShapeDtypeStruct((size,), jnp.float64) for size in (logp_size(n), n))
+        return jax.pure_callback(host, (logp, scores, scores), a, b, vmap_method="expand_dims")
 
     @jax.custom_vjp
     def marginal(a, b):
-        return host(a, b)
+        return call(a, b)
 
     def forward(a, b):
-        out = host(a.value, b.value)
+        out = call(a.value, b.value)
         return out, out[1:]
 
     def backward(scores, cotangents):
@@ -147,10 +163,69 @@ def marginal_logp_jax(sweep: HostSweep):
             )
         if isinstance(g, SymbolicZero):
             return tuple(jnp.zeros_like(s) for s in scores)
-        return tuple(g * s for s in scores)
+        return tuple(spread(g) * s for s in scores)
 
     marginal.defvjp(forward, backward, symbolic_zeros=True)
     return marginal
+
+
+class HostGroups:
+    """:func:`._groups.group_sweep` over the rows of ``a, b``: the host side of the group Op.
+
+    ``HostGroups(op, form, table, starts, totals)(a, b)`` returns each group's
+    log-likelihood (``(..., G)``) and each cell's scores (``(..., n)``). A group that
+    cannot be summed is NaN (its cells' scores too), with a RuntimeWarning.
+    """
+
+    def __init__(self, op: GroupTotalsLogp, form, table, starts, totals):
+        self.family, self.tol = op.family, op.tol
+        self.form, self.table = from_matrix(np.asarray(form, dtype=float)), read_only(table)
+        self.starts = np.ascontiguousarray(starts, dtype=np.int64)
+        self.totals = np.ascontiguousarray(totals, dtype=float)
+
+    def __call__(self, a, b):
+        a, b = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+        n, groups = a.shape[-1], self.totals.size
+        rows_a, rows_b = np.array(a.reshape(-1, n)), np.array(b.reshape(-1, n))
+        logp = np.empty((rows_a.shape[0], groups))
+        score_a, score_b = np.empty(rows_a.shape), np.empty(rows_a.shape)
+        status = np.empty(groups, dtype=np.int64)
+        for row in range(rows_a.shape[0]):
+            args = (self.family, rows_a[row], rows_b[row], self.form, self.table, self.tol)
+            outputs = logp[row], score_a[row], score_b[row], status
+            group_sweep(*args, self.starts, self.totals, *outputs)
+            if np.any(status != OK):
+                self._fail(status, logp[row], score_a[row], score_b[row])
+        batch = a.shape[:-1]
+        return logp.reshape(*batch, groups), score_a.reshape(a.shape), score_b.reshape(a.shape)
+
+    def _fail(self, status, logp, score_a, score_b):
+        failed = status != OK
+        logp[failed] = np.nan
+        cells = np.repeat(failed, np.diff(self.starts))
+        score_a[cells] = score_b[cells] = np.nan
+        try:
+            _refuse_groups(status)
+        except FloatingPointError as error:
+            message = f"{error}. Their log-likelihood is NaN, which NUTS rejects as a divergence."
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
+
+
+@jax_funcify.register(GroupTotalsLogp)
+def _jax_group_totals_logp(op, node=None, **kwargs):
+    names = ((2, "form"), (3, "table"), (4, "starts"), (5, "totals"))
+    form, table, starts, totals = (_constant(node, i, name) for i, name in names)
+    sizes = np.diff(starts)
+    marginal = _with_scores(
+        HostGroups(op, form, table, starts, totals),
+        lambda n: totals.size,
+        lambda g: jnp.repeat(g, sizes, axis=-1, total_repeat_length=int(sizes.sum())),
+    )
+
+    def group_totals_logp(a, b, form, table, starts, totals):
+        return marginal(jnp.asarray(a, dtype=jnp.float64), jnp.asarray(b, dtype=jnp.float64))
+
+    return group_totals_logp
 
 
 @jax_funcify.register(MarginalLogp)

@@ -103,6 +103,20 @@ def thresholded_value_model():
     return model
 
 
+@pytest.fixture(scope="module")
+def totals_model():
+    """Cells with exact group totals (the group Op), a county without one, suppressed cells."""
+    released = np.array([[np.nan, 9, 6], [12, np.nan, np.nan], [7, 5, np.nan]])
+    mech = dp.Thresholded(dp.DiscreteGaussian(2.0), threshold=5)
+    with pm.Model() as model:
+        log_rate = pm.Normal("log_rate", 1.5, 0.5, shape=(3, 3))
+        size = pm.Exponential("size", 0.2)
+        groups = (np.array([0, 1, -1])[:, None], np.array([20, 15]))
+        dist = pm.NegativeBinomial.dist(mu=pm.math.exp(log_rate), alpha=size)
+        mech.to_pymc("y", dist, observed=released, totals=groups)
+    return model
+
+
 def _points(model, n=3):
     rng = np.random.default_rng(3)
     base = model.initial_point()
@@ -127,7 +141,9 @@ def assert_backends_agree(model, *, rtol=1e-12):
             np.testing.assert_allclose(np.asarray(got), want, rtol=rtol, atol=0, err_msg=name)
 
 
-@pytest.mark.parametrize("name", ["discrete_model", "continuous_model", "thresholded_value_model"])
+@pytest.mark.parametrize(
+    "name", ["discrete_model", "continuous_model", "thresholded_value_model", "totals_model"]
+)
 def test_jax_mode_gives_the_default_backends_logp_and_gradient(name, request):
     assert_backends_agree(request.getfixturevalue(name))
 
@@ -143,7 +159,7 @@ def _pytensor_value_and_grad(model):
     return f
 
 
-@pytest.mark.parametrize("name", ["discrete_model", "continuous_model"])
+@pytest.mark.parametrize("name", ["discrete_model", "continuous_model", "totals_model"])
 def test_jax_grad_of_the_logp_equals_pytensors_gradient(name, request):
     model = request.getfixturevalue(name)
     value_and_grad = _jax_value_and_grad(model)
