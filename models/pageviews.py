@@ -301,9 +301,9 @@ def rough_fit(released, mech: dp.Thresholded) -> dict:
     """
     from scipy import optimize, special, stats
 
-    released = mech._check_released(released)
+    released = mech.check_released(released)
     variance = np.broadcast_to(mech.mechanism.sigma, released.shape) ** 2
-    cut = np.broadcast_to(mech._cut, released.shape) + 0.5
+    cut = np.broadcast_to(mech.cut, released.shape) + 0.5
     mu, sd = PRIOR_VIEWS
     centre, information = np.empty(len(released)), np.empty(len(released))
     for c, row in enumerate(released):
