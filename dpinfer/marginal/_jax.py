@@ -7,7 +7,8 @@ into :func:`._groups.group_sweep`, without state) and of the quadrature's
 ``HeldFixed`` and ``NoiseTerms`` (:mod:`._quadrature`), so that a model built with
 ``to_pymc`` compiles with ``mode="JAX"`` and samples with
 ``pm.sample(nuts_sampler="numpyro")`` or ``"blackjax"``.
-:func:`dpinfer.marginal._pymc.observe` imports it when JAX is installed.
+:func:`dpinfer.marginal._pymc.observe` has it imported when PyTensor's JAX dispatch is
+(:mod:`dpinfer._backend_hooks`), so that a model alone never imports JAX.
 
 **What the callback does.** :class:`MarginalLogp`'s JAX function is a
 ``jax.pure_callback`` into :func:`._sweep.marginal_sweep`, the numba kernel the

@@ -3,7 +3,9 @@
 Without these implementations PyTensor runs :class:`._op.MarginalLogp` in object mode
 (with a warning): each evaluation takes the GIL, so nutpie's parallel chains wait for
 one another. The implementation here calls :func:`._sweep.marginal_sweep` from
-compiled code.
+compiled code. :func:`._pymc.register_backends` has this module imported when PyTensor's
+numba dispatch is (:mod:`dpinfer._backend_hooks`): a model built for the default backend
+imports neither.
 
 **The per-cell state.** The Op's ``state`` input (a shared variable) cannot be
 updated in place here: nutpie hands one read-only copy of every shared variable to

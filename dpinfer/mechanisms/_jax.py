@@ -5,7 +5,8 @@ JAX implementations of :class:`._pytensor_ops.DiscreteGaussianLogCDF` (the
 probability that a discrete Gaussian release is suppressed, in a ``to_pymc``
 model of :class:`~dpinfer.Thresholded` releases) and of
 :class:`dpinfer._tensor_shapes.ShapeCheck` (the check of a shape known only when
-the model runs). :func:`._pymc.observe` imports it when JAX is installed.
+the model runs). :func:`._pymc.observe` has it imported when PyTensor's JAX dispatch is
+(:mod:`dpinfer._backend_hooks`).
 
 The log-CDF is a ``jax.pure_callback`` into the NumPy function the default
 backend calls: it runs on the host, and on an accelerator its arguments are

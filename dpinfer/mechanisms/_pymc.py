@@ -14,7 +14,7 @@ import functools
 import numpy as np
 
 from .. import _validate
-from .._jax_backend import jax_installed
+from .._backend_hooks import register_on_import
 
 __all__ = ["observe", "register_latent_handler"]
 
@@ -32,8 +32,8 @@ def register_latent_handler(handler) -> None:
 
 def observe(mechanism, name: str, value, *, observed, totals=None, tol: float):
     """Add ``mechanism``'s density of ``observed`` given ``value`` (see ``Mechanism.to_pymc``)."""
-    if jax_installed():
-        from . import _jax  # noqa: F401 (the Ops' JAX implementations, for mode="JAX")
+    # the mechanisms' Ops in PyTensor's JAX backend, registered when it is imported
+    register_on_import("pytensor.link.jax.dispatch", "dpinfer.mechanisms._jax")
     for handler in _LATENT_HANDLERS:
         variable = handler(mechanism, name, value, observed=observed, totals=totals, tol=tol)
         if variable is not NotImplemented:
