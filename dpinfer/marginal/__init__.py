@@ -152,8 +152,9 @@ def to_pymc(
     ``"blackjax"``: the sums run on the host, by the same compiled kernel, through a
     callback (on an accelerator, the parameters cross to the host and the results
     back at each evaluation; see :mod:`dpinfer.marginal._jax`). A Normal latent under
-    Laplace noise, and a quadrature whose inverse CDF needs ``gammaincinv`` (Gamma),
-    need PyTensor's JAX functions that come with tensorflow-probability.
+    Laplace noise (``erfcx``) and a Gamma latent's quadrature (``gammaincinv``) use
+    tensorflow-probability's JAX functions when it is installed, and host callbacks
+    into SciPy otherwise (:mod:`dpinfer._jax_special`).
 
     With ``totals``, the cells of a group are no longer independent: with
     :math:`f_i(k) = p(s_i = k \mid \theta) \prod_m \eta_m(y_{im} \mid k)`, the

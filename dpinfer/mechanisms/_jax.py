@@ -23,6 +23,7 @@ import numpy as np
 from jax.custom_derivatives import SymbolicZero
 from pytensor.link.jax.dispatch import jax_funcify
 
+from .. import _jax_special  # noqa: F401 (erfcx and gammaincinv without tensorflow-probability)
 from .._tensor_shapes import ShapeCheck, _message, fits
 from ..noise.discrete_gaussian import discrete_gaussian_log_cdf
 from ._pytensor_ops import DiscreteGaussianLogCDF
