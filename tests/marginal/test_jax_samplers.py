@@ -26,8 +26,8 @@ from dpinfer.marginal import _jax as marginal_jax  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-CELLS = 20
-DRAWS = {"tune": 500, "draws": 1000, "chains": 2}
+CELLS = 12
+DRAWS = {"tune": 300, "draws": 500, "chains": 2}
 # |difference| / its standard error below 4 for each of the 2 x 2 comparisons: a false
 # failure has probability about 4 x 6.3e-5 = 2.5e-4 (normal approximation of the means)
 Z_LIMIT = 4.0
@@ -99,7 +99,7 @@ class _DoubledRate(marginal_jax.HostSweep):
 def test_planted_bug_a_callback_at_the_wrong_rate_is_caught(reference, monkeypatch):
     monkeypatch.setattr(marginal_jax, "HostSweep", _DoubledRate)
     kwargs = {"nuts_sampler_kwargs": {"chain_method": "vectorized"}}
-    # the bug moves mu by log 2, about 170 standard errors at 1,000 draws: 200 show it
-    short = {"tune": 200, "draws": 200, "chains": 2}
+    # the bug moves mu by log 2, about 120 standard errors at 500 draws: 100 show it
+    short = {"tune": 100, "draws": 100, "chains": 2}
     scores = z_scores(_sample("numpyro", draws=short, **kwargs), reference)
     assert max(scores.values()) >= Z_LIMIT, scores
