@@ -484,7 +484,7 @@ def callback_cost(sizes, rho, repeats=30):
     CPU time counts every thread of the process (XLA's wait for the callback among them).
     """
     import jax
-    from pytensor.graph.basic import io_toposort
+    from pytensor.graph.traversal import io_toposort
 
     from dpinfer.marginal import _jax as marginal_jax
     from dpinfer.marginal._op import MarginalLogp
