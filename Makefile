@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # torch is installed first, pinned: this CPU build is on the machines' disks, and the unpinned
 # torch that the neural extra asks for would otherwise download a multi-GB CUDA build.
+# The jax extra needs no pin: pip's default jaxlib is the CPU build (about 85 MB, no CUDA).
 TORCH_VERSION ?= 2.13.0
 
 .PHONY: demo test lint fast bench clean
@@ -17,7 +18,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --quiet "torch==$(TORCH_VERSION)"
-	$(BIN)/python -m pip install --quiet --quiet -e ".[test,distributed,neural,nutpie]"
+	$(BIN)/python -m pip install --quiet --quiet -e ".[test,distributed,neural,nutpie,jax]"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -57,6 +57,13 @@ Sections:
   (``--tune`` + ``--draws`` draws, tree depth at most ``--max-treedepth``), with CPU time,
   leapfrog steps and resident memory per cell.
 
+* ``jax-callback``: one log-likelihood-and-gradient of the marginal Op at ``--cells``: the
+  numba kernel called directly against the JAX function of the Op (a host callback into the
+  same kernel, :mod:`dpinfer.marginal._jax`), CPU time.
+* ``jax-samplers``: numpyro and blackjax NUTS (as ``pm.sample(nuts_sampler=...)`` runs them)
+  on the naive and dpinfer models at ``--cells``: CPU per leapfrog step and per effective
+  sample of (mu, tau), and their ratios to naive ``pm.sample``.
+
 The kernel's threads (numba's) are off in ``sampling`` and ``evaluation``, as BLAS's are, so
 that their CPU times compare the likelihoods' work; ``cores`` turns them on.
 
@@ -550,9 +557,144 @@ def numba_evaluation(sizes, rho, repeats=50):
             )
 
 
+def callback_cost(sizes, rho, repeats=30):
+    """CPU time of one log-likelihood-and-gradient of the marginal Op: kernel, JAX callback.
+
+    ``kernel``: :func:`dpinfer.marginal._sweep.marginal_sweep` called directly with its
+    state (the default backend's work, without PyTensor); ``callback``: the JAX function of
+    the Op (:mod:`dpinfer.marginal._jax`), ``jax.jit(jax.value_and_grad)`` of the summed
+    log-likelihood, a host callback into the same kernel. Both at the model's initial point;
+    CPU time counts every thread of the process (XLA's wait for the callback among them).
+    """
+    import jax
+    from pytensor.graph.traversal import io_toposort
+
+    from dpinfer.marginal import _jax as marginal_jax
+    from dpinfer.marginal._forms import unpacked
+    from dpinfer.marginal._op import MarginalLogp
+    from dpinfer.marginal._poisson import STATE
+    from dpinfer.marginal._sweep import marginal_sweep
+
+    for n in sizes:
+        m = model("dpinfer", *table(n, rho))
+        nodes = io_toposort([], [m.logp()])
+        (node,) = (x for x in nodes if isinstance(x.op, MarginalLogp))
+        inputs = [m.compile_fn(x, inputs=m.value_vars, on_unused_input="ignore")(m.initial_point())
+                  for x in node.inputs[:2]]  # fmt: skip
+        a, b = (np.ascontiguousarray(x, dtype=float) for x in inputs)
+        op, (form, tab) = node.op, (x.data for x in node.inputs[2:4])
+        (cells, tab), state = unpacked(form, tab), np.full((n, STATE), np.nan)
+        outs = (np.empty(n), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64))
+
+        def kernel(a=a, b=b, op=op, cells=cells, tab=tab, state=state, outs=outs):
+            marginal_sweep(op.family, a, b, cells, tab, op.tol, state, *outs)
+
+        marginal = marginal_jax.marginal_logp_jax(marginal_jax.HostSweep(op, form, tab))
+        value_and_grad = jax.jit(jax.value_and_grad(lambda a, b: marginal(a, b)[0].sum()))
+
+        def callback(a=jax.numpy.asarray(a), b=jax.numpy.asarray(b), f=value_and_grad):
+            jax.block_until_ready(f(a, b))
+
+        cpu, wall = {}, {}
+        for name, fn in (("kernel", kernel), ("callback", callback)):
+            fn()
+            laps = []
+            for _ in range(repeats):
+                start, start_cpu = time.perf_counter(), time.process_time()
+                fn()
+                laps.append((time.process_time() - start_cpu, time.perf_counter() - start))
+            cpu[name], wall[name] = np.median(laps, axis=0) * 1e3
+        print(
+            f"{n:>7,}  CPU: kernel {cpu['kernel']:7.3f} ms  callback {cpu['callback']:7.3f} ms  "
+            f"x kernel {cpu['callback'] / cpu['kernel']:5.2f};  wall: kernel "
+            f"{wall['kernel']:7.3f} ms  callback {wall['callback']:7.3f} ms  "
+            f"x kernel {wall['callback'] / wall['kernel']:5.2f}",
+            flush=True,
+        )
+
+
+def jax_samplers(cells, rho, *, tune=500, draws=500, chains=2):
+    """numpyro and blackjax NUTS on the naive and dpinfer models, against naive ``pm.sample``.
+
+    Each sampler is called as ``pm.sample(nuts_sampler=...)`` calls it (on PyMC's JAX
+    log-density, ``pymc.sampling.jax.get_jaxified_logp``), one chain at a time, with its
+    warm-up steps counted too; CPU time includes JAX's compilation, as ``sampling``'s
+    includes PyMC's. Printed: CPU per leapfrog step and per effective sample (smallest
+    bulk ESS of mu and tau), and their ratios to naive ``pm.sample``.
+    """
+    for n in cells:
+        data = table(n, rho)
+        base = _combine([_run(model("naive", *data), tune=tune, draws=draws, chain=c)
+                         for c in range(chains)])  # fmt: skip
+        rows = [("pm.sample", "naive", base)]
+        for sampler in ("numpyro", "blackjax"):
+            for kind in ("naive", "dpinfer"):
+                m = model(kind, *data)
+                runs = [_run_jax(sampler, m, tune=tune, draws=draws, chain=c)
+                        for c in range(chains)]  # fmt: skip
+                rows.append((sampler, kind, _combine(runs)))
+        for sampler, kind, (_, cpu, steps, ess) in rows:
+            per_step, per_ess = cpu / steps, cpu / ess
+            print(
+                f"{n:>7,} {sampler:>9} {kind:>8}  CPU {cpu:7.1f} s  steps {steps:7,}  "
+                f"CPU/step {per_step * 1e3:6.3f} ms  ESS {ess:6.0f}  "
+                f"CPU/ESS {per_ess * 1e3:7.2f} ms  "
+                f"x naive pm.sample: per step {per_step / (base[1] / base[2]):5.2f} "
+                f"per ESS {per_ess / (base[1] / base[3]):5.2f}",
+                flush=True,
+            )
+
+
+def _run_jax(sampler, m, *, tune, draws, chain):
+    """One chain of ``sampler`` on ``m``: (wall s, CPU s, leapfrog steps, draws of mu, tau)."""
+    import jax
+    from pymc.sampling.jax import get_jaxified_logp
+
+    names = [v.name for v in m.value_vars]
+    point = m.initial_point()
+    start = [np.asarray(point[name], dtype=float) for name in names]
+    key = jax.random.PRNGKey(1 + chain)
+    wall, cpu = time.perf_counter(), time.process_time()
+    if sampler == "numpyro":
+        from numpyro.infer import MCMC, NUTS
+
+        nuts = NUTS(potential_fn=get_jaxified_logp(m, negative_logp=False))
+        mcmc = MCMC(nuts, num_warmup=tune, num_samples=draws, progress_bar=False)
+        mcmc.warmup(key, init_params=start, collect_warmup=True, extra_fields=("num_steps",))
+        steps = int(mcmc.get_extra_fields()["num_steps"].sum())
+        mcmc.run(mcmc.post_warmup_state.rng_key, extra_fields=("num_steps",))
+        steps += int(mcmc.get_extra_fields()["num_steps"].sum())
+        position = mcmc.get_samples()
+    else:
+        import blackjax
+
+        logdensity = get_jaxified_logp(m)
+        adapt = blackjax.window_adaptation(blackjax.nuts, logdensity)
+        warm_key, key = jax.random.split(key)
+        (state, params), info = adapt.run(warm_key, start, num_steps=tune)
+        step = blackjax.nuts(logdensity, **params).step
+
+        def one(state, k):
+            state, info = step(k, state)
+            return state, (state.position, info.num_integration_steps)
+
+        _, (position, n_steps) = jax.lax.scan(one, state, jax.random.split(key, draws))
+        steps = int(info.info.num_integration_steps.sum() + n_steps.sum())
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    mu, log_tau = (np.asarray(position[names.index(v)]) for v in ("mu", "tau_log__"))
+    return wall, cpu, steps, {"mu": mu, "tau": np.exp(log_tau)}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sections = ("sampling", "evaluation", "numba-evaluation", "cores")
+    sections = (
+        "sampling",
+        "evaluation",
+        "numba-evaluation",
+        "cores",
+        "jax-samplers",
+        "jax-callback",
+    )
     parser.add_argument("--section", choices=sections, default=None)
     parser.add_argument("--cells", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--rho", type=float, default=0.5)
@@ -596,6 +738,13 @@ def main(argv=None) -> None:
     if args.section in (None, "numba-evaluation") and _has_nutpie():
         print("== numba-evaluation: one log-density and gradient as nutpie compiles it ==")
         numba_evaluation(args.cells, args.rho)
+    if args.section in (None, "jax-callback"):
+        print("== JAX: one log-likelihood and gradient of the marginal Op, kernel vs callback ==")
+        callback_cost(args.cells, args.rho)
+    if args.section in (None, "jax-samplers"):
+        shape = f"2 chains x ({args.tune} + {args.draws}), one after the other"
+        print(f"== JAX samplers (numpyro, blackjax): {shape}; ESS of (mu, tau) ==")
+        jax_samplers(args.cells, args.rho, tune=args.tune, draws=args.draws)
 
 
 if __name__ == "__main__":

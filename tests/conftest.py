@@ -36,6 +36,8 @@ SLOW_FIRST = (
     "tests/test_tutorials.py::TestNotebooks3",
     "tests/mechanisms/test_sparse_vector.py",
     "tests/test_tutorials.py::TestNotebooks1",
+    "tests/marginal/test_jax_samplers.py",
+    "tests/marginal/test_jax.py",
     "tests/abcdp/test_abcdp_audit.py",
     "tests/models/test_lalonde.py",
     "tests/test_tutorials.py::TestNotebooks2",

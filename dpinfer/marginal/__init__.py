@@ -153,6 +153,15 @@ def to_pymc(
     quadrature, with pieces at its quantiles and at the noise's scales (see
     :mod:`dpinfer.marginal._quadrature` for the error); one without is refused.
 
+    With JAX installed (the ``jax`` extra), the model also compiles with
+    ``mode="JAX"`` and samples with ``pm.sample(nuts_sampler="numpyro")`` or
+    ``"blackjax"``: the sums run on the host, by the same compiled kernel, through a
+    callback (on an accelerator, the parameters cross to the host and the results
+    back at each evaluation; see :mod:`dpinfer.marginal._jax`). A Normal latent under
+    Laplace noise (``erfcx``) and a Gamma latent's quadrature (``gammaincinv``) use
+    tensorflow-probability's JAX functions when it is installed, and host callbacks
+    into SciPy otherwise (:mod:`dpinfer._jax_special`).
+
     With ``totals``, the cells of a group are no longer independent: with
     :math:`f_i(k) = p(s_i = k \mid \theta) \prod_m \eta_m(y_{im} \mid k)`, the
     group's likelihood is the sum over the splits of its total :math:`T`,

@@ -3,7 +3,9 @@
 Without these implementations PyTensor runs :class:`._op.MarginalLogp` in object mode
 (with a warning): each evaluation takes the GIL, so nutpie's parallel chains wait for
 one another. The implementation here calls :func:`._sweep.marginal_sweep` from
-compiled code.
+compiled code. :func:`._pymc.register_backends` has this module imported when PyTensor's
+numba dispatch is (:mod:`dpinfer._backend_hooks`): a model built for the default backend
+imports neither.
 
 **Threads.** As the Python implementation does, a node spreads a table of
 ``._op.THREADED_CELLS`` cells or more over numba's threads (the calling thread's

@@ -6,9 +6,9 @@ import warnings
 
 import numpy as np
 
+from .._backend_hooks import register_on_import
 from .._user_code import outside_dpinfer
 from ..noise.form import GAUSSIAN, LAPLACE, expanded
-from . import _numba_op  # noqa: F401  (registers the compiled implementations)
 from ._families import LatentFamily
 from ._forms import joined_form, packed, release_form, release_views, unpacked
 from ._group_op import group_logp
@@ -16,6 +16,16 @@ from ._latent import Latent, SharedLatentWarning
 from ._op import STATE, MarginalLogp
 from ._quadrature import check_noise, quadrature_logp
 from ._totals import draw_given_totals, read_totals
+
+
+def register_backends() -> None:
+    """Register the Ops' numba and JAX implementations when PyTensor imports those backends.
+
+    Not at once: PyTensor's numba dispatch takes a while to import and its JAX dispatch
+    imports JAX, whose threads make a later fork warn (see :mod:`dpinfer._backend_hooks`).
+    """
+    register_on_import("pytensor.link.numba.dispatch", "dpinfer.marginal._numba_op")
+    register_on_import("pytensor.link.jax.dispatch", "dpinfer.marginal._jax")
 
 
 def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist, totals=None):
@@ -26,6 +36,7 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist, 
     """
     import pymc as pm
 
+    register_backends()
     cells = _cells_shape(pairs)
     for i, (mechanism, _) in enumerate(pairs):
         _check_shape(mechanism, cells, f"observed[{i}][1]")

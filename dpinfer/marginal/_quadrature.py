@@ -95,8 +95,11 @@ def quadrature_logp(op, params, forms, cells, tol):
 
     cols = [pt.broadcast_to(pt.cast(p, "float64"), cells).ravel()[:, None] for p in params]
     latent = op(*cols)
+    # where a piece ends does not change the integral: the inverse CDF (PyMC's Gamma's has
+    # no gradient in its shape) sees parameters the gradient does not pass through
+    fixed = op(*(held_fixed(c) for c in cols))
     tails = np.array([tol, *_QUANTILES, 1 - tol])
-    points = [pm.icdf(latent, tails[None, :])]
+    points = [pm.icdf(fixed, tails[None, :])]
     for form in forms:
         y, scale = form["released"][:, None], form["scale"][:, None]
         gaussian = form["kind"][:, None] == GAUSSIAN
@@ -104,11 +107,9 @@ def quadrature_logp(op, params, forms, cells, tol):
         # breakpoints at y and y +- (2/23, 1/4, 1/2, 1) of the reach: the noise's own pieces
         # are then exact to ~1e-15 with 16 nodes
         points.append(pt.constant(y + reach * scale * _NOISE_STEPS))
-    support = pm.icdf(latent, np.array([[0.0, 1.0]]))
+    support = pm.icdf(fixed, np.array([[0.0, 1.0]]))
     lo, hi = support[:, :1], support[:, 1:]
-    # the gradient is the quadrature of the integrand's gradient at fixed nodes: where a
-    # piece ends does not change the integral (and PyMC's inverse CDFs, the Gamma's,
-    # have no gradient in their shape)
+    # the gradient is the quadrature of the integrand's gradient at fixed nodes
     breaks = held_fixed(pt.sort(pt.clip(pt.concatenate(points, axis=1), lo, hi), axis=1))
     left, right = breaks[:, :-1, None], breaks[:, 1:, None]
     median = held_fixed(points[0][:, None, _MEDIAN : _MEDIAN + 1])

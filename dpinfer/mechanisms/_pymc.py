@@ -14,6 +14,7 @@ import functools
 import numpy as np
 
 from .. import _validate
+from .._backend_hooks import register_on_import
 
 __all__ = ["observe", "register_latent_handler"]
 
@@ -31,6 +32,8 @@ def register_latent_handler(handler) -> None:
 
 def observe(mechanism, name: str, value, *, observed, totals=None, tol: float):
     """Add ``mechanism``'s density of ``observed`` given ``value`` (see ``Mechanism.to_pymc``)."""
+    # the mechanisms' Ops in PyTensor's JAX backend, registered when it is imported
+    register_on_import("pytensor.link.jax.dispatch", "dpinfer.mechanisms._jax")
     for handler in _LATENT_HANDLERS:
         variable = handler(mechanism, name, value, observed=observed, totals=totals, tol=tol)
         if variable is not NotImplemented:
