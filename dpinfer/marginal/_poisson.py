@@ -100,20 +100,20 @@ def _walk(lam, s, up, step):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _jump(lam, row):
-    """Return an integer next to the mode, by Newton's method from the last mode.
+def _jump(lam, s, gauss_a, gauss_b):
+    """Return an integer next to the mode, by Newton's method from ``s``.
 
     ``t`` rises at s while ``g(s) = log lam + A - B s - log(s + 1) > 0``; ``g``
     is decreasing and convex (``B > 0``), so the first Newton step from any point
     lands at or left of its root, and the following ones climb to it. The mode is
     the root rounded up: :func:`_walk` finishes from the integer below.
     """
-    log_lam, x = math.log(lam), row[MODE]
+    log_lam, x = math.log(lam), s
     for _ in range(64):
-        g = log_lam + row[GA] - row[GB] * x - math.log(x + 1.0)
+        g = log_lam + gauss_a - gauss_b * x - math.log(x + 1.0)
         if x == 0.0 and g <= 0.0:
             break
-        move = g / (row[GB] + 1.0 / (x + 1.0))
+        move = g / (gauss_b + 1.0 / (x + 1.0))
         x = max(x + move, 0.0)
         if abs(move) < 0.5:
             break
@@ -172,9 +172,10 @@ def ready(lam, form, table, n, j, row):
         _at(form, table, n, j, row, row[MODE])
     mode = _walk(lam, row[AT], row[UP], row[STEP])
     if math.isnan(mode):  # moved more than 8 counts: jump near it, and walk from there
-        start = _jump(lam, row)
+        gauss_a, gauss_b = row[GA], row[GB]
+        start = _jump(lam, row[MODE], gauss_a, gauss_b)
         if start < _LARGEST:
-            mode = _walk(lam, start, math.exp(row[GA] - row[GB] * start), row[STEP])
+            mode = _walk(lam, start, math.exp(gauss_a - gauss_b * start), row[STEP])
     if not mode < _LARGEST:  # NaN: the walk did not end
         return False
     _at(form, table, n, j, row, mode)
