@@ -1,18 +1,43 @@
-"""Census-shaped releases: noisy marginal queries over a geographic tree, with invariants."""
+"""Census-shaped releases: noisy marginal queries over a geographic tree, with invariants.
 
+A release (:class:`CensusRelease`) holds, for every geographic unit (geocodes
+nested by prefix), noisy integer counts of marginal queries of a detailed
+histogram, each cell with its discrete Gaussian variance, and invariants
+(query cells published exactly). Read it from a folder (:func:`read_release`)
+or from the Census Bureau's noisy measurement file layout (:func:`read_nmf`),
+or make a synthetic one (:func:`synthetic_state`, :func:`synthetic_release`).
+Three analyses: :func:`naive` (noisy values clipped at zero), :func:`gls`
+(constrained least squares by linear-time tree passes) and
+:func:`sample_posterior` (the exact posterior of the integer, non-negative
+counts by a compiled lattice MCMC).
+"""
+
+from ._dense import dense_gls
 from ._folder import read_release, release_tables, write_release
+from ._gls import GLSResult, gls
+from ._naive import naive
 from ._queries import Axes, Query
 from ._release import CensusRelease, Invariants, Measurements
+from ._synthetic import PL94_AXES, Truth, pl94_variances, synthetic_release, synthetic_state
 from ._units import Units
 
 __all__ = [
+    "PL94_AXES",
     "Axes",
     "CensusRelease",
+    "GLSResult",
     "Invariants",
     "Measurements",
     "Query",
+    "Truth",
     "Units",
+    "dense_gls",
+    "gls",
+    "naive",
+    "pl94_variances",
     "read_release",
     "release_tables",
+    "synthetic_release",
+    "synthetic_state",
     "write_release",
 ]
