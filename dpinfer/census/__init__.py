@@ -16,6 +16,7 @@ from ._dense import dense_gls
 from ._folder import read_release, release_tables, write_release
 from ._gls import GLSResult, gls
 from ._naive import naive
+from ._posterior import CensusPosterior, sample_posterior
 from ._queries import Axes, Query
 from ._release import CensusRelease, Invariants, Measurements
 from ._synthetic import PL94_AXES, Truth, pl94_variances, synthetic_release, synthetic_state
@@ -24,6 +25,7 @@ from ._units import Units
 __all__ = [
     "PL94_AXES",
     "Axes",
+    "CensusPosterior",
     "CensusRelease",
     "GLSResult",
     "Invariants",
@@ -37,6 +39,7 @@ __all__ = [
     "pl94_variances",
     "read_release",
     "release_tables",
+    "sample_posterior",
     "synthetic_release",
     "synthetic_state",
     "write_release",
