@@ -274,6 +274,8 @@ def record(cur, center, total, total_sq, hist):
         v = cur[i]
         total[i] += v
         total_sq[i] += float(v) * float(v)
+        if width == 0:
+            continue
         b = v - center[i] + half + 1
         if b < 1:
             b = 0

@@ -233,6 +233,7 @@ def sample_posterior(
     per_leaf: int | None = None,
     executor=None,
     store_leaves: bool = False,
+    intervals: bool = True,
     rng=None,
     progressbar: bool = True,
 ) -> CensusPosterior:
@@ -259,6 +260,9 @@ def sample_posterior(
         process pool); same results as serially, seed for seed.
     store_leaves : bool, default False
         Keep every draw of every leaf table (small releases only).
+    intervals : bool, default True
+        Keep the window histograms of the interval summaries (``2 * WINDOW + 3``
+        counts per unit and query cell); without them ``lower`` and ``upper`` are NaN.
     rng : None, int, SeedSequence or Generator
     progressbar : bool, default True
 
@@ -313,8 +317,8 @@ def sample_posterior(
                 hyper,
                 executor,
                 store_leaves,
-                progressbar,
-            )  # fmt: skip
+                intervals,
+            )
         )
     seconds = time.process_time() - begin
     return _collect(problem, outputs, draws, chains, root, seconds, prior, store_leaves)
@@ -388,7 +392,7 @@ def _parallel_subtrees(problem, x, cur, per_leaf, kind, pa, pb, seeds, executor)
 
 
 def _run_chain(problem, start, chain, root, draws, tune, per_leaf, kind, pa, pb, hyper,
-               executor, store_leaves, progressbar):  # fmt: skip
+               executor, store_leaves, intervals):  # fmt: skip
     chain_seed = child_sequence(root, chain)
     gen = np.random.default_rng(child_sequence(chain_seed, 0))
     x = initial_table(problem, start, gen)
@@ -402,7 +406,7 @@ def _run_chain(problem, start, chain, root, draws, tune, per_leaf, kind, pa, pb,
     leaves = np.empty((draws, *x.shape), dtype=np.int64) if store_leaves else None
     sums = np.zeros(cur.size)
     sumsq = np.zeros(cur.size)
-    hist = np.zeros((cur.size, 2 * WINDOW + 3), dtype=np.int32)
+    hist = np.zeros((cur.size, 2 * WINDOW + 3 if intervals else 0), dtype=np.int32)
     counts = np.zeros(2, dtype=np.int64)
     pa = pa.copy()
     for r in range(tune + draws):
@@ -443,7 +447,10 @@ def _collect(problem, outputs, draws, chains, root, seconds, prior, store_leaves
     sumsq = sum(o["sumsq"] for o in outputs)
     mean = sums / n
     sd = np.sqrt(np.maximum(sumsq / n - mean * mean, 0.0) * n / max(n - 1, 1))
-    lower, upper, clipped = _intervals(outputs, n)
+    if outputs[0]["hist"].shape[1]:
+        lower, upper, clipped = _intervals(outputs, n)
+    else:
+        lower, upper, clipped = np.full(mean.size, np.nan), np.full(mean.size, np.nan), 0
     units = problem.release.units
     split = np.cumsum([q.cells for q in problem.queries])[:-1]
 
