@@ -159,14 +159,13 @@ def initial_table(problem: Problem, start: np.ndarray, rng: np.random.Generator)
                     f"cannot build a starting table: the {name!r} invariant at geocode "
                     f"{units.geocodes[unit]!r} is not met by its sub-units' invariants"
                 )
-            while gap > 0:
-                x[rng.choice(free), rng.choice(cells)] += 1
-                gap -= 1
-            while gap < 0:
-                sub = x[free][:, cells]
-                flat = rng.choice(np.flatnonzero(sub.ravel() > 0))
-                x[free[flat // cells.size], cells[flat % cells.size]] -= 1
-                gap += 1
+            if gap > 0:
+                np.add.at(x, (rng.choice(free, gap), rng.choice(cells, gap)), 1)
+            elif gap < 0:
+                sub = x[np.ix_(free, cells)].ravel()
+                people = np.repeat(np.arange(sub.size), sub)
+                gone = np.bincount(rng.choice(people, -gap, replace=False), minlength=sub.size)
+                x[np.ix_(free, cells)] -= gone.reshape(free.size, cells.size)
     return x
 
 
