@@ -2,8 +2,9 @@
 
 The one place the sampler evaluates the noise: the log-ratio of the discrete
 Gaussian pmf of a released value ``y`` when the confidential count moves from
-``s`` to ``s + step``. The normaliser cancels, so with ``h = 1 / (2 sigma**2)``
-the ratio is exactly ``h step (2 (y - s) - step)``.
+``s`` to ``s + step``. The normaliser cancels, so with the residual ``r = y - s``
+(an integer) and the weight ``w = 1 / (2 sigma**2)`` (precomputed per cell) the
+ratio is exactly ``w step (2 r - step)``: integer arithmetic, then one rounding.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numba
 __all__ = ["noise_log_ratio"]
 
 
-@numba.njit(cache=True, inline="always")
-def noise_log_ratio(released, value, step, h):
-    """``log p(released | value + step) - log p(released | value)`` (discrete Gaussian)."""
-    return h * step * (2.0 * (released - value) - step)
+@numba.njit(cache=True, inline="always", _nrt=False)
+def noise_log_ratio(residual, step, weight):
+    """``log p(y | s + step) - log p(y | s)`` (discrete Gaussian), ``residual = y - s``."""
+    return weight * (step * (2 * residual - step))

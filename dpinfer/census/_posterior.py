@@ -1,172 +1,27 @@
-"""The exact posterior of the integer, non-negative leaf tables: the lattice MCMC driver.
+"""The exact posterior of the integer, non-negative leaf tables of a release in memory.
 
-:func:`sample_posterior` runs several chains of the moves of
-:mod:`dpinfer.census._lattice`. A *round* is one pass over the subtrees (the
-depth-1 units, counties) of the moves that keep each subtree's detailed counts
-(between leaves of one subtree, and swaps), each subtree with its own random
-stream, then one pass over the whole tree of the moves that change them (within
-a leaf, between subtrees, birth and death). Given the subtrees' counts the
-subtrees are independent, so the first pass runs on an executor when one is
-given, with the same result seed for seed as the serial run.
-
-After each round past ``tune``, every unit's every query cell is added to
-streaming summaries (running sums, and an integer histogram over a window
-around the cell's value at the end of tuning), so memory does not grow with the
-number of draws; the units' totals (above the leaves) and the log-likelihood
-are kept as draws, for R-hat and ESS.
+:func:`sample_posterior` runs several chains of the lattice moves
+(:mod:`dpinfer.census._lattice`), part by part (:mod:`dpinfer.census._chains`),
+and returns every unit's every query cell's posterior mean, sd and central 90%
+interval (:class:`CensusPosterior`), with the draws of the inner units'
+totals and of the log-likelihood as InferenceData.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from .._rng import as_seed_sequence, child_sequence, seed_entropy
-from . import _lattice
+from .._rng import as_seed_sequence, seed_entropy
+from ._chains import MemoryStore
+from ._gls import gls
+from ._parts import ReleaseParts
+from ._plan import make_plan, prior_tables, run_chains
 from ._release import CensusRelease
+from ._summaries import finish
 
 __all__ = ["CensusPosterior", "sample_posterior"]
-
-#: Half-width of the histogram window of each cell's streaming summary.
-WINDOW = 24
-#: Central interval level of the summaries.
-LEVEL = 0.90
-
-
-@dataclass(frozen=True, eq=False)
-class Problem:
-    """The release as the arrays the compiled moves read."""
-
-    release: CensusRelease
-    leaves: np.ndarray  # unit index of each leaf, geocode order
-    anc: np.ndarray  # (leaves, depths): the unit at each depth on the leaf's path
-    depth: np.ndarray
-    leaf_lo: np.ndarray  # per unit: its leaves' range in geocode order
-    leaf_hi: np.ndarray
-    deepest: np.ndarray  # per leaf: deepest depth of an invariant on its path (-1: none)
-    group: np.ndarray
-    perm: np.ndarray
-    pos: np.ndarray
-    gsize: np.ndarray
-    queries: list
-    qmap: np.ndarray
-    qoff: np.ndarray
-    ncell: int
-    y: np.ndarray
-    h: np.ndarray
-    subtrees: np.ndarray  # (subtrees, 2): leaf ranges of the depth-1 units
-
-
-def build_problem(release: CensusRelease) -> Problem:
-    """Flatten ``release`` into the arrays of :func:`dpinfer.census._lattice.run_leaves`."""
-    units, axes = release.units, release.axes
-    leaves = units.leaves[np.argsort(units.geocodes[units.leaves].astype(str), kind="stable")]
-    dmax = units.levels
-    anc = np.full((leaves.size, dmax), -1, dtype=np.int64)
-    current = leaves.copy()
-    for _ in range(dmax):
-        ok = current >= 0
-        anc[np.flatnonzero(ok), units.depth[current[ok]]] = current[ok]
-        current = np.where(ok, units.parent[np.maximum(current, 0)], -1)
-    leaf_lo = np.full(len(units), 0, dtype=np.int64)
-    leaf_hi = np.full(len(units), 0, dtype=np.int64)
-    for t in range(dmax):
-        col = anc[:, t]
-        ok = np.flatnonzero(col >= 0)
-        u, first = np.unique(col[ok], return_index=True)
-        last = np.unique(col[ok][::-1], return_index=True)[1]
-        leaf_lo[u] = ok[first]
-        leaf_hi[u] = ok[ok.size - 1 - last] + 1
-    inv_depth = np.full(len(units), -1, dtype=np.int64)
-    frozen = np.zeros(len(units), dtype=np.int64)
-    for name, inv in release.invariants.items():
-        inv_depth[inv.units] = units.depth[inv.units]
-        frozen[inv.units] |= sum(1 << k for k in axes.query(name).kept)
-    on_path = np.where(anc >= 0, inv_depth[np.maximum(anc, 0)], -1)
-    deepest = on_path.max(axis=1)
-    leaf_frozen = np.bitwise_or.reduce(np.where(anc >= 0, frozen[np.maximum(anc, 0)], 0), axis=1)
-    masks, group = np.unique(leaf_frozen, return_inverse=True)
-    grids = np.indices(axes.sizes).reshape(len(axes.sizes), -1)
-    perm = np.empty((masks.size, axes.cells), dtype=np.int64)
-    pos = np.empty_like(perm)
-    gsize = np.empty(masks.size, dtype=np.int64)
-    for g, mask in enumerate(masks):
-        key = np.zeros(axes.cells, dtype=np.int64)
-        for a, n in enumerate(axes.sizes):
-            if mask >> a & 1:
-                key = key * n + grids[a]
-        perm[g] = np.argsort(key, kind="stable")
-        pos[g, perm[g]] = np.arange(axes.cells)
-        gsize[g] = axes.cells // (int(key.max()) + 1)
-    queries = [release.query(n) for n in release.measurements]
-    qmap = np.stack([q.cell_of_detailed for q in queries])
-    qoff = np.concatenate([[0], np.cumsum([q.cells for q in queries])[:-1]]).astype(np.int64)
-    ncell = int(sum(q.cells for q in queries))
-    y = np.zeros((len(units), ncell))
-    h = np.zeros((len(units), ncell))
-    for q, off, meas in zip(queries, qoff, release.measurements.values(), strict=True):
-        y[meas.units, off : off + q.cells] = meas.values
-        with np.errstate(divide="ignore"):
-            h[meas.units, off : off + q.cells] = 0.5 / meas.variance
-    tops = np.arange(units.level_start[1], units.level_start[2]) if dmax > 2 else np.array([0])
-    subtrees = np.stack([leaf_lo[tops], leaf_hi[tops]], axis=1)
-    return Problem(
-        release, leaves, anc, units.depth[leaves], leaf_lo, leaf_hi, deepest,
-        group.astype(np.int64),
-        perm, pos, gsize, queries, qmap, qoff, ncell, y.ravel(), h.ravel(), subtrees,
-    )  # fmt: skip
-
-
-def query_cells(problem: Problem, x: np.ndarray) -> np.ndarray:
-    """``(units * ncell,)`` int64: every unit's query cells for leaf tables ``x``."""
-    units = problem.release.units
-    detailed = np.zeros((len(units), x.shape[1]), dtype=np.int64)
-    detailed[problem.leaves] = x
-    for k in range(units.levels - 1, 0, -1):
-        lo, hi = units.level_start[k], units.level_start[k + 1]
-        np.add.at(detailed, units.parent[lo:hi], detailed[lo:hi])
-    return np.concatenate([q.project(detailed) for q in problem.queries], axis=1).ravel()
-
-
-def initial_table(problem: Problem, start: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Return a non-negative integer leaf table near ``start`` meeting every invariant.
-
-    ``start`` (leaves x cells, real) is rounded and clipped at zero; then each
-    invariant, deepest first, is met by adding or removing persons in the cells it
-    counts, at leaves under its unit that no deeper invariant constrains.
-    """
-    release = problem.release
-    units = release.units
-    x = np.maximum(np.rint(start), 0).astype(np.int64)
-    leaf_pos = np.empty(len(units), dtype=np.int64)
-    leaf_pos[problem.leaves] = np.arange(problem.leaves.size)
-    items = [
-        (int(units.depth[u]), int(u), name, values)
-        for name, inv in release.invariants.items()
-        for u, values in zip(inv.units, inv.values, strict=True)
-    ]
-    for depth, unit, name, values in sorted(items, key=lambda item: -item[0]):
-        q = release.query(name)
-        lo, hi = problem.leaf_lo[unit], problem.leaf_hi[unit]
-        free = np.arange(lo, hi)[problem.deepest[lo:hi] <= depth]
-        for k in range(q.cells):
-            cells = np.flatnonzero(q.cell_of_detailed == k)
-            gap = int(values[k] - x[lo:hi][:, cells].sum())
-            if gap and free.size == 0:
-                raise ValueError(
-                    f"cannot build a starting table: the {name!r} invariant at geocode "
-                    f"{units.geocodes[unit]!r} is not met by its sub-units' invariants"
-                )
-            if gap > 0:
-                np.add.at(x, (rng.choice(free, gap), rng.choice(cells, gap)), 1)
-            elif gap < 0:
-                sub = x[np.ix_(free, cells)].ravel()
-                people = np.repeat(np.arange(sub.size), sub)
-                gone = np.bincount(rng.choice(people, -gap, replace=False), minlength=sub.size)
-                x[np.ix_(free, cells)] -= gone.reshape(free.size, cells.size)
-    return x
 
 
 @dataclass(frozen=True, eq=False)
@@ -185,7 +40,8 @@ class CensusPosterior:
     clipped : int
         Number of interval ends that fell outside their window.
     rate : float
-        Scored proposals per CPU second, over the whole run.
+        Cell updates (proposals scored, then accepted or rejected) per CPU second of
+        the chains (the setup and the least-squares start excluded).
     """
 
     release: CensusRelease
@@ -221,6 +77,20 @@ class CensusPosterior:
         return pd.concat(frames, ignore_index=True)
 
 
+def check_options(draws, tune, chains, per_leaf, prior, prior_params, cells, rng, progressbar):
+    """Validate the sampler's options; return them normalised and the prior's tables."""
+    from .._validate import flag, non_negative_int, size
+
+    options = {
+        "draws": size("draws", draws),
+        "tune": non_negative_int("tune", tune),
+        "chains": size("chains", chains),
+        "per_leaf": None if per_leaf is None else size("per_leaf", per_leaf),
+    }
+    flag("progressbar", progressbar)
+    return options, prior_tables(prior, prior_params, cells), as_seed_sequence(rng)
+
+
 def sample_posterior(
     release: CensusRelease,
     *,
@@ -242,7 +112,7 @@ def sample_posterior(
     ----------
     release : CensusRelease
     draws, tune : int
-        Rounds per chain kept, and discarded first (see the module docstring).
+        Rounds per chain kept, and discarded first (see :mod:`dpinfer.census._chains`).
     chains : int, default 4
         Independent chains, each from its own starting table and random stream.
     prior : {"flat", "poisson", "negative_binomial"}, default "flat"
@@ -252,11 +122,12 @@ def sample_posterior(
         binomial with a mean per detailed cell and a size (``prior_params = (mean,
         size)``, fixed).
     per_leaf : int, optional
-        Proposals per leaf in a round's subtree pass (default: the number of
-        detailed cells, at least 4); the whole-tree pass makes half as many.
+        Proposals per leaf in a round's subtree pass (default: the starting table's
+        mean number of persons per leaf, at least 4); the pair pass makes half as many.
     executor : concurrent.futures.Executor, optional
         Runs the subtree passes (a dask ``Client`` from ``dpinfer[distributed]``, a
-        process pool); same results as serially, seed for seed.
+        process pool); same results as serially, seed for seed. The rate counts the
+        CPU time of this process only.
     store_leaves : bool, default False
         Keep every draw of every leaf table (small releases only).
     intervals : bool, default True
@@ -264,6 +135,7 @@ def sample_posterior(
         counts per unit and query cell); without them ``lower`` and ``upper`` are NaN.
     rng : None, int, SeedSequence or Generator
     progressbar : bool, default True
+        Show a progress bar over the rounds (on standard error).
 
     Returns
     -------
@@ -274,197 +146,87 @@ def sample_posterior(
     The target is :math:`p(x \mid y) \propto \pi(x) \prod_{u,q,k}
     N_{\mathbb Z}(y_{uqk} - (P_q x_u)_k; \sigma^2_{uqk})` over leaf tables
     :math:`x \geq 0` that meet every invariant, every measurement through the
-    discrete Gaussian pmf exactly. The moves keep every invariant and are
-    reversible with symmetric proposals, so the chain is exact (its stationary
-    distribution is the posterior); it reaches every table that meets the
-    invariants when these are totals or queries whose axes the within-leaf moves
-    can keep (the census's case; ``tests/census/test_lattice.py`` checks it by
-    exact enumeration).
+    discrete Gaussian pmf exactly. Every move keeps every invariant and is a
+    Metropolis-Hastings step with its proposal's ratio, so the chain is exact
+    (its stationary distribution is the posterior); it reaches every table that
+    meets the invariants when these are totals or queries whose axes the
+    within-leaf moves can keep (the census's case; ``tests/census/test_lattice.py``
+    checks it by exact enumeration). The least-squares start and the setup are not
+    counted in ``rate``.
     """
-    from .._validate import non_negative_int, size
-    from ._gls import gls
-
-    draws, tune, chains = (
-        size("draws", draws),
-        non_negative_int("tune", tune),
-        size("chains", chains),
+    options, prior_parts, root = check_options(
+        draws, tune, chains, per_leaf, prior, prior_params, release.axes.cells, rng, progressbar
     )
-    kind, pa, pb, hyper = _prior(prior, prior_params, release.axes.cells)
-    problem = build_problem(release)
-    d = release.axes.cells
-    per_leaf = max(4, d) if per_leaf is None else size("per_leaf", per_leaf)
-    root = as_seed_sequence(rng)
-    try:
-        start = gls(release).detailed[problem.leaves]
-    except ValueError:
-        start = np.zeros((problem.leaves.size, d))
-    outputs = []
-    begin = time.process_time()
-    for chain in range(chains):
-        outputs.append(
-            _run_chain(
-                problem,
-                start,
-                chain,
-                root,
-                draws,
-                tune,
-                per_leaf,
-                kind,
-                pa,
-                pb,
-                hyper,
-                executor,
-                store_leaves,
-                intervals,
-            )
-        )
-    seconds = time.process_time() - begin
-    return _collect(problem, outputs, draws, chains, root, seconds, prior, store_leaves)
-
-
-def _prior(prior, params, d):
-    if prior == "flat":
-        return _lattice.FLAT, np.zeros(d), np.zeros(d), None
-    if prior == "poisson":
-        shape, rate = (1.0, 0.01) if params is None else params
-        return _lattice.POISSON, np.zeros(d), np.zeros(d), (float(shape), float(rate))
-    if prior == "negative_binomial":
-        if params is None:
-            raise ValueError("prior='negative_binomial' needs prior_params=(mean, size)")
-        mean, size_ = (np.broadcast_to(np.asarray(p, float), (d,)) for p in params)
-        if not (np.all(mean > 0) and np.all(size_ > 0)):
-            raise ValueError(f"prior_params: mean and size must be positive, got {params!r}")
-        return _lattice.NEGATIVE_BINOMIAL, size_.copy(), np.log(mean / (mean + size_)), None
-    raise ValueError(f"prior must be 'flat', 'poisson' or 'negative_binomial', got {prior!r}")
-
-
-def _subtree_pass(problem, x, cur, lo, hi, per_leaf, kind, pa, pb, seed):
-    """Run the moves that keep one subtree's detailed counts, on its leaves ``lo:hi``."""
-    state = _lattice.new_state(np.random.default_rng(seed))
-    counts = np.zeros(2, dtype=np.int64)
-    tmin = 1 if problem.anc.shape[1] > 2 else 0
-    tmax = problem.anc.shape[1] - 2
-    if tmax >= tmin:
-        moves = np.array([0.0, 0.5, 0.0, 0.5])
-        _lattice.run_leaves(
-            lo, hi, per_leaf, moves, tmin, tmax, state, x, cur, problem.ncell, problem.y,
-            problem.h, problem.qmap, problem.qoff, problem.anc, problem.depth, problem.leaf_lo,
-            problem.leaf_hi, problem.deepest, problem.group, problem.perm, problem.pos,
-            problem.gsize, kind, pa, pb, counts,
-        )  # fmt: skip
-    return counts
-
-
-def _tree_pass(problem, x, cur, per_leaf, kind, pa, pb, seed):
-    """Run the moves that change subtrees' counts, over every leaf."""
-    state = _lattice.new_state(np.random.default_rng(seed))
-    counts = np.zeros(2, dtype=np.int64)
-    tmax = 0 if problem.anc.shape[1] > 2 else max(problem.anc.shape[1] - 2, 0)
-    moves = np.array([0.6, 0.2, 0.2, 0.0])
-    _lattice.run_leaves(
-        0, problem.leaves.size, per_leaf, moves, 0, tmax, state, x, cur, problem.ncell,
-        problem.y, problem.h, problem.qmap, problem.qoff, problem.anc, problem.depth,
-        problem.leaf_lo, problem.leaf_hi, problem.deepest, problem.group, problem.perm,
-        problem.pos, problem.gsize, kind, pa, pb, counts,
+    options.update(intervals=intervals, store_leaves=store_leaves, executor=executor)
+    parts = ReleaseParts(release)
+    units = release.units
+    inner = units.geocodes[units.n_children > 0]
+    plan = make_plan(
+        parts, MemoryStore(), inner_geocodes=inner, fallback_start=_fallback(release, parts),
+        prior=prior_parts, options=options,
     )  # fmt: skip
-    return counts
+    outputs, seconds, summaries = run_chains(plan, root, progressbar=progressbar)
+    mean, sd, lower, upper, clipped = _gather(plan, parts, summaries)
+    idata = draws_data(plan, outputs, seconds, root, prior, inner)
+    return CensusPosterior(
+        release, mean, sd, lower, upper, idata, clipped, plan.counts[0] / max(seconds, 1e-9)
+    )
 
 
-def _round(problem, x, cur, seeds, per_leaf, kind, pa, pb, executor):
-    counts = np.zeros(2, dtype=np.int64)
-    ranges = problem.subtrees
-    if executor is None:
-        for i, (lo, hi) in enumerate(ranges):
-            counts += _subtree_pass(problem, x, cur, lo, hi, per_leaf, kind, pa, pb, seeds[i])
-    else:
-        counts += _parallel_subtrees(problem, x, cur, per_leaf, kind, pa, pb, seeds, executor)
-    counts += _tree_pass(problem, x, cur, max(1, per_leaf // 2), kind, pa, pb, seeds[-1])
-    return counts
+def _fallback(release, parts):
+    """Part by part, the leaf tables of the release's own least squares (or zeros)."""
+    cache = {}
+
+    def start(i):
+        if "detailed" not in cache:
+            try:
+                cache["detailed"] = gls(release).detailed
+            except ValueError:
+                cache["detailed"] = np.zeros((len(release.units), release.axes.cells))
+        members = parts.part_units[i]
+        part = parts.part(i)
+        leaves = part.units.leaves
+        order = np.argsort(part.units.geocodes[leaves].astype(str), kind="stable")
+        return cache["detailed"][members[leaves[order]]]
+
+    return start
 
 
-def _parallel_subtrees(problem, x, cur, per_leaf, kind, pa, pb, seeds, executor):
-    """Run each subtree pass on the executor with its own copy, and write the results back."""
-    from ._parallel_subtrees import run_subtrees
-
-    return run_subtrees(problem, x, cur, per_leaf, kind, pa, pb, seeds, executor, _subtree_pass)
-
-
-def _run_chain(problem, start, chain, root, draws, tune, per_leaf, kind, pa, pb, hyper,
-               executor, store_leaves, intervals):  # fmt: skip
-    chain_seed = child_sequence(root, chain)
-    gen = np.random.default_rng(child_sequence(chain_seed, 0))
-    x = initial_table(problem, start, gen)
-    cur = query_cells(problem, x)
-    n_sub = problem.subtrees.shape[0]
-    units = problem.release.units
-    inner = np.flatnonzero(units.n_children > 0)
-    first_cells = problem.qmap[0].max() + 1
-    totals = np.empty((draws, inner.size), dtype=np.int64)
-    loglik = np.empty(draws)
-    leaves = np.empty((draws, *x.shape), dtype=np.int64) if store_leaves else None
-    sums = np.zeros(cur.size)
-    sumsq = np.zeros(cur.size)
-    hist = np.zeros((cur.size, 2 * WINDOW + 3 if intervals else 0), dtype=np.int32)
-    counts = np.zeros(2, dtype=np.int64)
-    pa = pa.copy()
-    for r in range(tune + draws):
-        round_seed = child_sequence(chain_seed, r + 1)
-        seeds = [child_sequence(round_seed, i) for i in range(n_sub + 1)]
-        counts += _round(problem, x, cur, seeds, per_leaf, kind, pa, pb, executor)
-        if hyper is not None:  # Gibbs update of the Poisson rates given the table
-            shape, rate = hyper
-            rates = gen.gamma(shape + x.sum(axis=0), 1.0 / (rate + x.shape[0]))
-            pa[:] = np.log(rates)
-        if r == tune - 1 or (tune == 0 and r == 0):
-            center = cur.copy()
-        if r >= tune:
-            i = r - tune
-            _lattice.record(cur, center, sums, sumsq, hist)
-            cells = cur.reshape(len(units), -1)
-            totals[i] = cells[inner, :first_cells].sum(axis=1)
-            loglik[i] = _loglik(problem, cur)
-            if store_leaves:
-                leaves[i] = x
-    return {
-        "sums": sums, "sumsq": sumsq, "hist": hist, "center": center, "totals": totals,
-        "loglik": loglik, "leaves": leaves, "counts": counts,
-    }  # fmt: skip
+def _gather(plan, parts, summaries):
+    """Every unit's summaries, by query, in the release's unit order."""
+    n = plan.draws * plan.chains
+    shape = (len(parts.units), plan.layout.ncell)
+    stats = [np.full(shape, np.nan) for _ in range(4)]
+    clipped = 0
+    pieces = [(parts.part_units[i], parts.part(i), plan.store.get(i).summary)
+              for i in range(len(parts))]  # fmt: skip
+    top = parts.top()
+    if top is not None:
+        pieces.append((parts.top_units, top, summaries["top"]))
+    for members, part, summary in pieces:
+        *values, n_clipped = finish(summary, plan.layout.measured(part), n)
+        for stat, value in zip(stats, values, strict=True):
+            stat[members] = value
+        clipped += n_clipped
+    split = np.cumsum([q.cells for q in plan.layout.queries])[:-1]
+    by_query = [
+        {q.name: p for q, p in zip(plan.layout.queries, np.split(s, split, axis=1), strict=True)}
+        for s in stats
+    ]
+    return (*by_query, clipped)
 
 
-def _loglik(problem, cur):
-    measured = problem.h > 0
-    diff = problem.y[measured] - cur[measured]
-    return float(-(problem.h[measured] * diff * diff).sum())
-
-
-def _collect(problem, outputs, draws, chains, root, seconds, prior, store_leaves):
+def draws_data(plan, outputs, seconds, root, prior, inner_geocodes):
+    """Return the InferenceData of the draws (inner units' totals, log-likelihood)."""
     from ..results import to_inference_data
 
-    n = draws * chains
-    sums = sum(o["sums"] for o in outputs)
-    sumsq = sum(o["sumsq"] for o in outputs)
-    mean = sums / n
-    sd = np.sqrt(np.maximum(sumsq / n - mean * mean, 0.0) * n / max(n - 1, 1))
-    if outputs[0]["hist"].shape[1]:
-        lower, upper, clipped = _intervals(outputs, n)
-    else:
-        lower, upper, clipped = np.full(mean.size, np.nan), np.full(mean.size, np.nan), 0
-    units = problem.release.units
-    split = np.cumsum([q.cells for q in problem.queries])[:-1]
-
-    def by_query(flat):
-        parts = np.split(flat.reshape(len(units), problem.ncell), split, axis=1)
-        return {q.name: p for q, p in zip(problem.queries, parts, strict=True)}
-
-    counts = sum(o["counts"] for o in outputs)
-    rate = counts[0] / seconds if seconds > 0 else np.nan
     posterior = {
-        "unit_total": np.concatenate([o["totals"] for o in outputs]),
-        "loglik": np.concatenate([o["loglik"] for o in outputs]),
+        "unit_total": np.stack([o["totals"] for o in outputs]),
+        "loglik": np.stack([o["loglik"] for o in outputs]),
     }
-    if store_leaves:
-        posterior["leaf_counts"] = np.concatenate([o["leaves"] for o in outputs])
+    if plan.store_leaves:
+        posterior["leaf_counts"] = np.stack([np.stack(o["leaves"]) for o in outputs])
+    counts = plan.counts
     attrs = {
         "method": "census lattice MCMC",
         "reference": "exact posterior of integer, non-negative tables (dpinfer.census)",
@@ -473,48 +235,11 @@ def _collect(problem, outputs, draws, chains, root, seconds, prior, store_leaves
         "acceptance_rate": counts[1] / max(counts[0], 1),
         "proposals_scored": int(counts[0]),
         "cpu_seconds": seconds,
+        "per_leaf": plan.per_leaf,
         "seed": seed_entropy(root),
-        "inner_units": ",".join(units.geocodes[units.n_children > 0].tolist()),
+        "inner_units": ",".join(inner_geocodes.tolist()),
     }
-    idata = to_inference_data(
-        posterior, attrs=attrs, chains=chains, diagnostic_vars=["unit_total", "loglik"]
-    )
-    return CensusPosterior(
-        problem.release, by_query(mean), by_query(sd), by_query(lower), by_query(upper),
-        idata, clipped, rate,
+    return to_inference_data(
+        {k: v.reshape(-1, *v.shape[2:]) for k, v in posterior.items()},
+        attrs=attrs, chains=plan.chains, diagnostic_vars=["unit_total", "loglik"],
     )  # fmt: skip
-
-
-def _intervals(outputs, n):
-    """Central 90% intervals from the pooled window histograms (NaN where clipped)."""
-    centers = [o["center"] for o in outputs]
-    # chains have different windows: pool by summing each chain's counts at value offsets
-    lo_all = min(c.min() for c in centers) - WINDOW
-    lower = np.full(centers[0].size, np.nan)
-    upper = np.full(centers[0].size, np.nan)
-    clipped = 0
-    width = 2 * WINDOW + 1
-    for i_start in range(0, lower.size, 65536):
-        sl = slice(i_start, min(i_start + 65536, lower.size))
-        base = np.min([c[sl] for c in centers], axis=0) - WINDOW
-        span = np.max([c[sl] for c in centers], axis=0) - base + WINDOW + 1
-        grid = np.zeros((sl.stop - sl.start, int(span.max()) + 2))
-        under = np.zeros(sl.stop - sl.start)
-        over = np.zeros(sl.stop - sl.start)
-        for o in outputs:
-            h = o["hist"][sl]
-            shift = o["center"][sl] - WINDOW - base
-            rows = np.arange(h.shape[0])[:, None]
-            grid[rows, shift[:, None] + np.arange(width)[None, :]] += h[:, 1 : width + 1]
-            under += h[:, 0]
-            over += h[:, width + 1]
-        cdf = (under[:, None] + np.cumsum(grid, axis=1)) / n
-        lo_idx = (cdf < (1 - LEVEL) / 2).sum(axis=1)
-        hi_idx = (cdf < (1 + LEVEL) / 2).sum(axis=1)
-        ok_lo = under / n < (1 - LEVEL) / 2
-        ok_hi = over / n < (1 - LEVEL) / 2
-        lower[sl] = np.where(ok_lo, base + lo_idx, np.nan)
-        upper[sl] = np.where(ok_hi, base + hi_idx, np.nan)
-        clipped += int((~ok_lo).sum() + (~ok_hi).sum())
-    del lo_all
-    return lower, upper, clipped

@@ -1,0 +1,263 @@
+"""The lattice chains, round by round, part by part.
+
+A *round* of a chain draws a random pairing of the parts (subtrees); then, for
+each pair ``(A, B)`` in turn, runs A's and B's subtree passes (the moves that
+keep their detailed counts) and the pair pass (moves within leaves, births and
+deaths, and moves and swaps between a leaf of A and one of B); a part left
+without a partner runs its pair pass alone. Every piece of work has its own
+random stream, from the round's seed by its index (:mod:`dpinfer.census._xoshiro`).
+A subtree pass reads and writes its own part only and the pair passes run in
+order, so running every subtree pass first (on an executor) gives the same
+tables, seed for seed, as going pair by pair with two parts in memory.
+
+Parts live in a *store* (``get(key)``, ``put(key, value)``):
+:class:`MemoryStore` keeps them; a release streamed part by part writes them
+to disk between uses (:mod:`dpinfer.census._streaming`). After each round past
+``tune`` every part's cells go to its streaming summary
+(:mod:`dpinfer.census._summaries`), and the inner units' totals and the
+log-likelihood are kept as draws.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numba
+import numpy as np
+
+from .._rng import child_sequence
+from . import _lattice
+from ._layout import Layout, chain_arena, query_cells
+from ._start import apply_changes, free_leaves, meet_part_invariants, top_changes
+from ._summaries import Summary, loglik
+from ._xoshiro import below, round_states
+
+__all__ = ["MemoryStore", "PartState", "Plan", "run_chain"]
+
+#: The pair pass's cycle of moves at each leaf.
+PAIR_PATTERN = np.array([_lattice.WITHIN, _lattice.BETWEEN, _lattice.WITHIN, _lattice.BIRTH_DEATH])
+
+
+class MemoryStore:
+    """Parts kept in memory, by key."""
+
+    def __init__(self):
+        self._items: dict = {}
+
+    def put(self, key, value) -> None:
+        """Keep ``value`` under ``key``."""
+        self._items[key] = value
+
+    def get(self, key, default=None):
+        """Return what was kept under ``key`` (``default`` if nothing)."""
+        return self._items.get(key, default)
+
+
+@dataclass
+class PartState:
+    """A part's chain state, its summary, and what its draws need."""
+
+    x: np.ndarray
+    fen: np.ndarray
+    r: np.ndarray
+    ysum: np.ndarray  # released sum of the first query's cells, per inner unit
+    inner: np.ndarray  # the part's inner units (local indices)
+    slots: np.ndarray  # their positions among the whole tree's inner units
+    summary: Summary | None = None
+
+
+@dataclass
+class Plan:
+    """What every chain of one run shares.
+
+    The store holds ``("static", i)`` (each part's :class:`Static`) and
+    ``("start", i)`` (its rounded least-squares tables) before the chains run.
+    """
+
+    parts: object  # len(), part(i), top()
+    layout: Layout
+    tables: _lattice.Tables
+    store: object
+    top_static: object
+    inner_slots: list  # per part: positions of its inner units among the tree's
+    n_inner: int
+    n_leaves: int
+    per_leaf: int
+    draws: int
+    tune: int
+    chains: int
+    intervals: bool
+    store_leaves: bool
+    hyper: tuple | None = None
+    executor: object = None
+    counts: np.ndarray = field(default_factory=lambda: np.zeros(2, dtype=np.int64))
+
+    def arena(self, i: int, state: PartState) -> _lattice.Arena:
+        """Part ``i``'s arena in ``state``."""
+        return self.store.get(("static", i)).arena(state.x, state.fen, state.r)
+
+
+@numba.njit(cache=True)
+def _shuffle(s, n):
+    order = np.arange(n)
+    for i in range(n - 1, 0, -1):
+        j = below(s, i + 1)
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
+def _pairs(state: np.ndarray, n: int) -> list[tuple[int, ...]]:
+    order = _shuffle(state, n).tolist()
+    return [tuple(order[i : i + 2]) for i in range(0, n, 2)]
+
+
+def init_chain(plan: Plan, chain_seed) -> _lattice.Arena:
+    """Put every part's starting state in the store; return the top arena.
+
+    A part's summary carries over from the previous chain's state.
+    """
+    parts, layout, store = plan.parts, plan.layout, plan.store
+    n, d = len(parts), layout.axes.cells
+    seeds = child_sequence(chain_seed, 0)
+    totals = np.zeros((n, d), dtype=np.int64)
+    free_persons = np.zeros((n, d), dtype=np.int64)
+    free_count = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        static = store.get(("static", i))
+        x = store.get(("start", i)).copy()
+        meet_part_invariants(parts.part(i), static, x, _generator(seeds, i))
+        free = free_leaves(static)
+        totals[i], free_persons[i], free_count[i] = x.sum(axis=0), x[free].sum(axis=0), free.size
+        store.put(("x", i), x)
+    top = parts.top()
+    change = np.zeros((n, d), dtype=np.int64)
+    if top is not None and top.invariants:
+        change = top_changes(top, totals, free_persons, free_count, _generator(seeds, n))
+    root = np.zeros(d, dtype=np.int64)
+    first = layout.queries[0].cells
+    for i in range(n):
+        part, static = parts.part(i), store.get(("static", i))
+        x = store.get(("x", i))
+        apply_changes(x, free_leaves(static), change[i], _generator(seeds, n + 1 + i))
+        root += x.sum(axis=0)
+        y = layout.measured(part)
+        arena = chain_arena(static, y, x, query_cells(part, layout, x, static.leaves))
+        inner = np.flatnonzero(part.units.n_children > 0)
+        previous = store.get(i)
+        state = PartState(arena.x, arena.fen, arena.r, y[inner, :first].sum(axis=1), inner,
+                          plan.inner_slots[i], previous and previous.summary)  # fmt: skip
+        store.put(i, state)
+        store.put(("x", i), None)
+    cells = np.concatenate([q.project(root[None]) for q in layout.queries], axis=1)
+    y = layout.measured(top) if top is not None else np.zeros((0, layout.ncell), np.int64)
+    return chain_arena(plan.top_static, y, np.zeros((0, d), dtype=np.int64), cells[: len(y)])
+
+
+def _generator(seeds, index: int) -> np.random.Generator:
+    return np.random.default_rng(child_sequence(seeds, index))
+
+
+def _subtree_pass(tables, arena, per_leaf, state):
+    """Run one part's subtree pass; return its new state and (scored, accepted)."""
+    counts = np.zeros(2, dtype=np.int64)
+    tmax = arena.anc.shape[1] - 2
+    if tmax >= 1:
+        _lattice.run_subtree(
+            tables, arena, per_leaf, 1, tmax, state, counts, _lattice.scratch(tables)
+        )
+    return arena.x, arena.fen, arena.r, counts
+
+
+def _parallel_subtree_passes(plan, states):
+    """Every part's subtree pass on the executor, the results written back in order."""
+    futures = []
+    for i in range(len(plan.parts)):
+        arena = plan.arena(i, plan.store.get(i))
+        futures.append(
+            plan.executor.submit(_subtree_pass, plan.tables, arena, plan.per_leaf, states[1 + i])
+        )
+    for i, future in enumerate(futures):
+        state = plan.store.get(i)
+        x, fen, r, counts = future.result()
+        np.copyto(state.x, x)
+        np.copyto(state.fen, fen)
+        np.copyto(state.r, r)
+        plan.counts += counts
+
+
+def run_round(plan: Plan, top, seed, *, out: dict | None, draw: int) -> np.ndarray:
+    """One round of one chain; with ``out``, record it as draw ``draw``. Return leaf sums."""
+    n = len(plan.parts)
+    states = round_states(seed, 1 + n + (n + 1) // 2)
+    parallel = plan.executor is not None and isinstance(plan.store, MemoryStore)
+    if parallel:
+        _parallel_subtree_passes(plan, states)
+    leaf_sums = np.zeros(plan.layout.axes.cells)
+    for p, pair in enumerate(_pairs(states[0], n)):
+        sides = [plan.store.get(i) for i in pair]
+        arenas = [plan.arena(i, s) for i, s in zip(pair, sides, strict=True)]
+        if not parallel:
+            for i, arena in zip(pair, arenas, strict=True):
+                plan.counts += _subtree_pass(plan.tables, arena, plan.per_leaf, states[1 + i])[3]
+        _lattice.run_pair(
+            plan.tables, top, arenas[0], arenas[-1], len(pair) == 2,
+            max(1, plan.per_leaf // 2), PAIR_PATTERN, states[1 + n + p], plan.counts,
+            _lattice.scratch(plan.tables),
+        )  # fmt: skip
+        for i, side, arena in zip(pair, sides, arenas, strict=True):
+            leaf_sums += side.x.sum(axis=0)
+            if out is not None:
+                _record(plan.layout, side, arena, out, draw)
+            plan.store.put(i, side)
+    if out is not None and top.r.shape[0]:
+        out["top_summary"].add(top.r)
+        out["loglik"][draw] += loglik(top.r, top.h, plan.layout.hcell)
+    return leaf_sums
+
+
+def _record(layout: Layout, side: PartState, arena, out: dict, draw: int) -> None:
+    side.summary.add(side.r)
+    out["loglik"][draw] += loglik(side.r, arena.h, layout.hcell)
+    first = layout.queries[0].cells
+    out["totals"][draw, side.slots] = side.ysum - side.r[side.inner, :first].sum(axis=1)
+
+
+def run_chain(plan: Plan, chain_seed, progress, summaries: dict) -> dict:
+    """Run one chain; return its draws.
+
+    ``summaries`` is shared by the chains: the first to finish tuning creates them
+    (centered on its cells at that round), the others add to them.
+    """
+    top = init_chain(plan, chain_seed)
+    n = len(plan.parts)
+    out = {
+        "totals": np.zeros((plan.draws, plan.n_inner), dtype=np.int64),
+        "loglik": np.zeros(plan.draws),
+        "leaves": [] if plan.store_leaves else None,
+    }
+    gibbs = np.random.default_rng(child_sequence(chain_seed, 1))
+    if plan.hyper is not None:
+        plan.tables.pa[:] = plan.hyper[0] / plan.hyper[1]  # the rates' prior mean
+    for r in range(plan.tune + plan.draws):
+        record = r >= plan.tune
+        if record and "top" not in summaries:
+            _create_summaries(plan, top, summaries)
+        out["top_summary"] = summaries.get("top")
+        leaf_sums = run_round(plan, top, child_sequence(chain_seed, r + 2),
+                              out=out if record else None, draw=r - plan.tune)  # fmt: skip
+        if plan.hyper is not None:  # Gibbs update of the Poisson rates given the tables
+            shape, rate = plan.hyper
+            plan.tables.pa[:] = gibbs.gamma(shape + leaf_sums, 1.0 / (rate + plan.n_leaves))
+        if record and plan.store_leaves:
+            out["leaves"].append(np.concatenate([plan.store.get(i).x for i in range(n)]))
+        progress.advance(1)
+    return out
+
+
+def _create_summaries(plan, top, summaries):
+    recorded = plan.draws * plan.chains
+    for i in range(len(plan.parts)):
+        state = plan.store.get(i)
+        state.summary = Summary(state.r, intervals=plan.intervals, recorded=recorded)
+        plan.store.put(i, state)
+    summaries["top"] = Summary(top.r, intervals=plan.intervals, recorded=recorded)

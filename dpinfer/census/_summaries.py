@@ -1,0 +1,93 @@
+"""Streaming summaries of every unit's query cells over the draws of the lattice chains.
+
+Each recorded round adds every query cell's deviation from its *center* (its
+value at the end of the first chain's tuning) to running sums and squares, and
+to a histogram over a window of ``2 * WINDOW + 1`` values around the center
+with one bin for each side beyond it; memory does not grow with the number of
+draws. Means, sds and central intervals come from these at the end
+(:func:`finish`); an interval end that falls beyond its window is NaN (counted
+as clipped). The chains' residuals ``r = released - current`` are recorded as
+``center - r``, the deviation of the current value.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["Summary", "finish", "loglik", "record"]
+
+#: Half-width of the histogram window of each cell's streaming summary.
+WINDOW = 24
+#: Central interval level of the summaries.
+LEVEL = 0.90
+#: Cells per block when turning histograms into intervals (bounds the temporaries).
+BLOCK = 65536
+
+
+class Summary:
+    """Running sums of one arena's cells (``center`` is the residuals at the reference round)."""
+
+    def __init__(self, center: np.ndarray, *, intervals: bool, recorded: int):
+        self.center = center.copy()
+        self.sums = np.zeros(center.shape)
+        self.sumsq = np.zeros(center.shape)
+        dtype = np.uint16 if recorded < 2**16 else np.uint32
+        self.hist = np.zeros((*center.shape, 2 * WINDOW + 3 if intervals else 0), dtype=dtype)
+
+    def add(self, r: np.ndarray) -> None:
+        """Record the residuals ``r`` of one round."""
+        record(r, self.center, self.sums, self.sumsq, self.hist)
+
+
+@numba.njit(cache=True)
+def record(r, center, sums, sumsq, hist):
+    """Add ``center - r`` to the running sums and the window histograms (``(units, cells)``)."""
+    width = hist.shape[2]
+    for u in range(r.shape[0]):
+        for i in range(r.shape[1]):
+            v = center[u, i] - r[u, i]
+            sums[u, i] += v
+            sumsq[u, i] += float(v) * float(v)
+            if width:
+                b = min(max(v + WINDOW + 1, 0), width - 1)
+                hist[u, i, b] += 1
+
+
+@numba.njit(cache=True)
+def loglik(r, h, hcell):
+    """``-sum w r**2`` over the measured cells: the log-likelihood up to a constant."""
+    total = 0.0
+    for u in range(r.shape[0]):
+        for i in range(r.shape[1]):
+            w = h[u, hcell[i]]
+            total -= w * float(r[u, i]) * float(r[u, i])
+    return total
+
+
+def finish(summary: Summary, y: np.ndarray, n: int):
+    """Mean, sd, lower and upper (``(units, cells)`` each) of the current values, and clipped.
+
+    ``y`` is the released values (``current = y - r``), ``n`` the draws recorded.
+    """
+    base = (y - summary.center).astype(float)
+    mean_dev = summary.sums / n
+    var = np.maximum(summary.sumsq / n - mean_dev * mean_dev, 0.0) * n / max(n - 1, 1)
+    lower = np.full(base.shape, np.nan)
+    upper = np.full(base.shape, np.nan)
+    clipped = 0
+    if summary.hist.shape[-1]:
+        flat_hist = summary.hist.reshape(-1, summary.hist.shape[-1])
+        lo_flat, hi_flat = lower.reshape(-1), upper.reshape(-1)
+        for start in range(0, flat_hist.shape[0], BLOCK):
+            block = slice(start, min(start + BLOCK, flat_hist.shape[0]))
+            cdf = np.cumsum(flat_hist[block], axis=1, dtype=np.int64) / n
+            last = flat_hist.shape[1] - 1
+            for ends, level in ((lo_flat, (1 - LEVEL) / 2), (hi_flat, (1 + LEVEL) / 2)):
+                index = (cdf < level).sum(axis=1)
+                inside = (index > 0) & (index < last)
+                ends[block] = np.where(inside, index - WINDOW - 1, np.nan)
+                clipped += int((~inside).sum())
+        lower += base
+        upper += base
+    return base + mean_dev, np.sqrt(var), lower, upper, clipped
