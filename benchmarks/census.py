@@ -1,110 +1,334 @@
-"""Census-shaped releases at scale: read, least squares and the lattice sampler.
+"""Census-shaped releases at scale: read, least squares, the lattice sampler, streaming.
 
-Two releases, both synthetic (``dpinfer.census.synthetic_state``, PL94-like
-variances, the state total exact):
+Synthetic releases (``dpinfer.census.synthetic_state``, the state total exact):
 
-* ``state``: 105,000 blocks (20 counties x 50 tracts x 3 block groups x 35 blocks),
-  a 4-cell histogram (votingage x hispanic) and its 4 marginals at every level:
-  about 10^6 noisy measurements. Read from a Parquet release folder, gls, and the
-  sampler.
-* ``pl94``: 24,750 blocks (10 x 25 x 3 x 33) with the PL94 persons histogram
-  (hhgq 8 x votingage 2 x hispanic 2 x cenrace 63 = 2,016 cells) and its 16
-  marginals at every level (PL94-like variances): gls, and the sampler's rate and
-  memory over a few rounds (no interval histograms).
+* ``state``: 105,000 blocks (20 counties x 50 tracts x 3 block groups x 35 blocks), a
+  4-cell histogram (votingage x hispanic) and its 4 marginals at every level with
+  PL94-like variances (``pl94_variances``): about 10^6 noisy measurements, written as a
+  Parquet release folder. Read, gls, the sampler, and the sampler streamed county by
+  county (``stream_posterior``).
+* ``pl94``: 24,750 blocks (10 x 25 x 3 x 33) with the PL94 persons histogram (hhgq 8 x
+  votingage 2 x hispanic 2 x cenrace 63 = 2,016 cells) and the 2020 production
+  strategy's queries at every level with its variances (``pl94_production_variances``:
+  total, cenrace, hispanic, votingage, hhgq, hispanic * cenrace, votingage * cenrace,
+  votingage * hispanic, votingage * hispanic * cenrace, detailed; ``hhinstlevels``, a
+  grouping of hhgq and not a marginal, is left out): about 6.8 x 10^7 measurements.
+  gls, the sampler in memory (no interval histograms), and streamed from a Parquet
+  folder written part by part.
+* ``baseline``: the same compiled moves on a small state (1,200 blocks), and the same
+  code run as plain Python (``NUMBA_DISABLE_JIT=1``): the ratio is the compiled
+  kernel's speed-up over the plain-Python path of the same moves.
+* ``ess``: a 2,400-block state, four chains; the bulk ESS per CPU second of the chains
+  (and of the whole run) of a few block cells (traced) and of a few tract totals.
 
-Each stage runs in its own process; its CPU time (``time.process_time``) and peak
-resident memory (``ru_maxrss``) are printed. A *cell update* is one proposed move
-of one person (between two cells of a leaf, between two leaves, a birth or death,
-or a swap) scored against every measured cell it changes and accepted or rejected;
-proposals refused before scoring (an empty source cell, a move an invariant forbids)
-are not counted. ``--bluedown PATH`` is accepted for a comparison with a BlueDown
-checkout but not run by this script (see its docstring in the report).
+A *cell update* is one proposed move of one person (between two cells of a leaf,
+between two leaves, a birth or death, or a swap) scored against every measured cell it
+changes and then accepted or rejected; proposals refused before scoring (an empty leaf,
+a move an invariant forbids) are not counted. Three rates: the *kernel* alone (the
+compiled subtree and pair passes, timed around the calls), the *chains* (rounds with
+their bookkeeping and summaries: ``CensusPosterior.rate``) and the *whole run* (all of
+``sample_posterior``: the least-squares start, the setup and the final summaries).
+
+Each stage runs in its own process. CPU seconds are ``time.process_time``; memory is the
+process's peak resident set (``VmHWM``, reset with ``/proc/self/clear_refs`` before the
+measured step, so a stage's setup does not count) and its resident set before that step.
+The machine is shared: other processes run on its two cores.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
 import subprocess
 import sys
 import tempfile
 import time
 
-CASES = {
-    "state": ({"votingage": 2, "hispanic": 2}, (20, 50, 3, 35)),
-    "pl94": ({"hhgq": 8, "votingage": 2, "hispanic": 2, "cenrace": 63}, (10, 25, 3, 33)),
+import numpy as np
+
+SHAPES = {
+    "state": ((20, 50, 3, 35), {"votingage": 2, "hispanic": 2}),
+    "pl94": ((10, 25, 3, 33), None),
+    "baseline": ((2, 10, 2, 30), {"votingage": 2, "hispanic": 2}),
+    "ess": ((4, 10, 3, 20), {"votingage": 2, "hispanic": 2}),
 }
 
 
-def make(case, folder):
+def release_of(case: str):
+    """The synthetic release of ``case``."""
     from dpinfer import census
 
-    axes, shape = CASES[case]
+    shape, axes = SHAPES[case]
+    if axes is None:
+        truth = census.synthetic_state(census.PL94_AXES, shape=shape, mean_block=30, rng=1)
+        return census.synthetic_release(truth, census.pl94_production_variances(), rng=2)
     truth = census.synthetic_state(axes, shape=shape, mean_block=30, rng=1)
-    release = census.synthetic_release(truth, census.pl94_variances(axes), rng=2)
-    census.write_release(release, folder, format="parquet")
-    return release
+    return census.synthetic_release(truth, census.pl94_variances(axes), rng=2)
 
 
-def stage(case, name, folder, rounds):
+def rss_mb(field: str = "VmRSS") -> float:
+    """This process's resident set (``VmRSS``) or its peak (``VmHWM``), in MB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def reset_peak() -> float:
+    """Reset the peak resident set to the current one; return the current one (MB)."""
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")
+    return rss_mb()
+
+
+def kernel_rate(release, rounds: int) -> dict:
+    """Cell updates per CPU second of the compiled passes alone, over ``rounds`` rounds."""
+    from dpinfer._rng import as_seed_sequence, child_sequence
+    from dpinfer.census import _chains, _lattice
+    from dpinfer.census._chains import MemoryStore
+    from dpinfer.census._parts import ReleaseParts
+    from dpinfer.census._plan import make_plan, prior_tables
+    from dpinfer.census._xoshiro import round_states
+
+    parts = ReleaseParts(release)
+    options = {"draws": 1, "tune": 0, "chains": 1, "per_leaf": None, "intervals": False,
+               "store_leaves": False, "executor": None, "trace": []}  # fmt: skip
+    plan = make_plan(
+        parts, MemoryStore(), inner_geocodes=np.array([]), fallback_start=None,
+        prior=prior_tables("flat", None, release.axes.cells), options=options,
+    )  # fmt: skip
+    top = _chains.init_chain(plan, as_seed_sequence(5))
+    n = len(parts)
+    counts, seconds = np.zeros(2, dtype=np.int64), 0.0
+    for r in range(rounds + 1):
+        states = round_states(child_sequence(as_seed_sequence(7), r), 1 + n + (n + 1) // 2)
+        arenas = [plan.arena(i, plan.store.get(i)) for i in range(n)]
+        if r == 1:  # the first round compiles
+            counts[:], seconds = 0, 0.0
+        start = time.process_time()
+        for i, arena in enumerate(arenas):
+            counts += _chains._subtree_pass(plan.tables, arena, plan.per_leaf, states[1 + i])[3]
+        for p, pair in enumerate(_chains._pairs(states[0], n)):
+            _lattice.run_pair(
+                plan.tables, top, arenas[pair[0]], arenas[pair[-1]], len(pair) == 2,
+                max(1, plan.per_leaf // 2), _chains.PAIR_PATTERN, states[1 + n + p], counts,
+                _lattice.scratch(plan.tables),
+            )  # fmt: skip
+        seconds += time.process_time() - start
+    return {"kernel_cell_updates_per_cpu_s": counts[0] / seconds, "kernel_rounds": rounds,
+            "per_leaf": plan.per_leaf, "acceptance": counts[1] / max(counts[0], 1)}  # fmt: skip
+
+
+def sample_stage(release, rounds: int, intervals: bool) -> dict:
+    """The sampler's three rates and its peak memory over ``rounds`` rounds of one chain."""
     from dpinfer import census
 
+    census.sample_posterior(release, draws=1, tune=0, chains=1, rng=3, progressbar=False,
+                            intervals=False)  # compile  # fmt: skip
+    out = kernel_rate(release, rounds)
+    before = reset_peak()
     start = time.process_time()
-    if case == "pl94":
-        axes, shape = CASES[case]
-        truth = census.synthetic_state(axes, shape=shape, mean_block=30, rng=1)
-        release = census.synthetic_release(truth, census.pl94_variances(axes), rng=2)
-    else:
+    post = census.sample_posterior(release, draws=rounds, tune=0, chains=1, rng=4,
+                                   progressbar=False, intervals=intervals)  # fmt: skip
+    whole = time.process_time() - start
+    scored = post.idata.attrs["proposals_scored"]
+    out.update(
+        rounds=rounds, intervals=intervals, chains_cell_updates_per_cpu_s=post.rate,
+        whole_run_cell_updates_per_cpu_s=scored / whole, whole_run_cpu_s=whole,
+        chains_cpu_s=post.idata.attrs["cpu_seconds"], rss_before_mb=before,
+        peak_rss_mb=rss_mb("VmHWM"),
+    )  # fmt: skip
+    return out
+
+
+def part_sizes(folder: str) -> dict:
+    """The in-memory size of the largest part (county) and of the whole release (MB)."""
+    from dpinfer.census import StreamedRelease
+
+    sizes = []
+    with StreamedRelease(folder) as release:
+        for i in range(len(release)):
+            part = release.part(i)
+            cells = sum(m.values.size for m in part.measurements.values())
+            sizes.append((cells, part.units.leaves.size, len(part.units)))
+        d = release.axes.cells
+    big = max(sizes)
+    # a part's release arrays (value and variance: 16 bytes per cell), its chain state
+    # (residuals 4, sums and squares 16, histogram 102 bytes per cell; counts, Fenwick
+    # and start 12 bytes per leaf cell)
+    per_cell = 16 + 4 + 16
+    return {
+        "parts": len(sizes), "largest_part_cells": big[0], "largest_part_leaves": big[1],
+        "largest_part_mb": (big[0] * per_cell + big[1] * d * 12) / 2**20,
+        "largest_part_histograms_mb": big[0] * 102 / 2**20,
+        "whole_release_cells": sum(s[0] for s in sizes),
+    }  # fmt: skip
+
+
+def stream_stage(folder: str, rounds: int, intervals: bool) -> dict:
+    """The streamed sampler on ``folder``: rate and peak memory against the largest county."""
+    from dpinfer import census
+
+    out = part_sizes(folder)
+    with tempfile.TemporaryDirectory() as tmp:
+        census.stream_posterior(folder, f"{tmp}/warm", draws=1, tune=0, chains=1, rng=3,
+                                progressbar=False, intervals=False)  # compile  # fmt: skip
+        before = reset_peak()
+        start = time.process_time()
+        post = census.stream_posterior(folder, f"{tmp}/out", draws=rounds, tune=0, chains=1,
+                                       rng=4, progressbar=False, intervals=intervals,
+                                       format="parquet")  # fmt: skip
+        whole = time.process_time() - start
+    out.update(
+        rounds=rounds, intervals=intervals, chains_cell_updates_per_cpu_s=post.rate,
+        whole_run_cpu_s=whole, rss_before_mb=before, peak_rss_mb=rss_mb("VmHWM"),
+    )  # fmt: skip
+    out["peak_increase_mb"] = out["peak_rss_mb"] - before
+    return out
+
+
+def write_folder(release, folder: str) -> None:
+    """Write ``release`` as a Parquet release folder, a bounded number of rows at a time."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dpinfer import census
+    from dpinfer.outputs import OutputFolder
+
+    geocodes = release.units.geocodes
+
+    def write_measurements(path):
+        schema = pa.schema([("geocode", pa.string()), ("query", pa.string()),
+                            ("cell", pa.int64()), ("value", pa.int64()),
+                            ("variance", pa.float64())])  # fmt: skip
+        with pq.ParquetWriter(str(path), schema) as writer:
+            for name, meas in release.measurements.items():
+                step = max(1, 2_000_000 // meas.values.shape[1])
+                for lo in range(0, meas.units.size, step):
+                    units = meas.units[lo : lo + step]
+                    cells = meas.values.shape[1]
+                    writer.write_table(pa.table({
+                        "geocode": np.repeat(geocodes[units], cells).astype(str),
+                        "query": np.full(units.size * cells, name),
+                        "cell": np.tile(np.arange(cells), units.size),
+                        "value": meas.values[lo : lo + step].ravel(),
+                        "variance": meas.variance[lo : lo + step].ravel(),
+                    }, schema=schema))  # fmt: skip
+
+    small = census.CensusRelease(release.axes, release.units, {}, release.invariants)
+    invariants = census.release_tables(small)[1]
+    with OutputFolder(folder, info={"census_release": True}) as out:
+        out.write_text("release.json", json.dumps({"axes": dict(release.axes.items())}))
+        out.write("measurements.parquet", write_measurements)
+        out.write("invariants.parquet", lambda p: invariants.to_parquet(p, index=False))
+        out.complete()
+
+
+def ess_stage(draws: int, tune: int) -> dict:
+    """Bulk ESS per CPU second of a few block cells and a few tract totals."""
+    from dpinfer import census
+    from dpinfer.results import effective_sample_size
+
+    release = release_of("ess")
+    units = release.units
+    blocks = units.geocodes[units.leaves][:: units.leaves.size // 4][:4].tolist()
+    tracts = np.arange(units.level_start[2], units.level_start[3])[::10][:4]
+    census.sample_posterior(release, draws=2, tune=0, chains=1, rng=3, progressbar=False)
+    start = time.process_time()
+    post = census.sample_posterior(release, draws=draws, tune=tune, chains=4, rng=5,
+                                   progressbar=False, trace=blocks)  # fmt: skip
+    whole = time.process_time() - start
+    chains = post.idata.attrs["cpu_seconds"]
+    cells = np.asarray(post.idata.posterior["unit_cells"])[..., -4:]  # the detailed cells
+    inner = post.idata.attrs["inner_units"].split(",")
+    totals = np.asarray(post.idata.posterior["unit_total"])
+    tract_cols = [inner.index(g) for g in units.geocodes[tracts]]
+    block_ess = [effective_sample_size(cells[:, :, b, c]) for b in range(4) for c in range(4)
+                 if np.ptp(cells[:, :, b, c]) > 0]  # fmt: skip
+    tract_ess = [effective_sample_size(totals[:, :, k]) for k in tract_cols]
+    return {
+        "blocks": release.units.leaves.size, "draws": draws, "tune": tune, "chains": 4,
+        "per_leaf": post.idata.attrs["per_leaf"], "chains_cpu_s": chains, "whole_cpu_s": whole,
+        "block_cell_ess_per_chains_cpu_s_median": float(np.median(block_ess)) / chains,
+        "block_cell_ess_per_chains_cpu_s_min": float(np.min(block_ess)) / chains,
+        "tract_total_ess_per_chains_cpu_s_median": float(np.median(tract_ess)) / chains,
+        "tract_total_ess_per_chains_cpu_s_min": float(np.min(tract_ess)) / chains,
+        "tract_total_ess_per_whole_cpu_s_median": float(np.median(tract_ess)) / whole,
+        "rhat_max": post.idata.attrs["rhat_max"],
+    }  # fmt: skip
+
+
+def child(case: str, stage: str, folder: str, args) -> dict:
+    from dpinfer import census
+
+    out = {"case": case, "stage": stage}
+    if stage == "write":
+        start = time.process_time()
+        write_folder(release_of(case), folder)
+        out["cpu_s"] = time.process_time() - start
+    elif stage == "read":
+        before = reset_peak()
+        start = time.process_time()
         release = census.read_release(folder)
-    read = time.process_time() - start
-    out = {"case": case, "stage": name, "units": len(release.units),
-           "blocks": int(release.units.leaves.size), "measurements": release.n_measurements,
-           "read_cpu_s": read}  # fmt: skip
-    if name == "gls":
+        out.update(read_cpu_s=time.process_time() - start, measurements=release.n_measurements,
+                   rss_before_mb=before, peak_rss_mb=rss_mb("VmHWM"))  # fmt: skip
+    elif stage == "gls":
+        release = release_of(case)
+        before = reset_peak()
         start = time.process_time()
         fit = census.gls(release)
-        out["gls_cpu_s"] = time.process_time() - start
-        out["gls_method"] = fit.method
-    if name == "sample":
-        start = time.process_time()
-        census.sample_posterior(release, draws=1, tune=0, chains=1, rng=3, progressbar=False,
-                                intervals=False)  # compile and start  # fmt: skip
-        out["first_round_cpu_s"] = time.process_time() - start
-        post = census.sample_posterior(release, draws=rounds, tune=0, chains=1, rng=4,
-                                       progressbar=False, intervals=case == "state")  # fmt: skip
-        out["rounds"] = rounds
-        out["cell_updates_per_cpu_s"] = post.rate
-        out["acceptance"] = post.idata.attrs["acceptance_rate"]
-    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps(out))
+        out.update(gls_cpu_s=time.process_time() - start, gls_method=fit.method,
+                   rss_before_mb=before, peak_rss_mb=rss_mb("VmHWM"))  # fmt: skip
+    elif stage == "sample":
+        release = release_of(case)
+        out.update(blocks=int(release.units.leaves.size), measurements=release.n_measurements)
+        out.update(sample_stage(release, args.rounds, intervals=case != "pl94"))
+    elif stage == "stream":
+        out.update(stream_stage(folder, args.rounds, intervals=case != "pl94"))
+    elif stage in ("kernel", "plain"):
+        out.update(kernel_rate(release_of(case), rounds=1))
+    elif stage == "ess":
+        out.update(ess_stage(args.ess_draws, args.ess_tune))
+    return out
+
+
+PLAN = {
+    "state": ("write", "read", "gls", "sample", "stream"),
+    "pl94": ("gls", "sample", "write", "stream"),
+    "baseline": ("kernel", "plain"),
+    "ess": ("ess",),
+}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", default="state,pl94")
+    parser.add_argument("--cases", default="state,pl94,baseline,ess")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--bluedown", default=None, help="a census-bluedown checkout (not run)")
+    parser.add_argument("--ess-draws", type=int, default=2400)
+    parser.add_argument("--ess-tune", type=int, default=600)
     parser.add_argument("--child", nargs=3, metavar=("CASE", "STAGE", "DIR"))
     args = parser.parse_args()
     if args.child:
-        stage(*args.child, args.rounds)
+        print(json.dumps(child(*args.child, args)), flush=True)
         return
-    print("machine: shared 2-core; CPU seconds by time.process_time, peak RSS per process")
+    print("machine: shared 2-core; CPU seconds by time.process_time, memory by VmHWM")
     for case in args.cases.split(","):
+        results = {}
         with tempfile.TemporaryDirectory() as tmp:
-            folder = f"{tmp}/release"
-            if case == "state":
-                start = time.process_time()
-                make(case, folder)
-                print(json.dumps({"case": case, "stage": "synthesise+write",
-                                  "cpu_s": time.process_time() - start}))  # fmt: skip
-            for name in ("read", "gls", "sample"):
-                if case == "pl94" and name == "read":
-                    continue
-                cmd = [sys.executable, __file__, "--rounds", str(args.rounds), "--child", case,
-                       name, folder]  # fmt: skip
-                subprocess.run(cmd, check=True)
+            for stage in PLAN[case]:
+                env = dict(os.environ, NUMBA_DISABLE_JIT="1") if stage == "plain" else None
+                cmd = [sys.executable, __file__, "--rounds", str(args.rounds), "--ess-draws",
+                       str(args.ess_draws), "--ess-tune", str(args.ess_tune), "--child", case,
+                       stage, f"{tmp}/release"]  # fmt: skip
+                line = subprocess.run(cmd, check=True, env=env, capture_output=True, text=True)
+                results[stage] = json.loads(line.stdout.strip().splitlines()[-1])
+                print(json.dumps(results[stage]), flush=True)
+        if case == "baseline":
+            ratio = (results["kernel"]["kernel_cell_updates_per_cpu_s"]
+                     / results["plain"]["kernel_cell_updates_per_cpu_s"])  # fmt: skip
+            print(json.dumps({"case": "baseline", "compiled_over_plain_python": ratio}))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ or make a synthetic one (:func:`synthetic_state`, :func:`synthetic_release`).
 Three analyses: :func:`naive` (noisy values clipped at zero), :func:`gls`
 (constrained least squares by linear-time tree passes) and
 :func:`sample_posterior` (the exact posterior of the integer, non-negative
-counts by a compiled lattice MCMC).
+counts by a compiled lattice MCMC); :func:`stream_posterior` runs the same
+chains on a release folder with one county in memory at a time
+(:class:`StreamedRelease`).
 """
 
 from ._dense import dense_gls
@@ -19,6 +21,8 @@ from ._naive import naive
 from ._posterior import CensusPosterior, sample_posterior
 from ._queries import Axes, Query
 from ._release import CensusRelease, Invariants, Measurements
+from ._streamed import StreamedRelease
+from ._streaming import StreamedPosterior, stream_posterior
 from ._synthetic import PL94_AXES, Truth, pl94_variances, synthetic_release, synthetic_state
 from ._units import Units
 
@@ -31,6 +35,8 @@ __all__ = [
     "Invariants",
     "Measurements",
     "Query",
+    "StreamedPosterior",
+    "StreamedRelease",
     "Truth",
     "Units",
     "dense_gls",
@@ -40,6 +46,7 @@ __all__ = [
     "read_release",
     "release_tables",
     "sample_posterior",
+    "stream_posterior",
     "synthetic_release",
     "synthetic_state",
     "write_release",

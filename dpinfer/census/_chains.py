@@ -54,15 +54,43 @@ class MemoryStore:
 
 
 @dataclass
+class Watch:
+    """What an arena's draws record: its inner units' totals, its traced units' cells."""
+
+    inner: np.ndarray  # local indices
+    inner_slots: np.ndarray  # positions among the tree's inner units
+    ysum: np.ndarray  # released sum of the first query's cells, per inner unit
+    traced: np.ndarray
+    traced_slots: np.ndarray
+    ytraced: np.ndarray  # released values of the traced units' query cells
+
+    @classmethod
+    def of(cls, units, y: np.ndarray, plan: Plan) -> Watch:
+        """Return the watch of an arena whose units are ``units``, released values ``y``."""
+        inner = np.array([u for u, g in enumerate(units.geocodes) if g in plan.inner_slot], int)
+        traced = np.array([u for u, g in enumerate(units.geocodes) if g in plan.trace_slot], int)
+        first = plan.layout.queries[0].cells
+        return cls(
+            inner, np.array([plan.inner_slot[g] for g in units.geocodes[inner]], dtype=int),
+            y[inner, :first].sum(axis=1), traced,
+            np.array([plan.trace_slot[g] for g in units.geocodes[traced]], dtype=int), y[traced],
+        )  # fmt: skip
+
+    def record(self, r: np.ndarray, first: int, out: dict, draw: int) -> None:
+        """Write the draw ``draw`` of the arena whose residuals are ``r`` to ``out``."""
+        out["totals"][draw, self.inner_slots] = self.ysum - r[self.inner, :first].sum(axis=1)
+        if self.traced.size:
+            out["trace"][draw, self.traced_slots] = self.ytraced - r[self.traced]
+
+
+@dataclass
 class PartState:
-    """A part's chain state, its summary, and what its draws need."""
+    """A part's chain state, its summary, and what its draws record."""
 
     x: np.ndarray
     fen: np.ndarray
     r: np.ndarray
-    ysum: np.ndarray  # released sum of the first query's cells, per inner unit
-    inner: np.ndarray  # the part's inner units (local indices)
-    slots: np.ndarray  # their positions among the whole tree's inner units
+    watch: Watch
     summary: Summary | None = None
 
 
@@ -79,8 +107,8 @@ class Plan:
     tables: _lattice.Tables
     store: object
     top_static: object
-    inner_slots: list  # per part: positions of its inner units among the tree's
-    n_inner: int
+    inner_slot: dict  # geocode -> position among the inner units (the draws' order)
+    trace_slot: dict  # geocode -> position among the traced units
     n_leaves: int
     per_leaf: int
     draws: int
@@ -90,6 +118,7 @@ class Plan:
     store_leaves: bool
     hyper: tuple | None = None
     executor: object = None
+    top_watch: Watch | None = None
     counts: np.ndarray = field(default_factory=lambda: np.zeros(2, dtype=np.int64))
 
     def arena(self, i: int, state: PartState) -> _lattice.Arena:
@@ -134,7 +163,6 @@ def init_chain(plan: Plan, chain_seed) -> _lattice.Arena:
     if top is not None and top.invariants:
         change = top_changes(top, totals, free_persons, free_count, _generator(seeds, n))
     root = np.zeros(d, dtype=np.int64)
-    first = layout.queries[0].cells
     for i in range(n):
         part, static = parts.part(i), store.get(("static", i))
         x = store.get(("x", i))
@@ -142,14 +170,18 @@ def init_chain(plan: Plan, chain_seed) -> _lattice.Arena:
         root += x.sum(axis=0)
         y = layout.measured(part)
         arena = chain_arena(static, y, x, query_cells(part, layout, x, static.leaves))
-        inner = np.flatnonzero(part.units.n_children > 0)
         previous = store.get(i)
-        state = PartState(arena.x, arena.fen, arena.r, y[inner, :first].sum(axis=1), inner,
-                          plan.inner_slots[i], previous and previous.summary)  # fmt: skip
+        state = PartState(arena.x, arena.fen, arena.r, Watch.of(part.units, y, plan),
+                          previous and previous.summary)  # fmt: skip
         store.put(i, state)
         store.put(("x", i), None)
     cells = np.concatenate([q.project(root[None]) for q in layout.queries], axis=1)
-    y = layout.measured(top) if top is not None else np.zeros((0, layout.ncell), np.int64)
+    if top is None:
+        y = np.zeros((0, layout.ncell), np.int64)
+        plan.top_watch = None
+    else:
+        y = layout.measured(top)
+        plan.top_watch = Watch.of(top.units, y, plan)
     return chain_arena(plan.top_static, y, np.zeros((0, d), dtype=np.int64), cells[: len(y)])
 
 
@@ -212,14 +244,14 @@ def run_round(plan: Plan, top, seed, *, out: dict | None, draw: int) -> np.ndarr
     if out is not None and top.r.shape[0]:
         out["top_summary"].add(top.r)
         out["loglik"][draw] += loglik(top.r, top.h, plan.layout.hcell)
+        plan.top_watch.record(top.r, plan.layout.queries[0].cells, out, draw)
     return leaf_sums
 
 
 def _record(layout: Layout, side: PartState, arena, out: dict, draw: int) -> None:
     side.summary.add(side.r)
     out["loglik"][draw] += loglik(side.r, arena.h, layout.hcell)
-    first = layout.queries[0].cells
-    out["totals"][draw, side.slots] = side.ysum - side.r[side.inner, :first].sum(axis=1)
+    side.watch.record(side.r, layout.queries[0].cells, out, draw)
 
 
 def run_chain(plan: Plan, chain_seed, progress, summaries: dict) -> dict:
@@ -231,7 +263,8 @@ def run_chain(plan: Plan, chain_seed, progress, summaries: dict) -> dict:
     top = init_chain(plan, chain_seed)
     n = len(plan.parts)
     out = {
-        "totals": np.zeros((plan.draws, plan.n_inner), dtype=np.int64),
+        "totals": np.zeros((plan.draws, len(plan.inner_slot)), dtype=np.int64),
+        "trace": np.zeros((plan.draws, len(plan.trace_slot), plan.layout.ncell), dtype=np.int64),
         "loglik": np.zeros(plan.draws),
         "leaves": [] if plan.store_leaves else None,
     }

@@ -11,19 +11,79 @@ independent, so the sampler and the least-squares passes go part by part;
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ._release import CensusRelease, Invariants, Measurements
 from ._units import Units
 
-__all__ = ["ReleaseParts", "part_roots"]
+__all__ = ["Partition", "ReleaseParts"]
 
 
-def part_roots(units: Units) -> np.ndarray:
-    """Return the units whose subtrees are the parts: depth 1 (the root if it is alone)."""
-    if units.levels < 2:
-        return np.array([0], dtype=np.int64)
-    return np.arange(units.level_start[1], units.level_start[2], dtype=np.int64)
+@dataclass(frozen=True, eq=False)
+class Partition:
+    """Which part each unit of a tree belongs to.
+
+    Attributes
+    ----------
+    units : Units
+    roots : numpy.ndarray
+        The unit at the root of each part: depth 1, or the root of a one-unit tree.
+    part_of : numpy.ndarray
+        Each unit's part (-1: the top).
+    members : list of numpy.ndarray
+        Each part's units, in the part's own order (by depth, then geocode).
+    top : numpy.ndarray
+        The units above the parts (the root; none for a one-unit tree).
+    local : numpy.ndarray
+        Each unit's index within its part (or the top).
+    """
+
+    units: Units
+    roots: np.ndarray
+    part_of: np.ndarray
+    members: list
+    top: np.ndarray
+    local: np.ndarray
+
+    @classmethod
+    def of(cls, units: Units) -> Partition:
+        """Split ``units`` into the subtrees of the units of depth 1."""
+        if units.levels < 2:
+            roots = np.array([0], dtype=np.int64)
+        else:
+            roots = np.arange(units.level_start[1], units.level_start[2], dtype=np.int64)
+        part_of = np.full(len(units), -1, dtype=np.int64)
+        part_of[roots] = np.arange(roots.size)
+        for k in range(2, units.levels):
+            lo, hi = units.level_start[k], units.level_start[k + 1]
+            part_of[lo:hi] = part_of[units.parent[lo:hi]]
+        order = np.argsort(part_of, kind="stable")
+        bounds = np.searchsorted(part_of[order], np.arange(-1, roots.size + 1))
+        members = [order[bounds[i + 1] : bounds[i + 2]] for i in range(roots.size)]
+        top = order[bounds[0] : bounds[1]]
+        local = np.empty(len(units), dtype=np.int64)
+        for group in [top, *members]:
+            local[group] = np.arange(group.size)
+        return cls(units, roots, part_of, members, top, local)
+
+    def tree(self, index: int) -> Units:
+        """Return the units of part ``index`` (-1: the top) as a tree of their own."""
+        units = self.units
+        members = self.top if index < 0 else self.members[index]
+        parent = units.parent[members]
+        inside = parent >= 0
+        inside[inside] = self.part_of[parent[inside]] == index
+        local_parent = np.where(inside, self.local[np.maximum(parent, 0)], -1)
+        depth = units.depth[members] - units.depth[members[0]]
+        level_start = np.searchsorted(depth, np.arange(depth[-1] + 2)).astype(np.int64)
+        n_children = np.bincount(local_parent[1:], minlength=members.size).astype(np.int64)
+        first_child = 1 + np.searchsorted(local_parent[1:], np.arange(members.size))
+        return Units(
+            units.geocodes[members], local_parent, depth, level_start,
+            first_child.astype(np.int64), n_children,
+        )  # fmt: skip
 
 
 class ReleaseParts:
@@ -36,58 +96,42 @@ class ReleaseParts:
         The whole tree.
     query_names : list of str
         The measured queries.
-    roots : numpy.ndarray
-        The unit at the root of each part.
-    part_units : list of numpy.ndarray
-        Each part's units (indices into ``units``), in the part's own order.
     uniform : bool
         Whether every measurement has one variance for all its cells.
+    partition : Partition
     """
 
     def __init__(self, release: CensusRelease):
         self.release = release
         self.axes = release.axes
-        self.units = units = release.units
+        self.units = release.units
         self.query_names = list(release.measurements)
         self.uniform = all(m.uniform for m in release.measurements.values())
-        self.roots = part_roots(units)
-        part_of = np.full(len(units), -1, dtype=np.int64)
-        part_of[self.roots] = np.arange(self.roots.size)
-        for k in range(2, units.levels):
-            lo, hi = units.level_start[k], units.level_start[k + 1]
-            part_of[lo:hi] = part_of[units.parent[lo:hi]]
-        order = np.argsort(part_of, kind="stable")
-        bounds = np.searchsorted(part_of[order], np.arange(-1, self.roots.size + 1))
-        self._part_of = part_of
-        self.part_units = [order[bounds[i + 1] : bounds[i + 2]] for i in range(self.roots.size)]
-        self.top_units = order[bounds[0] : bounds[1]]
-        self._local = np.empty(len(units), dtype=np.int64)
-        for members in [self.top_units, *self.part_units]:
-            self._local[members] = np.arange(members.size)
+        self.partition = Partition.of(release.units)
 
     def __len__(self) -> int:
-        return self.roots.size
+        return self.partition.roots.size
 
     def part(self, i: int) -> CensusRelease:
         """Return the ``i``-th part as a release of its own."""
-        return self._cut(self.part_units[i], i)
+        return self._cut(i)
 
     def top(self) -> CensusRelease | None:
         """Return the units above the parts (the root), or None for a one-unit release."""
-        return self._cut(self.top_units, -1) if self.top_units.size else None
+        return self._cut(-1) if self.partition.top.size else None
 
-    def _cut(self, members: np.ndarray, index: int) -> CensusRelease:
-        tree = Units.from_geocodes(self.units.geocodes[members])
+    def _cut(self, index: int) -> CensusRelease:
+        p = self.partition
         measured = {}
         for name, meas in self.release.measurements.items():
-            rows = np.flatnonzero(self._part_of[meas.units] == index)
+            rows = np.flatnonzero(p.part_of[meas.units] == index)
             if rows.size:
                 measured[name] = Measurements(
-                    self._local[meas.units[rows]], meas.values[rows], meas.variance[rows]
+                    p.local[meas.units[rows]], meas.values[rows], meas.variance[rows]
                 )
         exact = {}
         for name, inv in self.release.invariants.items():
-            rows = np.flatnonzero(self._part_of[inv.units] == index)
+            rows = np.flatnonzero(p.part_of[inv.units] == index)
             if rows.size:
-                exact[name] = Invariants(self._local[inv.units[rows]], inv.values[rows])
-        return CensusRelease(self.axes, tree, measured, exact)
+                exact[name] = Invariants(p.local[inv.units[rows]], inv.values[rows])
+        return CensusRelease(self.axes, p.tree(index), measured, exact)

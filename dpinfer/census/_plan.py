@@ -23,6 +23,10 @@ from ._start import rounded, tree_start
 
 __all__ = ["make_plan", "prior_tables", "run_chains"]
 
+#: Default proposals per leaf and round: one per this many query cells of a unit (at
+#: least 4), so that a round's moves cost about what its summaries do.
+CELLS_PER_PROPOSAL = 64
+
 
 def prior_tables(prior: str, params, d: int):
     """``(kind, pa, pb, hyper)`` of the compiled moves for a prior and its parameters."""
@@ -46,7 +50,8 @@ def prior_tables(prior: str, params, d: int):
 def make_plan(parts, store, *, inner_geocodes, fallback_start, prior, options) -> Plan:
     """Prepare the chains of ``parts``; the store receives each part's static and start.
 
-    ``inner_geocodes`` lists the tree's inner units (their draws' order);
+    ``inner_geocodes`` lists the tree's inner units (their draws' order), ``options
+    ["trace"]`` the units whose query cells are kept as draws;
     ``fallback_start(i)`` gives part ``i``'s leaf tables when the least-squares tree
     passes do not apply; ``prior`` is :func:`prior_tables`' result; ``options`` holds
     ``draws, tune, chains, per_leaf, intervals, store_leaves, executor``.
@@ -55,10 +60,8 @@ def make_plan(parts, store, *, inner_geocodes, fallback_start, prior, options) -
     top = parts.top()
     top_mask, top_deepest = _top_invariants(top)
     offset = 0 if top is None else 1
-    slot = {g: k for k, g in enumerate(inner_geocodes)}
     starts = tree_start(parts, Basis(parts.axes))
-    persons = leaves = 0
-    inner_slots = []
+    leaves = 0
     for i in range(len(parts)):
         part = parts.part(i)
         static = static_arrays(
@@ -67,19 +70,18 @@ def make_plan(parts, store, *, inner_geocodes, fallback_start, prior, options) -
         start = rounded(next(starts) if starts is not None else fallback_start(i))
         store.put(("static", i), static)
         store.put(("start", i), start.astype(np.int32))
-        persons += int(start.sum())
         leaves += start.shape[0]
-        inner = part.units.geocodes[part.units.n_children > 0]
-        inner_slots.append(np.array([slot[g] for g in inner], dtype=np.int64))
     kind, pa, pb, hyper = prior
     per_leaf = options["per_leaf"]
-    if per_leaf is None:
-        per_leaf = max(4, int(np.ceil(persons / max(leaves, 1))))
+    if per_leaf is None:  # the moves cost about as much as each round's summaries
+        per_leaf = max(4, -(-layout.ncell // CELLS_PER_PROPOSAL))
     return Plan(
         parts, layout, layout.tables(kind, pa, pb, offset), store, top_static(top, layout),
-        inner_slots, len(inner_geocodes), leaves, per_leaf, options["draws"], options["tune"],
-        options["chains"], options["intervals"], options["store_leaves"], hyper,
-        options["executor"],
+        inner_slot={g: k for k, g in enumerate(inner_geocodes)},
+        trace_slot={g: k for k, g in enumerate(options["trace"])}, n_leaves=leaves,
+        per_leaf=per_leaf, draws=options["draws"], tune=options["tune"],
+        chains=options["chains"], intervals=options["intervals"],
+        store_leaves=options["store_leaves"], hyper=hyper, executor=options["executor"],
     )  # fmt: skip
 
 

@@ -19,7 +19,7 @@ from ._gls import gls
 from ._parts import ReleaseParts
 from ._plan import make_plan, prior_tables, run_chains
 from ._release import CensusRelease
-from ._summaries import finish
+from ._summaries import finish, query_frame
 
 __all__ = ["CensusPosterior", "sample_posterior"]
 
@@ -57,24 +57,16 @@ class CensusPosterior:
         """Rows ``geocode, query, cell, estimate, sd, lower, upper``."""
         import pandas as pd
 
-        frames = []
-        for name in queries or self.mean:
-            est = self.mean[name]
-            unit, cell = np.indices(est.shape).reshape(2, -1)
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "geocode": self.release.units.geocodes[unit],
-                        "query": name,
-                        "cell": cell,
-                        "estimate": est.ravel(),
-                        "sd": self.sd[name].ravel(),
-                        "lower": self.lower[name].ravel(),
-                        "upper": self.upper[name].ravel(),
-                    }
-                )
-            )
-        return pd.concat(frames, ignore_index=True)
+        geocodes = self.release.units.geocodes
+        frames = [
+            query_frame(
+                geocodes, name, self.mean[name], self.sd[name], self.lower[name], self.upper[name]
+            )  # fmt: skip
+            for name in queries or self.mean
+        ]
+        frame = pd.concat(frames, ignore_index=True)
+        frame["geocode"] = frame["geocode"].astype(str)
+        return frame
 
 
 def check_options(draws, tune, chains, per_leaf, prior, prior_params, cells, rng, progressbar):
@@ -103,6 +95,7 @@ def sample_posterior(
     executor=None,
     store_leaves: bool = False,
     intervals: bool = True,
+    trace=(),
     rng=None,
     progressbar: bool = True,
 ) -> CensusPosterior:
@@ -122,8 +115,9 @@ def sample_posterior(
         binomial with a mean per detailed cell and a size (``prior_params = (mean,
         size)``, fixed).
     per_leaf : int, optional
-        Proposals per leaf in a round's subtree pass (default: the starting table's
-        mean number of persons per leaf, at least 4); the pair pass makes half as many.
+        Proposals per leaf in a round's subtree pass (default: one per 64 query cells
+        of a unit, at least 4, so that a round's moves cost about what its summaries
+        do); the pair pass makes half as many.
     executor : concurrent.futures.Executor, optional
         Runs the subtree passes (a dask ``Client`` from ``dpinfer[distributed]``, a
         process pool); same results as serially, seed for seed. The rate counts the
@@ -133,6 +127,10 @@ def sample_posterior(
     intervals : bool, default True
         Keep the window histograms of the interval summaries (``2 * WINDOW + 3``
         counts per unit and query cell); without them ``lower`` and ``upper`` are NaN.
+    trace : sequence of str, default ()
+        Geocodes of units whose every query cell is kept as draws (the posterior
+        variable ``unit_cells``, ``(chain, draw, unit, query cell)``, the query cells in
+        the order of ``release.measurements``): for trace plots and ESS.
     rng : None, int, SeedSequence or Generator
     progressbar : bool, default True
         Show a progress bar over the rounds (on standard error).
@@ -157,9 +155,10 @@ def sample_posterior(
     options, prior_parts, root = check_options(
         draws, tune, chains, per_leaf, prior, prior_params, release.axes.cells, rng, progressbar
     )
-    options.update(intervals=intervals, store_leaves=store_leaves, executor=executor)
-    parts = ReleaseParts(release)
     units = release.units
+    options.update(intervals=intervals, store_leaves=store_leaves, executor=executor)
+    options["trace"] = check_trace(trace, units)
+    parts = ReleaseParts(release)
     inner = units.geocodes[units.n_children > 0]
     plan = make_plan(
         parts, MemoryStore(), inner_geocodes=inner, fallback_start=_fallback(release, parts),
@@ -167,7 +166,7 @@ def sample_posterior(
     )  # fmt: skip
     outputs, seconds, summaries = run_chains(plan, root, progressbar=progressbar)
     mean, sd, lower, upper, clipped = _gather(plan, parts, summaries)
-    idata = draws_data(plan, outputs, seconds, root, prior, inner)
+    idata = draws_data(plan, outputs, seconds, root, prior, inner, options["trace"])
     return CensusPosterior(
         release, mean, sd, lower, upper, idata, clipped, plan.counts[0] / max(seconds, 1e-9)
     )
@@ -183,7 +182,7 @@ def _fallback(release, parts):
                 cache["detailed"] = gls(release).detailed
             except ValueError:
                 cache["detailed"] = np.zeros((len(release.units), release.axes.cells))
-        members = parts.part_units[i]
+        members = parts.partition.members[i]
         part = parts.part(i)
         leaves = part.units.leaves
         order = np.argsort(part.units.geocodes[leaves].astype(str), kind="stable")
@@ -198,11 +197,11 @@ def _gather(plan, parts, summaries):
     shape = (len(parts.units), plan.layout.ncell)
     stats = [np.full(shape, np.nan) for _ in range(4)]
     clipped = 0
-    pieces = [(parts.part_units[i], parts.part(i), plan.store.get(i).summary)
+    pieces = [(parts.partition.members[i], parts.part(i), plan.store.get(i).summary)
               for i in range(len(parts))]  # fmt: skip
     top = parts.top()
     if top is not None:
-        pieces.append((parts.top_units, top, summaries["top"]))
+        pieces.append((parts.partition.top, top, summaries["top"]))
     for members, part, summary in pieces:
         *values, n_clipped = finish(summary, plan.layout.measured(part), n)
         for stat, value in zip(stats, values, strict=True):
@@ -216,7 +215,19 @@ def _gather(plan, parts, summaries):
     return (*by_query, clipped)
 
 
-def draws_data(plan, outputs, seconds, root, prior, inner_geocodes):
+def check_trace(trace, units) -> list[str]:
+    """Return the geocodes of ``trace`` as text; raise ValueError naming any unknown."""
+    codes = [str(g) for g in (trace or ())]
+    known = set(units.geocodes.tolist())
+    unknown = [g for g in codes if g not in known]
+    if unknown:
+        raise ValueError(f"trace: geocode(s) {unknown[:5]} are not units of the release")
+    if len(set(codes)) != len(codes):
+        raise ValueError(f"trace: a geocode is given twice in {codes[:10]}")
+    return codes
+
+
+def draws_data(plan, outputs, seconds, root, prior, inner_geocodes, traced):
     """Return the InferenceData of the draws (inner units' totals, log-likelihood)."""
     from ..results import to_inference_data
 
@@ -224,6 +235,8 @@ def draws_data(plan, outputs, seconds, root, prior, inner_geocodes):
         "unit_total": np.stack([o["totals"] for o in outputs]),
         "loglik": np.stack([o["loglik"] for o in outputs]),
     }
+    if traced:
+        posterior["unit_cells"] = np.stack([o["trace"] for o in outputs])
     if plan.store_leaves:
         posterior["leaf_counts"] = np.stack([np.stack(o["leaves"]) for o in outputs])
     counts = plan.counts
@@ -238,6 +251,7 @@ def draws_data(plan, outputs, seconds, root, prior, inner_geocodes):
         "per_leaf": plan.per_leaf,
         "seed": seed_entropy(root),
         "inner_units": ",".join(inner_geocodes.tolist()),
+        "traced_units": ",".join(traced),
     }
     return to_inference_data(
         {k: v.reshape(-1, *v.shape[2:]) for k, v in posterior.items()},

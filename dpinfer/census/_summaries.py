@@ -15,14 +15,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["Summary", "finish", "loglik", "record"]
+__all__ = ["Summary", "finish", "loglik", "query_frame", "record", "summary_rows"]
 
 #: Half-width of the histogram window of each cell's streaming summary.
 WINDOW = 24
 #: Central interval level of the summaries.
 LEVEL = 0.90
-#: Cells per block when turning histograms into intervals (bounds the temporaries).
-BLOCK = 65536
 
 
 class Summary:
@@ -77,17 +75,62 @@ def finish(summary: Summary, y: np.ndarray, n: int):
     upper = np.full(base.shape, np.nan)
     clipped = 0
     if summary.hist.shape[-1]:
-        flat_hist = summary.hist.reshape(-1, summary.hist.shape[-1])
-        lo_flat, hi_flat = lower.reshape(-1), upper.reshape(-1)
-        for start in range(0, flat_hist.shape[0], BLOCK):
-            block = slice(start, min(start + BLOCK, flat_hist.shape[0]))
-            cdf = np.cumsum(flat_hist[block], axis=1, dtype=np.int64) / n
-            last = flat_hist.shape[1] - 1
-            for ends, level in ((lo_flat, (1 - LEVEL) / 2), (hi_flat, (1 + LEVEL) / 2)):
-                index = (cdf < level).sum(axis=1)
-                inside = (index > 0) & (index < last)
-                ends[block] = np.where(inside, index - WINDOW - 1, np.nan)
-                clipped += int((~inside).sum())
-        lower += base
-        upper += base
+        hist = summary.hist.reshape(-1, summary.hist.shape[-1])
+        levels = np.array([(1 - LEVEL) / 2, (1 + LEVEL) / 2]) * n
+        ends = _quantiles(hist, levels)
+        inside = (ends > 0) & (ends < hist.shape[1] - 1)
+        clipped = int((~inside).sum())
+        lower = base + np.where(inside[:, 0], ends[:, 0] - WINDOW - 1, np.nan).reshape(base.shape)
+        upper = base + np.where(inside[:, 1], ends[:, 1] - WINDOW - 1, np.nan).reshape(base.shape)
     return base + mean_dev, np.sqrt(var), lower, upper, clipped
+
+
+def query_frame(geocodes, name: str, estimate, sd, lower, upper):
+    """Rows ``geocode, query, cell, estimate, sd, lower, upper`` of one query's cells.
+
+    The statistics are ``(units, cells)``; ``geocodes`` name the units.
+    """
+    import pandas as pd
+
+    unit, cell = np.indices(estimate.shape).reshape(2, -1)
+    return pd.DataFrame(
+        {
+            "geocode": pd.Categorical.from_codes(unit, categories=pd.Index(geocodes)),
+            "query": name,
+            "cell": cell,
+            "estimate": estimate.ravel(),
+            "sd": sd.ravel(),
+            "lower": lower.ravel(),
+            "upper": upper.ravel(),
+        }
+    )
+
+
+def summary_rows(geocodes, queries, stats):
+    """Return the rows of every query's cells (``stats``: mean, sd, lower, upper)."""
+    import pandas as pd
+
+    split = np.cumsum([q.cells for q in queries])[:-1]
+    pieces = zip(*(np.split(s, split, axis=1) for s in stats), strict=True)
+    return pd.concat(
+        [query_frame(geocodes, q.name, *piece) for q, piece in zip(queries, pieces, strict=True)],
+        ignore_index=True,
+    )
+
+
+@numba.njit(cache=True)
+def _quantiles(hist, levels):
+    """For each row, the first bin whose cumulative count reaches each level (inverted cdf)."""
+    out = np.empty((hist.shape[0], levels.size), dtype=np.int64)
+    for i in range(hist.shape[0]):
+        total = 0
+        k = 0
+        for b in range(hist.shape[1]):
+            total += hist[i, b]
+            while k < levels.size and total >= levels[k]:
+                out[i, k] = b
+                k += 1
+        while k < levels.size:
+            out[i, k] = hist.shape[1] - 1
+            k += 1
+    return out

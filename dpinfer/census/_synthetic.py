@@ -21,7 +21,14 @@ from ._queries import Axes
 from ._release import CensusRelease, Invariants, Measurements
 from ._units import Units
 
-__all__ = ["Truth", "pl94_variances", "synthetic_release", "synthetic_state", "PL94_AXES"]
+__all__ = [
+    "PL94_AXES",
+    "Truth",
+    "pl94_production_variances",
+    "pl94_variances",
+    "synthetic_release",
+    "synthetic_state",
+]
 
 #: The PL94 persons file's detailed histogram (2,016 cells).
 PL94_AXES = {"hhgq": 8, "votingage": 2, "hispanic": 2, "cenrace": 63}
@@ -234,5 +241,63 @@ def pl94_variances(axes=PL94_AXES, *, levels=5) -> list[dict]:
             else:
                 sigma = low + (high - low) * share
             row[q.name] = round(sigma * sigma, 4)
+        out.append(row)
+    return out
+
+
+#: The 2020 production strategy of the PL94 persons file (the Census Bureau's
+#: ``ProductionCandidate20210527US_mult8``): each level's share of the budget and each
+#: query's share of its level's, as fractions (numerator, denominator). Its query
+#: ``hhinstlevels`` (hhgq's 8 levels grouped into household, institutional and
+#: non-institutional) is not a marginal of the histogram and is left out here.
+PL94_PRODUCTION = {
+    "levels": {"state": (1708, 4100), "county": (530, 4100), "tract": (434, 4100),
+               "block group": (1110, 4100), "block": (195, 4100)},
+    "queries": ("total", "cenrace", "hispanic", "votingage", "hhinstlevels", "hhgq",
+                "hispanic * cenrace", "votingage * cenrace", "votingage * hispanic",
+                "votingage * hispanic * cenrace", "detailed"),
+    "shares": {
+        "state": ((1889, 2051), (3, 2051), (3, 2051), (3, 2051), (3, 2051), (3, 2051),
+                  (6, 2051), (6, 2051), (3, 2051), (17, 2051), (115, 2051)),
+        "county": ((29, 38), (5, 2052), (5, 2052), (5, 2052), (5, 2052), (5, 2052),
+                   (7, 1026), (7, 1026), (5, 2052), (101, 4104), (755, 4104)),
+        "tract": ((1472, 2051), (15, 4102), (4, 2051), (4, 2051), (4, 2051), (4, 2051),
+                  (37, 4102), (37, 4102), (4, 2051), (125, 4102), (452, 2051)),
+        "block group": ((143, 256), (1, 1024), (1, 1024), (1, 1024), (1, 1024), (1, 1024),
+                        (3, 1024), (3, 1024), (1, 1024), (1, 128), (27, 64)),
+        "block": ((5, 4103), (9, 4103), (5, 4103), (5, 4103), (5, 4103), (5, 4103),
+                  (21, 4103), (21, 4103), (5, 4103), (71, 4103), (3951, 4103)),
+    },
+}  # fmt: skip
+
+
+def pl94_production_variances(*, block_detail_sigma: float = 3.18) -> list[dict]:
+    """Variances of the PL94 persons production strategy's queries at each of five levels.
+
+    The queries and the level and query shares of the 2020 production strategy
+    (:data:`PL94_PRODUCTION`): ``sigma**2 = c / (level share x query share)``, with
+    ``c`` set so that a block's detailed cell has the sigma ``block_detail_sigma``
+    (3.18 as ``REAL_RELEASES`` gives it; then a block total's sigma is 89.5, a
+    tract's 2.47, a county's 2.17, the state's 1.10). ``hhinstlevels`` is a grouping
+    of hhgq, not a marginal: it is left out (its share unused) and ``hhgq`` is
+    measured with its own share. The histogram is :data:`PL94_AXES`; levels state,
+    county, tract, block group, block.
+    """
+    sigma = _positive("block_detail_sigma", block_detail_sigma)
+    level_share = {k: a / b for k, (a, b) in PL94_PRODUCTION["levels"].items()}
+    query_share = {
+        level: dict(zip(PL94_PRODUCTION["queries"], (a / b for a, b in shares), strict=True))
+        for level, shares in PL94_PRODUCTION["shares"].items()
+    }
+    scale = sigma**2 * level_share["block"] * query_share["block"]["detailed"]
+    axes = Axes(PL94_AXES)
+    out = []
+    for level in LEVEL_NAMES:
+        row = {}
+        for name, share in query_share[level].items():
+            if name != "hhinstlevels":
+                query = axes.query("hhgq * votingage * hispanic * cenrace" if name == "detailed"
+                                   else name)  # fmt: skip
+                row[query.name] = scale / (level_share[level] * share)
         out.append(row)
     return out

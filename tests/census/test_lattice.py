@@ -4,6 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
+from scipy import special, stats
 
 from dpinfer.census import CensusRelease, _plan
 from dpinfer.census._posterior import sample_posterior
@@ -42,7 +43,20 @@ def tree(request):
     return rows, invariant, CensusRelease.from_rows({"a": 2}, rows, invariants=invariant)
 
 
-def exact_posterior(rows, invariant, release):
+def log_prior(table, prior, params):
+    """The log prior of a leaf table (leaves x 2), up to a constant."""
+    if prior == "negative_binomial":
+        mean, size = params
+        return stats.nbinom.logpmf(table, size, size / (size + mean)).sum()
+    if prior == "poisson":  # the rates integrated out of the Gamma(shape, rate) hyperprior
+        shape, rate = params
+        totals = table.sum(axis=0)
+        logp = special.gammaln(shape + totals) - (shape + totals) * np.log(rate + len(table))
+        return logp.sum() - special.gammaln(table + 1).sum()
+    return 0.0
+
+
+def exact_posterior(rows, invariant, release, prior="flat", params=None):
     """Every leaf table (2 cells per leaf, the invariant total) with its posterior probability."""
     units = release.units
     leaves = np.sort(units.geocodes[units.leaves].astype(str))
@@ -54,7 +68,7 @@ def exact_posterior(rows, invariant, release):
     ]
     logp = []
     for table in tables:
-        value = 0.0
+        value = log_prior(table, prior, params)
         for g, q, c, y, v in zip(*rows.values(), strict=True):
             counts = table[[leaf.startswith(g) for leaf in leaves]].sum(axis=0)
             s = counts.sum() if q == "total" else counts[c]
@@ -64,17 +78,17 @@ def exact_posterior(rows, invariant, release):
     return np.stack(tables), p / p.sum()
 
 
-def run(release, seed):
+def run(release, seed, **prior):
     post = sample_posterior(
         release, draws=4000, tune=100, chains=4, per_leaf=32, store_leaves=True, rng=seed,
-        progressbar=False,
+        progressbar=False, **prior,
     )  # fmt: skip
     leaves = release.units.leaves.size
     draws = np.asarray(post.idata.posterior["leaf_counts"]).reshape(4, -1, leaves, 2)
     return post, draws
 
 
-def check_against_enumeration(tree, draws):
+def check_against_enumeration(tree, draws, prior="flat", params=None):
     """Every draw meets the invariant, and each leaf cell's mean matches the exact one.
 
     ``draws`` is ``(chains, draws, leaves, 2)``. The tolerance is 5 Monte Carlo standard
@@ -82,7 +96,7 @@ def check_against_enumeration(tree, draws):
     has probability about 6e-7 per cell.
     """
     rows, invariant, release = tree
-    tables, p = exact_posterior(rows, invariant, release)
+    tables, p = exact_posterior(rows, invariant, release, prior, params)
     assert np.all(draws.sum(axis=(2, 3)) == invariant["value"][0]), "a draw breaks the invariant"
     exact_mean = np.einsum("s,sij->ij", p, tables)
     exact_sd = np.sqrt(np.einsum("s,sij->ij", p, (tables - exact_mean) ** 2))
@@ -99,6 +113,18 @@ def test_the_lattice_posterior_matches_exact_enumeration(tree):
     check_against_enumeration(tree, draws)
     assert post.idata.attrs["rhat_max"] < 1.05
     assert post.clipped == 0
+
+
+@pytest.mark.parametrize(
+    "prior, params", [("negative_binomial", (1.5, 2.0)), ("poisson", (2.0, 1.5))]
+)
+def test_the_lattice_posterior_under_a_prior_matches_exact_enumeration(prior, params):
+    # the Poisson rates have a Gamma hyperprior and are drawn by Gibbs: the tables'
+    # marginal is enumerated with the rates integrated out
+    rows, invariant = TREES["shallow"]
+    tree = (rows, invariant, CensusRelease.from_rows({"a": 2}, rows, invariants=invariant))
+    _, draws = run(tree[2], seed=3, prior=prior, prior_params=params)
+    check_against_enumeration(tree, draws, prior, params)
 
 
 def test_planted_companion_dropping_the_invariant_fails(tree, monkeypatch):
