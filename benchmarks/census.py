@@ -83,6 +83,15 @@ def reset_peak() -> float:
     return rss_mb()
 
 
+def measured(fn, *args) -> tuple[object, dict]:
+    """``fn(*args)``, and its CPU seconds, the resident set before and its peak (MB)."""
+    before = reset_peak()
+    start = time.process_time()
+    result = fn(*args)
+    seconds = time.process_time() - start
+    return result, {"cpu_s": seconds, "rss_before_mb": before, "peak_rss_mb": rss_mb("VmHWM")}
+
+
 def kernel_rate(release, rounds: int) -> dict:
     """Cell updates per CPU second of the compiled passes alone, over ``rounds`` rounds."""
     from dpinfer._rng import as_seed_sequence, child_sequence
@@ -121,12 +130,12 @@ def kernel_rate(release, rounds: int) -> dict:
             "per_leaf": plan.per_leaf, "acceptance": counts[1] / max(counts[0], 1)}  # fmt: skip
 
 
-def sample_stage(release, rounds: int, intervals: bool) -> dict:
+def sample_stage(release, rounds: int, intervals: bool, longer: bool = True) -> dict:
     """The sampler's three rates and its peak memory over ``rounds`` rounds of one chain."""
     from dpinfer import census
 
-    census.sample_posterior(release, draws=1, tune=0, chains=1, rng=3, progressbar=False,
-                            intervals=False)  # compile  # fmt: skip
+    census.sample_posterior(release_of("baseline"), draws=1, tune=0, chains=1, rng=3,
+                            progressbar=False)  # compile  # fmt: skip
     out = kernel_rate(release, rounds)
     before = reset_peak()
     start = time.process_time()
@@ -134,11 +143,18 @@ def sample_stage(release, rounds: int, intervals: bool) -> dict:
                                    progressbar=False, intervals=intervals)  # fmt: skip
     whole = time.process_time() - start
     scored = post.idata.attrs["proposals_scored"]
+    peak = rss_mb("VmHWM")
+    if longer:
+        start = time.process_time()
+        run = census.sample_posterior(release, draws=10 * rounds, tune=0, chains=1, rng=4,
+                                      progressbar=False, intervals=intervals)  # fmt: skip
+        out["whole_run_cell_updates_per_cpu_s_10x_rounds"] = run.idata.attrs[
+            "proposals_scored"
+        ] / (time.process_time() - start)
     out.update(
         rounds=rounds, intervals=intervals, chains_cell_updates_per_cpu_s=post.rate,
         whole_run_cell_updates_per_cpu_s=scored / whole, whole_run_cpu_s=whole,
-        chains_cpu_s=post.idata.attrs["cpu_seconds"], rss_before_mb=before,
-        peak_rss_mb=rss_mb("VmHWM"),
+        chains_cpu_s=post.idata.attrs["cpu_seconds"], rss_before_mb=before, peak_rss_mb=peak,
     )  # fmt: skip
     return out
 
@@ -171,21 +187,23 @@ def stream_stage(folder: str, rounds: int, intervals: bool) -> dict:
     """The streamed sampler on ``folder``: rate and peak memory against the largest county."""
     from dpinfer import census
 
-    out = part_sizes(folder)
     with tempfile.TemporaryDirectory() as tmp:
-        census.stream_posterior(folder, f"{tmp}/warm", draws=1, tune=0, chains=1, rng=3,
-                                progressbar=False, intervals=False)  # compile  # fmt: skip
+        census.write_release(release_of("baseline"), f"{tmp}/small")
+        census.stream_posterior(f"{tmp}/small", f"{tmp}/warm", draws=1, tune=0, chains=1,
+                                rng=3, progressbar=False)  # compile  # fmt: skip
         before = reset_peak()
         start = time.process_time()
         post = census.stream_posterior(folder, f"{tmp}/out", draws=rounds, tune=0, chains=1,
                                        rng=4, progressbar=False, intervals=intervals,
                                        format="parquet")  # fmt: skip
         whole = time.process_time() - start
-    out.update(
-        rounds=rounds, intervals=intervals, chains_cell_updates_per_cpu_s=post.rate,
-        whole_run_cpu_s=whole, rss_before_mb=before, peak_rss_mb=rss_mb("VmHWM"),
-    )  # fmt: skip
-    out["peak_increase_mb"] = out["peak_rss_mb"] - before
+    peak = rss_mb("VmHWM")
+    out = {
+        "rounds": rounds, "intervals": intervals, "chains_cell_updates_per_cpu_s": post.rate,
+        "whole_run_cpu_s": whole, "rss_before_mb": before, "peak_rss_mb": peak,
+        "peak_increase_mb": peak - before,
+    }  # fmt: skip
+    out.update(part_sizes(folder))  # after the measured run: its allocations would count
     return out
 
 
@@ -269,22 +287,16 @@ def child(case: str, stage: str, folder: str, args) -> dict:
         write_folder(release_of(case), folder)
         out["cpu_s"] = time.process_time() - start
     elif stage == "read":
-        before = reset_peak()
-        start = time.process_time()
-        release = census.read_release(folder)
-        out.update(read_cpu_s=time.process_time() - start, measurements=release.n_measurements,
-                   rss_before_mb=before, peak_rss_mb=rss_mb("VmHWM"))  # fmt: skip
+        release, extra = measured(census.read_release, folder)
+        out.update(extra, measurements=release.n_measurements)
     elif stage == "gls":
-        release = release_of(case)
-        before = reset_peak()
-        start = time.process_time()
-        fit = census.gls(release)
-        out.update(gls_cpu_s=time.process_time() - start, gls_method=fit.method,
-                   rss_before_mb=before, peak_rss_mb=rss_mb("VmHWM"))  # fmt: skip
+        fit, extra = measured(census.gls, release_of(case))
+        out.update(extra, gls_method=fit.method)
     elif stage == "sample":
         release = release_of(case)
         out.update(blocks=int(release.units.leaves.size), measurements=release.n_measurements)
-        out.update(sample_stage(release, args.rounds, intervals=case != "pl94"))
+        small = case != "pl94"  # the state-sized case: no histograms, no longer run
+        out.update(sample_stage(release, args.rounds, intervals=small, longer=small))
     elif stage == "stream":
         out.update(stream_stage(folder, args.rounds, intervals=case != "pl94"))
     elif stage in ("kernel", "plain"):
@@ -322,8 +334,10 @@ def main():
                 cmd = [sys.executable, __file__, "--rounds", str(args.rounds), "--ess-draws",
                        str(args.ess_draws), "--ess-tune", str(args.ess_tune), "--child", case,
                        stage, f"{tmp}/release"]  # fmt: skip
-                line = subprocess.run(cmd, check=True, env=env, capture_output=True, text=True)
-                results[stage] = json.loads(line.stdout.strip().splitlines()[-1])
+                done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+                if done.returncode:
+                    sys.exit(f"{case} {stage} failed:\n{done.stderr}")
+                results[stage] = json.loads(done.stdout.strip().splitlines()[-1])
                 print(json.dumps(results[stage]), flush=True)
         if case == "baseline":
             ratio = (results["kernel"]["kernel_cell_updates_per_cpu_s"]

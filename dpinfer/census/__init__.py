@@ -23,7 +23,14 @@ from ._queries import Axes, Query
 from ._release import CensusRelease, Invariants, Measurements
 from ._streamed import StreamedRelease
 from ._streaming import StreamedPosterior, stream_posterior
-from ._synthetic import PL94_AXES, Truth, pl94_variances, synthetic_release, synthetic_state
+from ._synthetic import (
+    PL94_AXES,
+    Truth,
+    pl94_production_variances,
+    pl94_variances,
+    synthetic_release,
+    synthetic_state,
+)
 from ._units import Units
 
 __all__ = [
@@ -42,6 +49,7 @@ __all__ = [
     "dense_gls",
     "gls",
     "naive",
+    "pl94_production_variances",
     "pl94_variances",
     "read_release",
     "release_tables",

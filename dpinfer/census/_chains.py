@@ -20,6 +20,7 @@ log-likelihood are kept as draws.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numba
@@ -260,9 +261,11 @@ def run_chain(plan: Plan, chain_seed, progress, summaries: dict) -> dict:
     ``summaries`` is shared by the chains: the first to finish tuning creates them
     (centered on its cells at that round), the others add to them.
     """
+    start = time.process_time()
     top = init_chain(plan, chain_seed)
     n = len(plan.parts)
     out = {
+        "init_seconds": time.process_time() - start,
         "totals": np.zeros((plan.draws, len(plan.inner_slot)), dtype=np.int64),
         "trace": np.zeros((plan.draws, len(plan.trace_slot), plan.layout.ncell), dtype=np.int64),
         "loglik": np.zeros(plan.draws),

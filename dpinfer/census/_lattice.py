@@ -274,6 +274,27 @@ def _birth_death(tb, top, a, leaf, buf, s):
 
 
 @_inline
+def _exchange(tb, first, a, leaf, b, other, c_out, c_in, ratio, buf, s):
+    """At ``leaf`` a person leaves ``c_out`` for ``c_in``; at ``other`` one does the reverse.
+
+    A cell of -1 is none (a person moving between the leaves). Scored at the units of
+    depth ``first`` and below on both paths, with the proposal and prior ``ratio``.
+    """
+    m = _terms(tb, c_out, c_in, buf)
+    delta = _below_ancestor(a, leaf, first, buf, m, 1, False)
+    delta += _below_ancestor(b, other, first, buf, m, -1, False)
+    if not _accept(s, delta, ratio):
+        return REJECTED
+    _below_ancestor(a, leaf, first, buf, m, 1, True)
+    _below_ancestor(b, other, first, buf, m, -1, True)
+    for cell, step in ((c_out, -1), (c_in, 1)):
+        if cell >= 0:
+            _add(a, leaf, cell, step)
+            _add(b, other, cell, -step)
+    return ACCEPTED
+
+
+@_inline
 def _transfer(tb, first, sa, src, da, dst, buf, s):
     """Move one person of a drawn cell from leaf ``src`` to ``dst`` (depths ``first`` on)."""
     n_src = _persons(sa, src)
@@ -282,19 +303,9 @@ def _transfer(tb, first, sa, src, da, dst, buf, s):
     c = _find(sa, src, below(s, n_src))
     n_dst = _persons(da, dst)
     k_src, k_dst = sa.x[src, c], da.x[dst, c]
-    m = _terms(tb, c, -1, buf)
-    delta = _below_ancestor(sa, src, first, buf, m, 1, False)
-    delta += _below_ancestor(da, dst, first, buf, m, -1, False)
-    ratio = (
-        (k_dst + 1.0) / (n_dst + 1.0) * n_src / k_src * _up(tb, c, k_dst) / _up(tb, c, k_src - 1)
-    )
-    if not _accept(s, delta, ratio):
-        return REJECTED
-    _below_ancestor(sa, src, first, buf, m, 1, True)
-    _below_ancestor(da, dst, first, buf, m, -1, True)
-    _add(sa, src, c, -1)
-    _add(da, dst, c, 1)
-    return ACCEPTED
+    ratio = (k_dst + 1.0) / (n_dst + 1.0) * n_src / k_src
+    ratio *= _up(tb, c, k_dst) / _up(tb, c, k_src - 1)
+    return _exchange(tb, first, sa, src, da, dst, c, -1, ratio, buf, s)
 
 
 @_inline
@@ -315,20 +326,9 @@ def _swap(tb, first, a, leaf, b, other, buf, s):
     ):
         return REFUSED
     a1, a2, b1, b2 = a.x[leaf, c1], a.x[leaf, c2], b.x[other, c1], b.x[other, c2]
-    m = _terms(tb, c1, c2, buf)
-    delta = _below_ancestor(a, leaf, first, buf, m, 1, False)
-    delta += _below_ancestor(b, other, first, buf, m, -1, False)
     ratio = (a2 + 1.0) * (b1 + 1.0) / (a1 * float(b2)) * _up(tb, c2, a2) * _up(tb, c1, b1)
     ratio /= _up(tb, c1, a1 - 1) * _up(tb, c2, b2 - 1)
-    if not _accept(s, delta, ratio):
-        return REJECTED
-    _below_ancestor(a, leaf, first, buf, m, 1, True)
-    _below_ancestor(b, other, first, buf, m, -1, True)
-    _add(a, leaf, c1, -1)
-    _add(a, leaf, c2, 1)
-    _add(b, other, c2, -1)
-    _add(b, other, c1, 1)
-    return ACCEPTED
+    return _exchange(tb, first, a, leaf, b, other, c1, c2, ratio, buf, s)
 
 
 @_inline

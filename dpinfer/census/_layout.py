@@ -80,13 +80,13 @@ class Layout:
         return Tables(self.cidx, self.hcol, perm, pos, gsize, prior, pa, pb, top_depth)
 
     def measured(self, part: CensusRelease) -> np.ndarray:
-        """``(units, ncell)`` int64: the part's released values (0 where not measured)."""
-        y = np.zeros((len(part.units), self.ncell), dtype=np.int64)
+        """``(units, ncell)`` int32: the part's released values (0 where not measured)."""
+        y = np.zeros((len(part.units), self.ncell), dtype=np.int32)
         for q, off in zip(self.queries, self.qoff, strict=True):
             meas = part.measurements.get(q.name)
             if meas is not None:
+                _check_int32("released values", meas.values)
                 y[meas.units, off : off + q.cells] = meas.values
-        _check_int32("released values", y)
         return y
 
     def weights(self, part: CensusRelease | None) -> np.ndarray:
@@ -193,12 +193,12 @@ def chain_arena(static: Static, y: np.ndarray, x: np.ndarray, cells: np.ndarray)
     """Return an arena in the state ``x`` (leaf tables), its units' query cells ``cells``."""
     _check_int32("counts", cells)
     x32 = x.astype(np.int32)
-    return static.arena(x32, fenwick(x32), (y - cells).astype(np.int32))
+    return static.arena(x32, fenwick(x32), (y - cells.astype(np.int32)))
 
 
 def _check_int32(what: str, values: np.ndarray) -> None:
-    if values.size and np.abs(values).max() > INT32_LIMIT // 2:
+    if values.size and max(-int(values.min()), int(values.max())) > INT32_LIMIT // 2:
         raise ValueError(
-            f"{what} reach {int(np.abs(values).max())}; the lattice sampler holds counts and "
-            f"residuals as 32-bit integers (at most {INT32_LIMIT // 2})"
+            f"{what} reach {max(-int(values.min()), int(values.max()))}; the lattice sampler "
+            f"holds counts and residuals as 32-bit integers (at most {INT32_LIMIT // 2})"
         )

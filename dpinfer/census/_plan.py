@@ -60,14 +60,12 @@ def make_plan(parts, store, *, inner_geocodes, fallback_start, prior, options) -
     top = parts.top()
     top_mask, top_deepest = _top_invariants(top)
     offset = 0 if top is None else 1
-    starts = tree_start(parts, Basis(parts.axes))
     leaves = 0
-    for i in range(len(parts)):
-        part = parts.part(i)
+    for i, (part, start) in enumerate(tree_start(parts, Basis(parts.axes), store)):
         static = static_arrays(
             part, layout, offset=offset, top_mask=top_mask, top_deepest=top_deepest
         )
-        start = rounded(next(starts) if starts is not None else fallback_start(i))
+        start = rounded(start if start is not None else fallback_start(i))
         store.put(("static", i), static)
         store.put(("start", i), start.astype(np.int32))
         leaves += start.shape[0]
@@ -94,8 +92,12 @@ def _top_invariants(top) -> tuple[int, int]:
     return mask, 0
 
 
-def run_chains(plan: Plan, root, *, progressbar: bool) -> tuple[list, float]:
-    """Run ``plan.chains`` chains from the seed ``root``; return their draws and CPU seconds."""
+def run_chains(plan: Plan, root, *, progressbar: bool) -> tuple[list, float, dict]:
+    """Run ``plan.chains`` chains from the seed ``root``.
+
+    Return their draws, the CPU seconds of their rounds (each chain's starting table
+    excluded: ``init_seconds`` in its draws) and the summaries.
+    """
     outputs = []
     summaries: dict = {}
     total = plan.chains * (plan.tune + plan.draws)
@@ -103,5 +105,5 @@ def run_chains(plan: Plan, root, *, progressbar: bool) -> tuple[list, float]:
     with progress_bar("census lattice posterior", total=total, enabled=progressbar) as bar:
         for chain in range(plan.chains):
             outputs.append(run_chain(plan, child_sequence(root, chain), bar, summaries))
-    seconds = time.process_time() - begin
+    seconds = time.process_time() - begin - sum(o["init_seconds"] for o in outputs)
     return outputs, seconds, summaries

@@ -33,7 +33,8 @@ class CensusPosterior:
     release : CensusRelease
     mean, sd, lower, upper : dict of str to numpy.ndarray
         By query name, ``(units, cells)``: posterior mean, sd and central 90% interval
-        (NaN where the interval's end left the summary's window; see ``clipped``).
+        (NaN where the interval's end left the summary's window, see ``clipped``; without
+        ``intervals``, ``lower`` and ``upper`` are read-only arrays of NaN).
     idata : arviz.InferenceData
         Draws of every non-leaf unit's total and of the log-likelihood, by chain, with
         R-hat and ESS in ``attrs``; the leaves' tables too with ``store_leaves=True``.
@@ -41,7 +42,8 @@ class CensusPosterior:
         Number of interval ends that fell outside their window.
     rate : float
         Cell updates (proposals scored, then accepted or rejected) per CPU second of
-        the chains (the setup and the least-squares start excluded).
+        the chains' rounds (the setup, the least-squares start and the starting tables
+        excluded: ``idata.attrs["init_cpu_seconds"]``).
     """
 
     release: CensusRelease
@@ -192,21 +194,30 @@ def _fallback(release, parts):
 
 
 def _gather(plan, parts, summaries):
-    """Every unit's summaries, by query, in the release's unit order."""
+    """Every unit's summaries, by query, in the release's unit order.
+
+    Each part's chain state is dropped once its summaries are out.
+    """
     n = plan.draws * plan.chains
     shape = (len(parts.units), plan.layout.ncell)
-    stats = [np.full(shape, np.nan) for _ in range(4)]
+    stats = [np.empty(shape) for _ in range(2)]
+    if plan.intervals:
+        stats += [np.empty(shape) for _ in range(2)]
+    else:
+        stats += [np.broadcast_to(np.nan, shape)] * 2
     clipped = 0
-    pieces = [(parts.partition.members[i], parts.part(i), plan.store.get(i).summary)
-              for i in range(len(parts))]  # fmt: skip
     top = parts.top()
-    if top is not None:
-        pieces.append((parts.partition.top, top, summaries["top"]))
-    for members, part, summary in pieces:
+    for i in range(-1 if top is not None else 0, len(parts)):
+        part = top if i < 0 else parts.part(i)
+        summary = summaries["top"] if i < 0 else plan.store.get(i).summary
         *values, n_clipped = finish(summary, plan.layout.measured(part), n)
-        for stat, value in zip(stats, values, strict=True):
+        members = parts.partition.top if i < 0 else parts.partition.members[i]
+        for stat, value in zip(stats[: len(stats) if plan.intervals else 2], values, strict=False):
             stat[members] = value
         clipped += n_clipped
+        if i >= 0:
+            for key in (i, ("start", i), ("static", i)):
+                plan.store.put(key, None)
     split = np.cumsum([q.cells for q in plan.layout.queries])[:-1]
     by_query = [
         {q.name: p for q, p in zip(plan.layout.queries, np.split(s, split, axis=1), strict=True)}
@@ -248,6 +259,7 @@ def draws_data(plan, outputs, seconds, root, prior, inner_geocodes, traced):
         "acceptance_rate": counts[1] / max(counts[0], 1),
         "proposals_scored": int(counts[0]),
         "cpu_seconds": seconds,
+        "init_cpu_seconds": sum(o["init_seconds"] for o in outputs),
         "per_leaf": plan.per_leaf,
         "seed": seed_entropy(root),
         "inner_units": ",".join(inner_geocodes.tolist()),

@@ -25,44 +25,53 @@ from ._gls import TreePasses, component_precision, tree_obstacle
 __all__ = ["apply_changes", "meet_part_invariants", "rounded", "top_changes", "tree_start"]
 
 
-def tree_start(parts, basis: Basis):
-    """Yield each part's least-squares leaf tables (leaves in geocode order), or return None.
+def tree_start(parts, basis: Basis, store):
+    """Yield each part and its least-squares leaf tables (leaves in geocode order).
 
-    ``parts`` has ``len``, ``part(i)`` and ``top()`` (see
-    :mod:`dpinfer.census._parts`). None when the tree passes do not apply to a
-    part (cells of one query with different variances, a leaf not measured in
-    every component) or to the top's variances.
+    ``parts`` has ``len``, ``part(i)`` and ``top()`` (see :mod:`dpinfer.census._parts`);
+    each part's up pass waits in ``store`` (under ``("passes", i)``) for its down pass.
+    Yield ``(part, None)`` throughout when the tree passes do not apply to a part
+    (cells of one query with different variances, a leaf not measured in every
+    component) or to the top's variances.
     """
     top = parts.top()
-    if top is not None and any(not m.uniform for m in top.measurements.values()):
-        return None
     lower = []
-    for i in range(len(parts)):
+    usable = top is None or all(m.uniform for m in top.measurements.values())
+    for i in range(len(parts) if usable else 0):
         part = parts.part(i)
         if tree_obstacle(part):
-            return None
+            usable = False
+            break
         passes = TreePasses(part, basis)
         lower.append((passes.mu[0].copy(), passes.var[0].copy()))
-    return _down(parts, basis, top, lower)
+        store.put(("passes", i), passes)
+    if not usable:
+        for i in range(len(lower)):
+            store.put(("passes", i), None)
+        for i in range(len(parts)):
+            yield parts.part(i), None
+        return
+    yield from _down(parts, basis, top, lower, store)
 
 
-def _down(parts, basis, top, lower):
+def _down(parts, basis, top, lower, store):
     comp = basis.components
     mu_c = sum(m for m, _ in lower)
     var_c = sum(v for _, v in lower)
     m0, s0 = _root_posterior(top, basis, mu_c, var_c) if top is not None else (None, None)
     for i, (mu, var) in enumerate(lower):
-        part = parts.part(i)
-        passes = TreePasses(part, basis)
+        passes = store.get(("passes", i))
+        store.put(("passes", i), None)
         if top is not None:
             with np.errstate(divide="ignore", invalid="ignore"):
                 w = np.where(var_c > 0, var / var_c, 0.0)
             passes.mu[0] = mu + w[comp] * (m0 - mu_c)
             passes.var[0] = var - w * var + w * w * s0
         m, _ = passes.posterior()
+        part = parts.part(i)
         leaves = part.units.leaves
         order = np.argsort(part.units.geocodes[leaves].astype(str), kind="stable")
-        yield basis.from_basis(m[leaves[order]])
+        yield part, basis.from_basis(m[leaves[order]])
 
 
 def _root_posterior(top, basis, mu_c, var_c):
@@ -156,7 +165,10 @@ def top_changes(top, totals, free_persons, free_count, gen) -> np.ndarray:
 
 def apply_changes(x: np.ndarray, free: np.ndarray, change: np.ndarray, gen) -> None:
     """Add (or remove) ``change[c]`` persons of each cell ``c`` at the leaves ``free``."""
-    for c in np.flatnonzero(change):
+    added = np.flatnonzero(change > 0)
+    cells = np.repeat(added, change[added])
+    np.add.at(x, (gen.choice(free, cells.size), cells), 1)
+    for c in np.flatnonzero(change < 0):
         _move_persons(x, free, np.array([c]), int(change[c]), gen)
 
 

@@ -30,7 +30,7 @@ from ._units import Units
 __all__ = ["StreamedRelease"]
 
 #: Rows read at a time.
-CHUNK_ROWS = 1_000_000
+CHUNK_ROWS = 250_000
 _FILE_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
 _TABLES = {"measurements": True, "invariants": False}  # stem: required
 
@@ -44,7 +44,7 @@ class StreamedRelease(contextlib.AbstractContextManager):
         A release folder in the documented layout (``release.json``, the
         ``measurements`` and ``invariants`` tables as ``.csv`` or ``.parquet``). Files
         are read through the folder's descriptor, never through a symbolic link.
-    chunk_rows : int, default 1,000,000
+    chunk_rows : int, default 250,000
         Rows read at a time.
 
     Attributes
@@ -144,57 +144,64 @@ class StreamedRelease(contextlib.AbstractContextManager):
         return uniform, set((np.flatnonzero(seen) % len(queries)).tolist())
 
     def _append(self, stem: str, rows: dict, p: Partition) -> None:
-        part = p.part_of[rows["unit"]]
-        order = np.argsort(part, kind="stable")
-        bounds = np.searchsorted(part[order], np.arange(-1, p.roots.size + 1))
-        for index in range(-1, p.roots.size):
-            take = order[bounds[index + 1] : bounds[index + 2]]
-            if take.size:
-                piece = {k: v[take] for k, v in rows.items()}
-                piece["unit"] = p.local[piece["unit"]]
-                with open(self.temporary_file(f"{stem}{index}.npy"), "ab") as out:
-                    np.save(out, _pack(piece), allow_pickle=False)
+        """Append a chunk's rows to the files of their (part, query)."""
+        n_q = len(self.axes.every_query())
+        key = (p.part_of[rows["unit"]] + 1) * n_q + rows["query"]
+        order = np.argsort(key, kind="stable")
+        bounds = np.searchsorted(key[order], np.arange((p.roots.size + 1) * n_q + 1))
+        for k in np.flatnonzero(np.diff(bounds)):
+            take = order[bounds[k] : bounds[k + 1]]
+            piece = {name: rows[name][take] for name in ("cell", "value", "variance")
+                     if name in rows}  # fmt: skip
+            piece["unit"] = p.local[rows["unit"][take]]
+            with open(self.temporary_file(_file(stem, k // n_q - 1, k % n_q)), "ab") as out:
+                np.save(out, _pack(piece), allow_pickle=False)
 
     def _read(self, index: int) -> CensusRelease:
         tree = self.partition.tree(index)
+        every = self.axes.every_query()
         tables = {}
-        for stem in _TABLES:
-            path = os.path.join(self._spill, f"{stem}{index}.npy")
-            pieces = []
-            if os.path.exists(path):
-                with open(path, "rb") as source:
-                    while source.peek(1):
-                        pieces.append(np.load(source, allow_pickle=False))
-            tables[stem] = np.concatenate(pieces) if pieces else _pack(None)
+        for stem, names in (("measurements", self.query_names),
+                            ("invariants", [q.name for q in every])):  # fmt: skip
+            tables[stem] = {}
+            for k, q in enumerate(every):
+                path = os.path.join(self._spill, _file(stem, index, k))
+                if q.name in names and os.path.exists(path):
+                    tables[stem][q.name] = _load(path)
         return CensusRelease(
             self.axes, tree,
-            _build(self.axes, self.query_names, tree, tables["measurements"], measured=True),
-            _build(self.axes, [q.name for q in self.axes.every_query()], tree,
-                   tables["invariants"], measured=False),
+            _build(self.axes, tree, tables["measurements"], measured=True),
+            _build(self.axes, tree, tables["invariants"], measured=False),
         )  # fmt: skip
 
 
-#: A row as written to the temporary files: the query is its index in ``Axes.every_query``.
-_FIELDS = [("unit", "<i8"), ("query", "<i2"), ("cell", "<i8"), ("value", "<i8"),
-           ("variance", "<f8")]  # fmt: skip
+def _file(stem: str, part: int, query: int) -> str:
+    return f"{stem}-{part}-{query}.npy"
+
+
+def _load(path: str) -> np.ndarray:
+    pieces = []
+    with open(path, "rb") as source:
+        while source.peek(1):
+            pieces.append(np.load(source, allow_pickle=False))
+    return np.concatenate(pieces)
+
+
+#: A row as written to the temporary files (those of one part's query).
+_FIELDS = [("unit", "<i4"), ("cell", "<i4"), ("value", "<i8"), ("variance", "<f8")]
 
 
 def _pack(rows) -> np.ndarray:
-    out = np.zeros(0 if rows is None else len(rows["unit"]), dtype=_FIELDS)
-    if rows is not None:
-        for name, _ in _FIELDS:
-            out[name] = rows.get(name, np.inf if name == "variance" else 0)
+    out = np.zeros(len(rows["unit"]), dtype=_FIELDS)
+    for name, _ in _FIELDS:
+        out[name] = rows.get(name, np.inf)
     return out
 
 
-def _build(axes: Axes, names, tree: Units, table: np.ndarray, *, measured: bool) -> dict:
+def _build(axes: Axes, tree: Units, tables: dict, *, measured: bool) -> dict:
     """Rebuild the part's measurements (or invariants) by query from its packed rows."""
     out = {}
-    index = {q.name: k for k, q in enumerate(axes.every_query())}
-    for name in names:
-        rows = table[table["query"] == index[name]]
-        if rows.size == 0:
-            continue
+    for name, rows in tables.items():
         q = axes.query(name)
         units, slot = np.unique(rows["unit"], return_inverse=True)
         flat = slot * q.cells + rows["cell"]

@@ -19,10 +19,13 @@ import numpy as np
 
 from ._plan import make_plan, run_chains
 from ._posterior import check_options, check_trace, draws_data
-from ._streamed import StreamedRelease
-from ._summaries import finish, summary_rows
+from ._streamed import CHUNK_ROWS, StreamedRelease
+from ._summaries import summary_rows
 
 __all__ = ["DiskStore", "StreamedPosterior", "stream_posterior"]
+
+#: Rows of the summary table written at a time.
+ROWS_PER_WRITE = 500_000
 
 
 class DiskStore:
@@ -96,7 +99,7 @@ def stream_posterior(
     trace=(),
     format: str = "csv",
     overwrite: bool = False,
-    chunk_rows: int = 1_000_000,
+    chunk_rows: int = CHUNK_ROWS,
     rng=None,
     progressbar: bool = True,
 ) -> StreamedPosterior:
@@ -114,7 +117,7 @@ def stream_posterior(
         Of ``summary``.
     overwrite : bool, default False
         Passed to :class:`dpinfer.outputs.OutputFolder`.
-    chunk_rows : int, default 1,000,000
+    chunk_rows : int, default 250,000
         Rows of the release's tables read at a time.
     progressbar : bool, default True
 
@@ -179,10 +182,11 @@ def _write(plan, summaries, path) -> int:
             if part is None:
                 continue
             summary = summary if i < 0 else plan.store.get(i).summary
-            *stats, n_clipped = finish(summary, layout.measured(part), n)
-            clipped += n_clipped
-            frame = summary_rows(part.units.geocodes, layout.queries, stats)
-            writer = _append(writer, frame, path)
+            rows = summary_rows(part.units.geocodes, layout, summary, layout.measured(part), n,
+                                rows=ROWS_PER_WRITE)  # fmt: skip
+            for frame, n_clipped in rows:
+                clipped += n_clipped
+                writer = _append(writer, frame, path)
     finally:
         if writer is not None and hasattr(writer, "close"):
             writer.close()
@@ -194,8 +198,14 @@ def _append(writer, frame, path):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-        writer = writer or pq.ParquetWriter(str(path), table.schema)
+        schema = pa.schema(
+            [("geocode", pa.dictionary(pa.int32(), pa.string())), ("query", pa.string()),
+             ("cell", pa.int64())] + [(k, pa.float64()) for k in ("estimate", "sd", "lower",
+                                                                  "upper")]
+        )  # fmt: skip
+        table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+        table = table.replace_schema_metadata(None)
+        writer = writer or pq.ParquetWriter(str(path), schema)
         writer.write_table(table)
         return writer
     frame.to_csv(path, mode="a" if writer else "w", header=writer is None, index=False)

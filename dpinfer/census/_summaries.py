@@ -63,19 +63,20 @@ def loglik(r, h, hcell):
     return total
 
 
-def finish(summary: Summary, y: np.ndarray, n: int):
+def finish(summary: Summary, y: np.ndarray, n: int, cells=slice(None)):
     """Mean, sd, lower and upper (``(units, cells)`` each) of the current values, and clipped.
 
-    ``y`` is the released values (``current = y - r``), ``n`` the draws recorded.
+    ``y`` is the released values (``current = y - r``), ``n`` the draws recorded;
+    ``cells`` selects query cells (columns).
     """
-    base = (y - summary.center).astype(float)
-    mean_dev = summary.sums / n
-    var = np.maximum(summary.sumsq / n - mean_dev * mean_dev, 0.0) * n / max(n - 1, 1)
-    lower = np.full(base.shape, np.nan)
-    upper = np.full(base.shape, np.nan)
+    base = (y[:, cells] - summary.center[:, cells]).astype(float)
+    mean_dev = summary.sums[:, cells] / n
+    var = summary.sumsq[:, cells] / n - mean_dev * mean_dev
+    var = np.maximum(var, 0.0) * n / max(n - 1, 1)
+    lower = upper = np.broadcast_to(np.nan, base.shape)  # without histograms: no intervals
     clipped = 0
     if summary.hist.shape[-1]:
-        hist = summary.hist.reshape(-1, summary.hist.shape[-1])
+        hist = summary.hist[:, cells].reshape(-1, summary.hist.shape[-1])
         levels = np.array([(1 - LEVEL) / 2, (1 + LEVEL) / 2]) * n
         ends = _quantiles(hist, levels)
         inside = (ends > 0) & (ends < hist.shape[1] - 1)
@@ -106,16 +107,17 @@ def query_frame(geocodes, name: str, estimate, sd, lower, upper):
     )
 
 
-def summary_rows(geocodes, queries, stats):
-    """Return the rows of every query's cells (``stats``: mean, sd, lower, upper)."""
-    import pandas as pd
+def summary_rows(geocodes, layout, summary: Summary, y: np.ndarray, n: int, *, rows: int):
+    """Yield the rows of every query's cells, at most about ``rows`` at a time, and clipped.
 
-    split = np.cumsum([q.cells for q in queries])[:-1]
-    pieces = zip(*(np.split(s, split, axis=1) for s in stats), strict=True)
-    return pd.concat(
-        [query_frame(geocodes, q.name, *piece) for q, piece in zip(queries, pieces, strict=True)],
-        ignore_index=True,
-    )
+    Yields ``(frame, clipped)`` pairs; one query's statistics are in memory at a time.
+    """
+    for q, off in zip(layout.queries, layout.qoff, strict=True):
+        *stats, clipped = finish(summary, y, n, slice(off, off + q.cells))
+        step = max(1, rows // q.cells)
+        for lo in range(0, len(geocodes), step):
+            piece = [s[lo : lo + step] for s in stats]
+            yield query_frame(geocodes[lo : lo + step], q.name, *piece), clipped if lo == 0 else 0
 
 
 @numba.njit(cache=True)
