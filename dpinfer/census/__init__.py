@@ -14,11 +14,12 @@ counts by a compiled lattice MCMC).
 
 from ._dense import dense_gls
 from ._folder import read_release, release_tables, write_release
-from ._gls import GLSResult, gls
+from ._gls import gls
 from ._naive import naive
 from ._posterior import CensusPosterior, sample_posterior
 from ._queries import Axes, Query
 from ._release import CensusRelease, Invariants, Measurements
+from ._result import GLSResult
 from ._synthetic import PL94_AXES, Truth, pl94_variances, synthetic_release, synthetic_state
 from ._units import Units
 
