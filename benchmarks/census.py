@@ -17,8 +17,15 @@ resident memory (``ru_maxrss``) are printed. A *cell update* is one proposed mov
 of one person (between two cells of a leaf, between two leaves, a birth or death,
 or a swap) scored against every measured cell it changes and accepted or rejected;
 proposals refused before scoring (an empty source cell, a move an invariant forbids)
-are not counted. ``--bluedown PATH`` is accepted for a comparison with a BlueDown
-checkout but not run by this script (see its docstring in the report).
+are not counted.
+
+``--bluedown PATH`` (a checkout of google-research/census-bluedown) adds the
+comparison of ``_bluedown.py``: BlueDown's linear pass, run as a subprocess by
+the Python of its own venv (``--bluedown-python``; by default ``bluedown-venv``
+beside the checkout), against dpinfer's ``gls`` on the same synthetic releases
+(50,000 and 105,000 blocks, 4-cell histogram) written in the Census Bureau's
+noisy measurement file layout: CPU time of each, the ratio, and the agreement of
+the estimates. Without it the comparison is skipped with a message.
 """
 
 from __future__ import annotations
@@ -30,6 +37,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from _bluedown import CASES as BLUEDOWN_CASES
+from _bluedown import compare, default_python
 
 CASES = {
     "state": ({"votingage": 2, "hispanic": 2}, (20, 50, 3, 35)),
@@ -84,14 +94,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default="state,pl94")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--bluedown", default=None, help="a census-bluedown checkout (not run)")
+    parser.add_argument("--bluedown", default=None, help="a census-bluedown checkout to compare")
+    parser.add_argument("--bluedown-python", default=None, help="the Python of BlueDown's venv")
     parser.add_argument("--child", nargs=3, metavar=("CASE", "STAGE", "DIR"))
     args = parser.parse_args()
     if args.child:
         stage(*args.child, args.rounds)
         return
     print("machine: shared 2-core; CPU seconds by time.process_time, peak RSS per process")
-    for case in args.cases.split(","):
+    bluedown(args.bluedown, args.bluedown_python)
+    for case in filter(None, args.cases.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
             folder = f"{tmp}/release"
             if case == "state":
@@ -105,6 +117,16 @@ def main():
                 cmd = [sys.executable, __file__, "--rounds", str(args.rounds), "--child", case,
                        name, folder]  # fmt: skip
                 subprocess.run(cmd, check=True)
+
+
+def bluedown(checkout, python):
+    """Print the BlueDown comparison of ``_bluedown.py``, or why it is skipped."""
+    if checkout is None:
+        print("BlueDown comparison skipped: pass --bluedown PATH (a census-bluedown checkout)")
+        return
+    python = python or default_python(checkout)
+    for case in BLUEDOWN_CASES:
+        print(json.dumps(compare(checkout, python, case)))
 
 
 if __name__ == "__main__":
