@@ -84,7 +84,7 @@ def dense_gls(release: CensusRelease):
     detailed = every @ x
     sds = {}
     for q in release.queries:
-        m = np.kron(every, np.eye(q.cells)[:, q.cell_of_detailed])
+        m = np.kron(every, q.design)
         var = np.einsum("ij,jk,ik->i", m, cov, m)
         sds[q.name] = np.sqrt(np.maximum(var, 0.0)).reshape(len(units), q.cells)
     return GLSResult(release, detailed, "dense", sds)

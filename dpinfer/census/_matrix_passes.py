@@ -94,7 +94,7 @@ def _constraint_groups(release: CensusRelease) -> dict:
         rows, values = [], []
         for name in names:
             q, inv = release.query(name), release.invariants[name]
-            rows.append((q.cell_of_detailed[None, :] == np.arange(q.cells)[:, None]).astype(float))
+            rows.append(q.design)
             slot = np.searchsorted(inv.units, members)
             values.append(inv.values[slot].astype(float))
         cmat = np.concatenate(rows) if rows else np.zeros((0, release.axes.cells))
@@ -229,8 +229,7 @@ class MatrixPasses:
 
     def query_variance(self, query) -> np.ndarray:
         """``(units, query.cells)``: the posterior variance of every unit's query cells."""
-        design = (query.cell_of_detailed[None, :] == np.arange(query.cells)[:, None]).astype(float)
-        return np.einsum("jd,nde,je->nj", design, self.cov, design)
+        return np.einsum("jd,nde,je->nj", query.design, self.cov, query.design)
 
     def draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``(n, units, d)`` joint draws of the detailed counts (module docstring)."""
