@@ -106,16 +106,23 @@ def read_nmf(
 
     Notes
     -----
-    Tested on synthetic files written in this layout (:func:`write_nmf`, and
-    files written row by row with pyarrow as the published ones are described),
-    not on the published files, which this machine does not hold. Not tested
-    here: the published files' sizes (about 8 million blocks nationally; a
-    state's blocks are read into memory at once), their exact column types
-    (``variance`` as float32 or as a decimal or rational encoding; lists as
-    ``large_list``), the nation level ``US.parquet`` (not partitioned by state,
-    and not read: a tree here is one state partition), the housing-unit and DHC
-    products (read with their own ``axes``, untested), and whether constraint
-    names other than ``<query>_con`` occur with sign ``"="`` on whole queries.
+    Tested on synthetic files only, as this machine holds none of the published ones:
+    files written by :func:`write_nmf`, and files written row by row with pyarrow the
+    way the published ones are described (Hive ``State=<id>`` folders, Spark part names
+    and ``_SUCCESS`` markers, the axes' binning columns, ``query_shape`` as int32 lists,
+    ``variance`` as float32, axes named out of the histogram's order). Not tested: the
+    published files themselves and their sizes (a state's rows are read into memory at
+    once; from about 25,000 blocks in a small state to over 500,000 in California);
+    variances published in another encoding than a number (decimals and numeric text are
+    cast to float64, untested; anything else is refused); ``large_list`` columns; the
+    nation level ``US.parquet``, which is not partitioned by state and is not read (a
+    tree here is one state partition, so a state's AIAN and non-AIAN partitions are two
+    trees); the housing-unit and DHC products (their own ``axes``); that the published
+    geocodes of all five levels nest by prefix (BlueDown's passes assume they do). By
+    design a release cannot hold the grouping queries (``hhinstlevels_dpq``), the
+    inequality constraints (``hhgq_total_lb_con``, ``hhgq_total_ub_con``) or the
+    structural zero ``nurse_nva_0_con``: they are refused or, with
+    ``unsupported="skip"``, left out with a warning, and the analyses then ignore them.
 
     Examples
     --------
