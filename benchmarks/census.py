@@ -33,6 +33,14 @@ Each stage runs in its own process. CPU seconds are ``time.process_time``; memor
 process's peak resident set (``VmHWM``, reset with ``/proc/self/clear_refs`` before the
 measured step, so a stage's setup does not count) and its resident set before that step.
 The machine is shared: other processes run on its two cores.
+
+``--bluedown PATH`` (a checkout of google-research/census-bluedown) adds the
+comparison of ``_bluedown.py``: BlueDown's linear pass, run as a subprocess by
+the Python of its own venv (``--bluedown-python``; by default ``bluedown-venv``
+beside the checkout), against dpinfer's ``gls`` on the same synthetic releases
+(50,000 and 105,000 blocks, 4-cell histogram) written in the Census Bureau's
+noisy measurement file layout: CPU time of each, the ratio, and the agreement of
+the estimates. Without it the comparison is skipped with a message.
 """
 
 from __future__ import annotations
@@ -46,6 +54,8 @@ import tempfile
 import time
 
 import numpy as np
+from _bluedown import CASES as BLUEDOWN_CASES
+from _bluedown import compare, default_python
 
 SHAPES = {
     "state": ((20, 50, 3, 35), {"votingage": 2, "hispanic": 2}),
@@ -320,13 +330,16 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ess-draws", type=int, default=2400)
     parser.add_argument("--ess-tune", type=int, default=600)
+    parser.add_argument("--bluedown", default=None, help="a census-bluedown checkout to compare")
+    parser.add_argument("--bluedown-python", default=None, help="the Python of BlueDown's venv")
     parser.add_argument("--child", nargs=3, metavar=("CASE", "STAGE", "DIR"))
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(*args.child, args)), flush=True)
         return
     print("machine: shared 2-core; CPU seconds by time.process_time, memory by VmHWM")
-    for case in args.cases.split(","):
+    bluedown(args.bluedown, args.bluedown_python)
+    for case in filter(None, args.cases.split(",")):
         results = {}
         with tempfile.TemporaryDirectory() as tmp:
             for stage in PLAN[case]:
@@ -343,6 +356,16 @@ def main():
             ratio = (results["kernel"]["kernel_cell_updates_per_cpu_s"]
                      / results["plain"]["kernel_cell_updates_per_cpu_s"])  # fmt: skip
             print(json.dumps({"case": "baseline", "compiled_over_plain_python": ratio}))
+
+
+def bluedown(checkout, python):
+    """Print the BlueDown comparison of ``_bluedown.py``, or why it is skipped."""
+    if checkout is None:
+        print("BlueDown comparison skipped: pass --bluedown PATH (a census-bluedown checkout)")
+        return
+    python = python or default_python(checkout)
+    for case in BLUEDOWN_CASES:
+        print(json.dumps(compare(checkout, python, case)))
 
 
 if __name__ == "__main__":

@@ -11,8 +11,10 @@ the constrained estimate.
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 
 from ._release import CensusRelease
+from ._result import GLSResult
 
 __all__ = ["dense_gls", "design"]
 
@@ -38,8 +40,6 @@ def dense_gls(release: CensusRelease):
     Returns a :class:`~dpinfer.census.GLSResult` with ``method="dense"``; refuses
     releases with more than :data:`MAX_UNKNOWNS` unknowns.
     """
-    from ._gls import GLSResult
-
     units = release.units
     leaves = units.leaves
     d = release.axes.cells
@@ -47,7 +47,8 @@ def dense_gls(release: CensusRelease):
     if n > MAX_UNKNOWNS:
         raise ValueError(
             f"the dense solver takes at most {MAX_UNKNOWNS} unknowns (leaves x detailed cells); "
-            f"this release has {n}: use method='tree' (one variance per unit and query)"
+            f"this release has {n}: the tree passes (method 'tree' or 'matrix') need each "
+            "leaf's own measurements to determine its detailed cells"
         )
     a_rows, weights, y = [], [], []
     for name, meas in release.measurements.items():
@@ -83,7 +84,7 @@ def dense_gls(release: CensusRelease):
     detailed = every @ x
     sds = {}
     for q in release.queries:
-        m = np.kron(every, np.eye(q.cells)[:, q.cell_of_detailed])
+        m = np.kron(every, q.design)
         var = np.einsum("ij,jk,ik->i", m, cov, m)
         sds[q.name] = np.sqrt(np.maximum(var, 0.0)).reshape(len(units), q.cells)
     return GLSResult(release, detailed, "dense", sds)
@@ -93,7 +94,7 @@ def _independent(cmat: np.ndarray, c: np.ndarray):
     """Drop constraint rows implied by the others (consistent invariants can repeat)."""
     if cmat.shape[0] == 0:
         return cmat, c
-    q, r, perm = __import__("scipy.linalg").linalg.qr(cmat.T, pivoting=True, mode="economic")
+    q, r, perm = scipy.linalg.qr(cmat.T, pivoting=True, mode="economic")
     diag = np.abs(np.diag(r))
     rank = int((diag > 1e-9 * diag.max()).sum())
     keep = np.sort(perm[:rank])

@@ -25,95 +25,45 @@ component variances (:meth:`Basis.cell_variance_weights`). Time and memory are
 linear in the number of units times the number of detailed cells; there are no
 ``d x d`` matrices.
 
-**Otherwise** (cells of one query with different variances, or a leaf that is not
-measured in every component) the solver is the dense constrained least squares
-of :func:`dense_gls` (the KKT system), for small releases only.
+**Otherwise** (cells of one query with different variances, units that miss a
+query) the passes carry one ``d x d`` matrix per unit
+(:mod:`dpinfer.census._matrix_passes`): linear in the number of units again,
+``O(units x d^3)`` time and ``O(units x d^2)`` memory, for small histograms (a
+few dozen cells; not the 2,016-cell PL94 histogram, for which that is 4 million
+numbers per unit). They need each leaf's own measurements to determine the
+detailed counts its invariants leave free (the ANOVA passes need the same).
+When even that fails, a small release still has the dense constrained least
+squares of :func:`dense_gls` (the KKT system over all leaf cells, at most
+6,000 unknowns).
+
+======== ============================================ ==============================
+method   applies when                                 cost
+======== ============================================ ==============================
+"tree"   one variance per (unit, query); every leaf   ``O(units x d x sum(sizes))``
+         measured in every ANOVA component            time, ``O(units x d)`` memory
+"matrix" every leaf's own measurements determine its  ``O(units x d^3)`` time,
+         cells (given its invariants)                 ``O(units x d^2)`` memory
+"dense"  the whole release identifies the leaf cells  ``O((leaves x d)^3)``, at
+                                                      most 6,000 unknowns
+======== ============================================ ==============================
+
+(``d`` the detailed cells, ``sizes`` the axes' sizes.)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
-import scipy.stats
 
 from ._anova import Basis
+from ._dense import dense_gls
+from ._matrix_passes import MatrixPasses, matrix_obstacle
 from ._release import CensusRelease
+from ._result import GLSResult
 
-__all__ = ["GLSResult", "gls"]
+__all__ = ["gls"]
 
-#: Two-sided level of the intervals in tables.
-LEVEL = 0.90
-
-
-@dataclass(frozen=True, eq=False)
-class GLSResult:
-    """Constrained least-squares estimates of every unit's detailed counts.
-
-    Attributes
-    ----------
-    release : CensusRelease
-    detailed : numpy.ndarray
-        ``(units, cells)``: the estimate of every unit's detailed counts.
-    method : str
-        ``"tree"`` (the ANOVA fast path) or ``"dense"`` (the KKT system).
-    """
-
-    release: CensusRelease
-    detailed: np.ndarray
-    method: str
-    _query_sd: dict
-    _sampler: object = None
-
-    def estimate(self, query: str) -> np.ndarray:
-        """``(units, cells)``: the estimate of ``query``'s cells at every unit."""
-        return self.release.query(query).project(self.detailed)
-
-    def sd(self, query: str) -> np.ndarray:
-        """``(units, cells)``: the posterior standard deviation of ``query``'s cells."""
-        q = self.release.query(query)
-        if q.name not in self._query_sd:
-            raise ValueError(
-                f"query {query!r} has no sd here; computed for {list(self._query_sd)}"
-            )
-        return self._query_sd[q.name]
-
-    def draws(self, n: int, *, rng=None) -> np.ndarray:
-        """``(n, units, cells)``: joint Gaussian draws of every unit's detailed counts.
-
-        Each draw adds up across the tree and meets every invariant exactly (up to
-        rounding); the counts are real numbers and may be negative.
-        """
-        from .._rng import as_generator
-        from .._validate import size
-
-        if self._sampler is None:
-            raise ValueError("draws are available from the tree solver only (method='tree')")
-        return self._sampler(size("n", n), as_generator(rng))
-
-    def table(self, queries=None):
-        """Rows ``geocode, query, cell, estimate, sd, lower, upper`` (central 90% intervals)."""
-        import pandas as pd
-
-        z = scipy.stats.norm.ppf(0.5 + LEVEL / 2)
-        frames = []
-        for q in queries or self._query_sd:
-            est, sd = self.estimate(q), self.sd(q)
-            unit, cell = np.indices(est.shape).reshape(2, -1)
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "geocode": self.release.units.geocodes[unit],
-                        "query": self.release.query(q).name,
-                        "cell": cell,
-                        "estimate": est.ravel(),
-                        "sd": sd.ravel(),
-                        "lower": (est - z * sd).ravel(),
-                        "upper": (est + z * sd).ravel(),
-                    }
-                )
-            )
-        return pd.concat(frames, ignore_index=True)
+#: The solvers, in the order ``"auto"`` tries them.
+METHODS = ("auto", "tree", "matrix", "dense")
 
 
 def gls(release: CensusRelease, *, method: str = "auto") -> GLSResult:
@@ -122,11 +72,13 @@ def gls(release: CensusRelease, *, method: str = "auto") -> GLSResult:
     Parameters
     ----------
     release : CensusRelease
-    method : {"auto", "tree", "dense"}, default "auto"
-        ``"tree"``: the linear-time passes of the module docstring (needs one
-        variance per (unit, query) and every leaf measured in every component);
-        ``"dense"``: the KKT system (small releases); ``"auto"``: the tree when it
-        applies.
+    method : {"auto", "tree", "matrix", "dense"}, default "auto"
+        ``"tree"``: the linear-time passes in the ANOVA basis (needs one variance
+        per (unit, query) and every leaf measured in every component);
+        ``"matrix"``: the linear-time passes with a ``d x d`` matrix per unit (any
+        variances and queries, as long as each leaf's own measurements determine
+        its cells); ``"dense"``: the KKT system (small releases); ``"auto"``: the
+        first of these that applies (see the module docstring's table).
 
     Returns
     -------
@@ -136,7 +88,8 @@ def gls(release: CensusRelease, *, method: str = "auto") -> GLSResult:
     Raises
     ------
     ValueError
-        If the counts are not identified (a leaf measured in too few queries).
+        If the counts are not identified (a leaf measured in too few queries), or
+        the release is too large for every solver that applies, naming each reason.
 
     Notes
     -----
@@ -155,16 +108,28 @@ def gls(release: CensusRelease, *, method: str = "auto") -> GLSResult:
     >>> fit.estimate("total").round(3).ravel().tolist(), fit.sd("total").round(3).ravel().tolist()
     ([10.0, 3.5, 6.5], [0.0, 0.707, 0.707])
     """
-    if method not in ("auto", "tree", "dense"):
-        raise ValueError(f"method must be 'auto', 'tree' or 'dense', got {method!r}")
-    reason = tree_obstacle(release)
-    if method == "tree" and reason:
-        raise ValueError(f"method='tree' does not apply: {reason}")
-    if method == "dense" or reason:
-        from ._dense import dense_gls
-
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    reasons = {}
+    for name, obstacle, solve in (
+        ("tree", tree_obstacle, _tree_gls),
+        ("matrix", matrix_obstacle, _matrix_gls),
+    ):
+        if method in ("auto", name):
+            reasons[name] = obstacle(release)
+            if not reasons[name]:
+                return solve(release)
+            if method == name:
+                raise ValueError(f"method={name!r} does not apply: {reasons[name]}")
+    try:
         return dense_gls(release)
-    return _tree_gls(release)
+    except ValueError as err:
+        if method == "dense":
+            raise
+        tried = "; ".join(f"method={k!r}: {v}" for k, v in reasons.items())
+        raise ValueError(
+            f"no solver applies to this release ({tried}; method='dense': {err})"
+        ) from None
 
 
 def tree_obstacle(release: CensusRelease) -> str:
@@ -224,6 +189,12 @@ def _tree_gls(release: CensusRelease) -> GLSResult:
     return GLSResult(release, detailed, "tree", sds, passes.draw)
 
 
+def _matrix_gls(release: CensusRelease) -> GLSResult:
+    passes = MatrixPasses(release)
+    sds = {q.name: np.sqrt(np.maximum(passes.query_variance(q), 0.0)) for q in release.queries}
+    return GLSResult(release, passes.mean, "matrix", sds, passes.draw)
+
+
 class TreePasses:
     """The up and down passes of the ANOVA-diagonal tree problem (see the module docstring)."""
 
@@ -250,7 +221,8 @@ class TreePasses:
             with np.errstate(divide="ignore", invalid="ignore"):
                 gain = np.where(np.isinf(v_c), 1.0 / lam[lo:hi], v_c / (1.0 + lam[lo:hi] * v_c))
                 shrink = np.where(np.isinf(v_c), 0.0, 1.0 / (1.0 + lam[lo:hi] * v_c))
-            mu = shrink[:, comp] * self.mu_c[lo:hi] + gain[:, comp] * z[lo:hi]
+                # an unmeasured component of a leaf (infinite gain) is held invariant below
+                mu = shrink[:, comp] * self.mu_c[lo:hi] + gain[:, comp] * z[lo:hi]
             self.var[lo:hi] = np.where(fixed[lo:hi], 0.0, gain)
             self.mu[lo:hi] = np.where(fixed[lo:hi][:, comp], fixed_mu[lo:hi], mu)
 

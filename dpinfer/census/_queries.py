@@ -138,6 +138,11 @@ class Query:
             out = out * self.axes.sizes[k] + grids[k]
         return out.reshape(-1)
 
+    @property
+    def design(self) -> np.ndarray:
+        """``(cells, axes.cells)`` of 0 and 1: the detailed cells each query cell sums."""
+        return (self.cell_of_detailed[None, :] == np.arange(self.cells)[:, None]).astype(float)
+
     def project(self, detailed: np.ndarray) -> np.ndarray:
         """Sum ``detailed`` (``(..., axes.cells)``) to this query's cells (``(..., cells)``)."""
         arr = np.asarray(detailed)

@@ -117,7 +117,15 @@ class CensusRelease:
             else {k: [] for k in ("geocode", "query", "cell", "value")},
             ("geocode", "query", "cell", "value"),
         )
-        codes = [*meas["geocode"], *inv["geocode"], *([] if units is None else map(str, units))]
+        codes = pd.unique(
+            np.concatenate(
+                [
+                    meas["geocode"].to_numpy(dtype=object),
+                    inv["geocode"].to_numpy(dtype=object),
+                    np.array([] if units is None else [str(u) for u in units], dtype=object),
+                ]
+            )
+        )
         tree = Units.from_geocodes(codes)
         measured = _by_query("measurements", axes, tree, meas, with_variance=True)
         exact = _by_query("invariants", axes, tree, inv, with_variance=False)

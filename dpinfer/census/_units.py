@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 __all__ = ["Units"]
 
@@ -99,12 +100,11 @@ class Units:
 
     def index(self, geocodes) -> np.ndarray:
         """Return the indices of ``geocodes``; raise naming the first unknown ones."""
-        lookup = {g: i for i, g in enumerate(self.geocodes)}
-        codes = [str(g) for g in np.atleast_1d(np.asarray(geocodes, dtype=object))]
-        missing = [g for g in codes if g not in lookup]
-        if missing:
-            raise KeyError(f"unknown geocode(s) {missing[:5]}")
-        return np.array([lookup[g] for g in codes], dtype=np.int64)
+        codes = np.atleast_1d(np.asarray(geocodes, dtype=object)).astype(str)
+        found = pd.Index(self.geocodes.astype(str)).get_indexer(codes)
+        if (found < 0).any():
+            raise KeyError(f"unknown geocode(s) {codes[found < 0][:5].tolist()}")
+        return found.astype(np.int64)
 
     def leaf_ancestors(self) -> np.ndarray:
         """``(n_leaves, levels)``: the path of each leaf to the root, the leaf first, -1 padded."""
