@@ -7,8 +7,8 @@ mechanism and the references of one paper's example, plus
   time and :class:`Option` list (the release, the privacy budget, prior
   hyperparameters, sample sizes), each with a default and an argument check
   with its documented range (:func:`between`, :func:`integer`, :func:`vector`,
-  :func:`yes_no`, :func:`choice`), shown in ``--help`` and applied by
-  :meth:`Example.run` before anything is computed;
+  :func:`yes_no`, :func:`choice`, :func:`subset`, :func:`folder`), shown in
+  ``--help`` and applied by :meth:`Example.run` before anything is computed;
 * ``run(*, <options>, rng=None, progressbar=True, verbose=False)``, returning a
   :class:`~dpinfer.models._report.Result` (a report, the posterior, a figure);
 * optionally ``check_options(**options)``, which refuses a combination of
@@ -66,7 +66,17 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from ._example_checks import between, choice, finite, integer, positive, vector, yes_no
+from ._example_checks import (
+    between,
+    choice,
+    finite,
+    folder,
+    integer,
+    positive,
+    subset,
+    vector,
+    yes_no,
+)
 
 __all__ = [
     "Example",
@@ -75,8 +85,10 @@ __all__ = [
     "choice",
     "discover",
     "finite",
+    "folder",
     "integer",
     "positive",
+    "subset",
     "vector",
     "yes_no",
 ]

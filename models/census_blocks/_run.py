@@ -12,7 +12,7 @@ import pandas as pd
 from dpinfer import census
 from dpinfer.results import to_inference_data
 
-from .._example import Example, Option, integer
+from .._example import Example, Option, folder, integer, subset
 from .._report import Report, Result, new_figure
 
 METHODS = ("naive", "gls", "posterior")
@@ -21,30 +21,6 @@ AXES = {"votingage": 2, "hispanic": 2}
 SHAPE = (3, 4, 2, 8)
 COLUMNS = ["geocode", "query", "cell", "method", "estimate", "sd", "lower", "upper"]
 
-
-def _methods(name: str, value) -> tuple[str, ...]:
-    items = value if isinstance(value, list | tuple) else str(value).split(",")
-    chosen = tuple(dict.fromkeys(s.strip() for s in items if s.strip()))
-    bad = [m for m in chosen if m not in METHODS]
-    if bad or not chosen:
-        raise ValueError(
-            f"{name} must be a comma-separated subset of {','.join(METHODS)}, got {value!r}"
-        )
-    return chosen
-
-
-_methods.range = "a comma-separated subset of naive,gls,posterior"
-_methods.bounds = None
-
-
-def _folder(name: str, value):
-    if value is None or str(value) == "":
-        return None
-    return str(value)
-
-
-_folder.range = "a release folder (release.json, measurements, invariants)"
-_folder.bounds = None
 
 EXAMPLE = Example(
     name="census-blocks",
@@ -58,10 +34,14 @@ EXAMPLE = Example(
             "release_dir",
             None,
             "a release folder to analyse (default: a synthetic state)",
-            _folder,
+            folder(
+                "release.json",
+                "measurements.csv|measurements.parquet",
+                holding="release.json and measurements.csv or .parquet",
+            ),
             flag="--release-dir",
         ),
-        Option("methods", METHODS, "the analyses to run", _methods),
+        Option("methods", METHODS, "the analyses to run", subset(*METHODS)),
         Option("draws", 400, "posterior rounds kept per chain (4 chains)", integer(20, 100_000)),
     ),
 )
