@@ -26,12 +26,14 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -n auto --dist loadscope --durations=15
 
+# mypy checks dpinfer/ (pyproject.toml's [tool.mypy]); its cache makes a second run quick
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check dpinfer models tests benchmarks
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	for f in benchmarks/*.py; do $(BIN)/python $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info out .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist *.egg-info out .pytest_cache .ruff_cache .mypy_cache

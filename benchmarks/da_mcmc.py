@@ -91,10 +91,12 @@ import dpinfer as dp
 from dpinfer.compare import compare_posteriors
 from dpinfer.models import linear_regression as lr
 from dpinfer.models import naive_bayes as nb
+from dpinfer.noise.form import NO_TABLE
+from dpinfer.noise.terms import term
 from dpinfer.results import effective_sample_size, to_inference_data
-from dpinfer.samplers import _da_kernels
+from dpinfer.samplers.da import _da_kernels
 
-da_module = importlib.import_module("dpinfer.samplers.da_mcmc")
+da_module = importlib.import_module("dpinfer.samplers.da")
 REFERENCE = Path(__file__).parent.parent / "tests/samplers/data/regression_nuts_reference.npz"
 QUANTILES = (0.05, 0.5, 0.95)
 
@@ -145,11 +147,11 @@ def throughput(quick: bool) -> None:
     stats = (rng.random((n, 1)) < 0.3).astype(float)
     proposals = (rng.random((n, 1)) < 0.3).astype(float)
     log_u = -rng.standard_exponential(n)
-    form = mech._coordinate_form(np.asarray(released))
+    form = mech.cell_form(np.asarray(released))
 
     def kernel():
         s, t = stats.copy(), stats.sum(axis=0)
-        return _da_kernels.sweep_with(form, s, t, proposals, log_u)
+        return _da_kernels.record_sweep(s, t, proposals, log_u, form)
 
     kernel()
     _, cpu_k, _ = cpu_timed(lambda: [kernel() for _ in range(20)])
@@ -474,22 +476,22 @@ def scaling(quick: bool) -> None:
 
 
 @numba.njit(cache=True)
-def _log_eta(kind, released, coef, lower, upper, values):  # pragma: no cover - numba
+def _log_eta(form, values):  # pragma: no cover - numba
     total = 0.0
     for j in range(values.shape[0]):
-        total += _da_kernels._term(kind, released[j], coef[j], lower[j], upper[j], values[j])
+        total += term(form, NO_TABLE, j, values[j])
     return total
 
 
 @numba.njit(cache=True)
-def _soma_weights(stats, total, offer, kind, released, coef, lower, upper, out):
+def _soma_weights(stats, total, offer, form, out):
     """log eta of the sum with record i replaced by ``offer``, for every i."""
     n, k = stats.shape
     cand = np.empty(k)
     for i in range(n):
         for j in range(k):
             cand[j] = total[j] - stats[i, j] + offer[j]
-        out[i] = _log_eta(kind, released, coef, lower, upper, cand)
+        out[i] = _log_eta(form, cand)
     return out
 
 
@@ -500,7 +502,7 @@ def _logsumexp(x):
 
 
 @numba.njit(cache=True)
-def soma_sweep(stats, total, offers, u_pick, log_u, kind, released, coef, lower, upper):
+def soma_sweep(stats, total, offers, u_pick, log_u, form):
     """One SOMA offer per row of ``offers``; returns which offer each slot took (-1: none)."""
     n, k = stats.shape
     source = np.full(n, -1)
@@ -508,7 +510,7 @@ def soma_sweep(stats, total, offers, u_pick, log_u, kind, released, coef, lower,
     new_total = np.empty(k)
     for o in range(offers.shape[0]):
         offer = offers[o]
-        _soma_weights(stats, total, offer, kind, released, coef, lower, upper, forward)
+        _soma_weights(stats, total, offer, form, forward)
         log_w = _logsumexp(forward)
         if log_w == -np.inf:
             continue
@@ -523,7 +525,7 @@ def soma_sweep(stats, total, offers, u_pick, log_u, kind, released, coef, lower,
             new_total[j] = total[j] - old[j] + offer[j]
         stats[pick] = offer
         # the reverse move offers the old record to every slot of the new state
-        _soma_weights(stats, new_total, old, kind, released, coef, lower, upper, backward)
+        _soma_weights(stats, new_total, old, form, backward)
         if log_u[o] < log_w - _logsumexp(backward):
             total[:] = new_total
             source[pick] = o
@@ -541,18 +543,8 @@ def soma_step(state, record_model, updater, theta, rng, *, tuning_step=None):
     n = len(records)
     offered = record_model.simulate_records(params, n, rng)
     offered_stats = np.ascontiguousarray(record_model.statistics(offered)[0].reshape(n, -1))
-    f = updater.form
     source = soma_sweep(
-        stats,
-        total,
-        offered_stats,
-        rng.random(n),
-        -rng.standard_exponential(n),
-        f.kind,
-        f.released,
-        f.coefficients,
-        f.lower,
-        f.upper,
+        stats, total, offered_stats, rng.random(n), -rng.standard_exponential(n), updater.form
     )
     moved = source >= 0
     records[moved] = offered[0][source[moved]]

@@ -26,8 +26,7 @@ import time
 import warnings
 from pathlib import Path
 
-from dpinfer.models._example import discover
-from dpinfer.models._report import save_run
+from dpinfer.example import discover, save_run
 
 
 def grid_cases(example) -> list[tuple[str, dict]]:

@@ -1,6 +1,6 @@
 """Monte Carlo EM's default schedule on a small problem, and its profile-likelihood intervals.
 
-The survey release of issues 19 and 20 (``dpinfer.models._survey``): the mean and
+The survey release of issues 19 and 20 (``dpinfer.models.lalonde.survey``): the mean and
 the variance of 500 incomes clamped to [0, 200] ($1k), each released with Laplace
 noise at epsilon 0.5; ``ybar ~ N(mu, sigma^2 / n)``, ``s2 ~ sigma^2 chi2_{n-1} / (n-1)``.
 The likelihood is PyMC's (derivatives by PyTensor, compiled before timing); the
@@ -34,8 +34,8 @@ from scipy.optimize import brentq
 from scipy.stats import chi2
 
 import dpinfer as dp
-from dpinfer.models import _survey as survey
 from dpinfer.models import poisson_count as pc
+from dpinfer.models.lalonde import survey
 from dpinfer.samplers._mcse import error_ratio
 
 

@@ -2,12 +2,17 @@
 
 import importlib
 
+# first, before any module with compiled kernels: where no cache folder is writable,
+# they are then compiled without one (with a warning) rather than failing the import
+from . import _numba_cache  # noqa: F401
+
+# isort: split
 from . import accounting, distances, theory
 from ._version import __version__
-from .calibration import SBCResult, sbc
+from .calibration import DegenerateDrawsWarning, SBCResult, sbc
 from .grid import GridPosterior
 from .likelihood import ExponentialFamily, Likelihood
-from .marginal import to_pymc
+from .marginal import SharedLatentWarning, to_pymc
 from .mechanisms import (
     BinomialRelease,
     DiscreteGaussian,
@@ -50,6 +55,7 @@ __all__ = [
     "AscentSchedule",
     "BinomialRelease",
     "BoundaryEstimateWarning",
+    "DegenerateDrawsWarning",
     "DiscreteGaussian",
     "DiscreteLaplace",
     "ExponentialFamily",
@@ -68,6 +74,7 @@ __all__ = [
     "RecordModel",
     "SBCResult",
     "SVTResult",
+    "SharedLatentWarning",
     "SimulationBudgetExceeded",
     "SparseVector",
     "StagedSchedule",

@@ -24,7 +24,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from . import _validate
-from .likelihood import ExponentialFamily, Likelihood, ParameterSpace
+from ._parameter_space import ParameterSpace
+from .likelihood import ExponentialFamily, Likelihood, _PytensorEvaluator
 
 __all__ = ["model_parts"]
 
@@ -208,7 +209,7 @@ def _compile_model(graphs: _Graphs, space: ParameterSpace) -> dict:
 
     # prior: batched by vectorising dependent parameters, resizing root ones
     n = pt.iscalar("n")
-    replace = {}
+    replace: dict = {}
     for rv in param_rvs:
         new = vectorize_graph(rv, replace=replace) if replace else rv
         if new.ndim == rv.ndim:
@@ -282,8 +283,6 @@ class _LikelihoodEvaluator:
     """Log-likelihood of the statistic given the parameters, with autodiff derivatives."""
 
     def __init__(self, space: ParameterSpace, graphs: _Graphs):
-        from .likelihood import _PytensorEvaluator
-
         self._inner = _PytensorEvaluator(space, _StatLogp(graphs))
 
     def __call__(self, s, params, order):
@@ -311,7 +310,7 @@ class _StatLogp:
         values = [pt.tensor(dtype="float64", shape=rv.type.shape) for rv in stat_rvs]
         terms = pm.logprob.conditional_logp(dict(zip(stat_rvs, values, strict=True)))
         total = pt.add(*[t.sum() for t in terms.values()])
-        replace = {holders[rv]: param_vars[rv.name] for rv in param_rvs}
+        replace: dict = {holders[rv]: param_vars[rv.name] for rv in param_rvs}
         if len(stat_rvs) == 1:
             replace[values[0]] = s_var
         else:

@@ -1,9 +1,9 @@
 """``dpinfer run``: every published example of :mod:`dpinfer.models`, found by discovery.
 
-Each example module declares an :class:`~dpinfer.models._example.Example`
+Each example module declares an :class:`~dpinfer.example.Example`
 (name, paper, expected run time, options) and a ``run`` function; this module
 turns every option into a ``--flag`` of ``dpinfer run <example>``, runs the
-example into its output folder (:func:`dpinfer.models._report.save_run`: locked,
+example into its output folder (:func:`dpinfer.example.save_run`: locked,
 written atomically, manifest last) and prints the report as a table or as JSON.
 
 Standard output carries only the report; notices (a long run's expected
@@ -18,13 +18,21 @@ import argparse
 import contextlib
 import json
 import logging
+import math
 import sys
 import warnings
 from collections.abc import Iterator
 
 import numpy as np
 
-from .outputs import OutputBusyError, OutputPathError, check_output_path
+from .example import discover, save_run
+from .outputs import (
+    WAIT_LIMIT,
+    OutputBusyError,
+    OutputPathError,
+    OutputWriteError,
+    check_output_path,
+)
 
 __all__ = ["add_run_command"]
 
@@ -34,8 +42,6 @@ _NOISY = ("pymc", "pytensor")
 
 def add_run_command(subparsers) -> None:
     """Add ``run`` with one sub-parser per discovered example to ``subparsers``."""
-    from .models._example import discover
-
     missing: dict[str, str] = {}
     examples = discover(missing=missing)
     parser = subparsers.add_parser(
@@ -61,7 +67,6 @@ def add_run_command(subparsers) -> None:
 SWITCHES = {
     "--no-progress": "hide progress bars",
     "--verbose": "show PyMC's and PyTensor's messages and progress",
-    "--wait": "if another run is writing to --out, wait for it instead of refusing",
     "--overwrite": (
         "write into an --out folder that holds files dpinfer did not write: files of the "
         "names this run writes are replaced, no other file is touched"
@@ -102,6 +107,18 @@ def _add_example_parser(chooser, example) -> None:
     )
     for flag, text in SWITCHES.items():
         sub.add_argument(flag, action="store_true", help=text)
+    sub.add_argument(
+        "--wait",
+        nargs="?",
+        const=WAIT_LIMIT,
+        default=None,
+        type=_seconds,
+        metavar="SECONDS",
+        help=(
+            "if another process holds --out, wait for it instead of refusing, up to SECONDS "
+            f"(default {WAIT_LIMIT:g})"
+        ),
+    )
     sub.set_defaults(example_parser=sub)
 
 
@@ -117,10 +134,11 @@ def _cmd_run(args: argparse.Namespace, console) -> int:
         out = args.out if args.out is not None else check_output_path(f"out/{example.name}")
     except OutputPathError as err:
         args.example_parser.error(f"argument --out: {err}")
-    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy)
+    seed = args.seed
+    if seed is None:
+        # a SeedSequence made without entropy draws an int of 128 bits; its stubs allow any
+        seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
     notice = _notice(example, out) if example.long else None
-    from .models._report import save_run
-
     try:
         with quiet(args.verbose):
             result, manifest = save_run(
@@ -130,11 +148,12 @@ def _cmd_run(args: argparse.Namespace, console) -> int:
                 seed=seed,
                 progressbar=not args.no_progress,
                 verbose=args.verbose,
-                wait=args.wait,
+                wait=args.wait is not None,
+                wait_limit=WAIT_LIMIT if args.wait is None else args.wait,
                 overwrite=args.overwrite,
                 on_start=notice,
             )
-    except (OutputBusyError, OutputPathError) as err:
+    except (OutputBusyError, OutputPathError, OutputWriteError) as err:
         print(f"dpinfer run: error: {err}", file=sys.stderr)
         return 1
     except (ValueError, TypeError) as err:
@@ -204,6 +223,7 @@ def quiet(verbose: bool) -> Iterator[None]:
 
 
 def _options(args: argparse.Namespace, example) -> dict:
+    parser: argparse.ArgumentParser = args.example_parser
     options = example.defaults()
     for opt in example.options:
         given = getattr(args, f"option_{opt.name}")
@@ -212,11 +232,11 @@ def _options(args: argparse.Namespace, example) -> dict:
         try:
             options[opt.name] = opt.parse(" ".join(given) if opt.size else given)
         except (TypeError, ValueError) as err:
-            args.example_parser.error(f"argument {opt.cli_flag}: {err}")
+            parser.error(f"argument {opt.cli_flag}: {err}")
     try:  # combinations of options that cannot run (a predicted cost past a budget)
         return example.check(options)
     except (TypeError, ValueError) as err:
-        args.example_parser.error(str(err))
+        parser.error(str(err))
 
 
 def _notice(example, out):
@@ -240,6 +260,17 @@ def seed_type(text: str) -> int:
     if seed < 0:
         raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
     return seed
+
+
+def _seconds(text: str) -> float:
+    """Parse a time limit: a positive, finite number of seconds."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return seconds
 
 
 def _out_folder(text: str):

@@ -8,15 +8,20 @@ Monte Carlo standard error (``z``), which account for each sample's ESS.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.stats as st
+from numpy.typing import ArrayLike
 
 from . import _validate
 from ._rng import RNGLike, as_generator, check_rng
 from .results import effective_sample_size
+
+if TYPE_CHECKING:
+    from .results import InferenceData
 
 __all__ = ["Comparison", "compare_posteriors"]
 
@@ -61,11 +66,11 @@ class Comparison:
 
 
 def compare_posteriors(
-    a,
-    b,
+    a: InferenceData | Mapping[str, ArrayLike],
+    b: InferenceData | Mapping[str, ArrayLike],
     *,
-    var_names=None,
-    quantiles=(0.05, 0.5, 0.95),
+    var_names: Sequence[str] | None = None,
+    quantiles: Sequence[float] = (0.05, 0.5, 0.95),
     mmd_points: int = 2000,
     rng: RNGLike = 0,
 ) -> Comparison:
@@ -110,7 +115,7 @@ def compare_posteriors(
     """
     draws_a, ess_a = _as_draws("a", a)
     draws_b, ess_b = _as_draws("b", b)
-    quantiles = _check_quantiles(quantiles)
+    levels = _check_quantiles(quantiles)
     _validate.size("mmd_points", mmd_points)
     check_rng(rng)
     if var_names is not None and (
@@ -120,7 +125,7 @@ def compare_posteriors(
     names = _selected(var_names, draws_a, draws_b)
     per = {}
     for name in names:
-        per[name] = _compare_one(draws_a[name], draws_b[name], ess_a[name], ess_b[name], quantiles)
+        per[name] = _compare_one(draws_a[name], draws_b[name], ess_a[name], ess_b[name], levels)
     joint_a = np.column_stack([draws_a[n] for n in names])
     joint_b = np.column_stack([draws_b[n] for n in names])
     return Comparison(per, mmd(joint_a, joint_b, max_points=mmd_points, rng=rng))
@@ -263,7 +268,7 @@ def _components(name, arr3):
         yield f"{name}[{j}]", arr3[..., j]
 
 
-def _subsample(x, n, rng):
+def _subsample(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     return x if len(x) <= n else x[rng.choice(len(x), size=n, replace=False)]
 
 

@@ -11,15 +11,21 @@ evaluated (in closed form, or by a finite sum over a discrete latent).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.integrate import cumulative_simpson, simpson
 from scipy.interpolate import CubicHermiteSpline
 from scipy.optimize import brentq
 
 from . import _validate
 from ._rng import RNGLike, as_generator
+from .results import to_inference_data
+
+if TYPE_CHECKING:
+    from .results import InferenceData
 
 __all__ = ["GridPosterior"]
 
@@ -99,7 +105,14 @@ class GridPosterior:
     (3,)
     """
 
-    def __init__(self, grid, log_likelihood, log_prior=None, *, log_shift=None):
+    def __init__(
+        self,
+        grid: ArrayLike | Sequence[ArrayLike],
+        log_likelihood: Callable[..., ArrayLike],
+        log_prior: Callable[..., ArrayLike] | None = None,
+        *,
+        log_shift: float | None = None,
+    ) -> None:
         axes = _check_grid(grid)
         self.ndim = len(axes)
         if self.ndim == 1:
@@ -112,8 +125,8 @@ class GridPosterior:
         cls,
         lower: float,
         upper: float,
-        log_likelihood,
-        log_prior=None,
+        log_likelihood: Callable[[np.ndarray], ArrayLike],
+        log_prior: Callable[[np.ndarray], ArrayLike] | None = None,
         *,
         num: int = 8001,
         log_shift: float | None = None,
@@ -202,13 +215,13 @@ class GridPosterior:
             raise ValueError(f"axis must be 0 or 1 of a 2-D posterior, got {axis!r}")
         return self._margins[axis]
 
-    def mean(self):
+    def mean(self) -> float | np.ndarray:
         """Posterior mean (a float; an array of the two means in 2-D)."""
         if self.ndim == 2:
             return np.array([m.mean() for m in self._margins])
         return self._moments[0]
 
-    def std(self):
+    def std(self) -> float | np.ndarray:
         """Posterior standard deviation (a float; an array of the two in 2-D)."""
         if self.ndim == 2:
             return np.array([m.std() for m in self._margins])
@@ -218,10 +231,10 @@ class GridPosterior:
         """Posterior covariance matrix, ``(1, 1)`` or ``(2, 2)``."""
         if self.ndim == 1:
             return np.array([[self._moments[1] ** 2]])
-        sx, sy = self.std()
+        sx, sy = (m.std() for m in self._margins)
         return np.array([[sx * sx, self._cov], [self._cov, sy * sy]])
 
-    def cdf(self, value) -> np.ndarray:
+    def cdf(self, value: ArrayLike) -> np.ndarray:
         """Posterior CDF; in 2-D the marginal CDFs of ``value[..., 0]`` and ``value[..., 1]``."""
         if self.ndim == 2:
             value = np.asarray(value, dtype=float)
@@ -232,7 +245,7 @@ class GridPosterior:
         out = np.where(u <= self._u[0], 0.0, np.where(u >= self._u[-1], 1.0, inside))
         return np.clip(np.where(below, 0.0, out), 0.0, 1.0)
 
-    def ppf(self, q) -> np.ndarray:
+    def ppf(self, q: ArrayLike) -> np.ndarray:
         """Posterior quantiles (2-D: marginal quantiles on a last axis of length 2)."""
         q = _validate.numeric_array("q", q).astype(float)
         if not np.all((q > 0) & (q < 1)):
@@ -242,7 +255,7 @@ class GridPosterior:
         flat = [self._ppf_one(v) for v in q.ravel()]
         return np.asarray(flat).reshape(q.shape)
 
-    def pdf(self, value) -> np.ndarray:
+    def pdf(self, value: ArrayLike) -> np.ndarray:
         """Interpolated posterior density (1-D): the derivative of the interpolated CDF."""
         if self.ndim != 1:
             raise ValueError("pdf is defined for a 1-D grid; use marginal(axis).pdf")
@@ -275,7 +288,14 @@ class GridPosterior:
         u = 0.5 * (lo + hi)
         return np.exp(u) if self._log else u
 
-    def sample(self, draws: int, *, chains: int = 4, names=("x", "y"), rng: RNGLike = None):
+    def sample(
+        self,
+        draws: int,
+        *,
+        chains: int = 4,
+        names: Sequence[str] = ("x", "y"),
+        rng: RNGLike = None,
+    ) -> InferenceData:
         """Return ``chains * draws`` independent draws as an InferenceData.
 
         ``names`` names the parameters (the first one in 1-D).
@@ -287,8 +307,6 @@ class GridPosterior:
         >>> post.sample(50, names=["mu"], rng=0).posterior["mu"].shape
         (4, 50)
         """
-        from .results import to_inference_data
-
         chains = _validate.size("chains", chains)
         total = _validate.size("draws", draws) * chains
         values = self.draws(_validate.size("draws times chains", total), rng=rng)

@@ -20,209 +20,19 @@ unconstrained scale and map back.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from . import _support, _validate
+from ._parameter_space import ParameterSpace
 from ._user_code import no_writes, read_only
 
 __all__ = ["ExponentialFamily", "Likelihood", "ParameterSpace"]
 
-
-# ----------------------------------------------------------------------------------------
-# parameter space: names, shapes, supports, unconstrained transforms
-# ----------------------------------------------------------------------------------------
-_NAMED_SUPPORTS = {
-    "real": (-math.inf, math.inf),
-    "positive": (0.0, math.inf),
-    "unit": (0.0, 1.0),
-}
-
-
-class ParameterSpace:
-    """Named parameters with shapes and supports, flattened to one vector.
-
-    Parameters
-    ----------
-    params : sequence of str or mapping
-        Parameter names (scalars), or a mapping from name to shape.
-    support : mapping, optional
-        Per parameter: ``"real"`` (default), ``"positive"``, ``"unit"`` or an
-        interval ``(lower, upper)`` with infinite ends allowed. The support is
-        open: boundary values are outside it.
-
-    Attributes
-    ----------
-    lower, upper : numpy.ndarray
-        The support's ends per flat coordinate, shape ``(size,)`` (infinite
-        where unbounded).
-
-    Notes
-    -----
-    The unconstrained coordinate of a component with support ``(a, b)`` is
-    ``x`` on the real line, ``log(x - a)`` on ``(a, inf)``, ``log(b - x)`` on
-    ``(-inf, b)`` and ``logit((x - a) / (b - a))`` on a bounded interval.
-
-    Examples
-    --------
-    >>> space = ParameterSpace({"mu": (), "sigma": ()}, support={"sigma": "positive"})
-    >>> space.labels
-    ('mu', 'sigma')
-    >>> space.to_unconstrained(np.array([1.0, np.e]))
-    array([1., 1.])
-    """
-
-    def __init__(self, params, *, support: Mapping | None = None):
-        if isinstance(params, Mapping):
-            shapes = {str(k): _as_shape(v) for k, v in params.items()}
-        elif isinstance(params, Sequence) and not isinstance(params, str):
-            shapes = {k: () for k in _validate.names("params", params)}
-        else:
-            raise TypeError(
-                "params must be a sequence of parameter names or a mapping from name to "
-                f"shape, got {type(params).__name__}: {params!r}"
-            )
-        if not shapes:
-            raise ValueError("params must name at least one parameter, got none")
-        support = _validate.mapping("support", support)
-        unknown = set(support) - set(shapes)
-        if unknown:
-            raise ValueError(
-                f"support names parameters {sorted(unknown)} that are not among the "
-                f"parameters {list(shapes)}"
-            )
-        self.names = tuple(shapes)
-        self.shapes = shapes
-        self.sizes = {k: int(np.prod(s, dtype=int)) for k, s in shapes.items()}
-        self.bounds = {k: _as_bounds(k, support.get(k, "real")) for k in self.names}
-        self.size = sum(self.sizes.values())
-        labels, lower, upper = [], [], []
-        for name in self.names:
-            lo, hi = self.bounds[name]
-            for idx in np.ndindex(*self.shapes[name]):
-                suffix = "[" + ",".join(map(str, idx)) + "]" if idx else ""
-                labels.append(name + suffix)
-                lower.append(lo)
-                upper.append(hi)
-        self.labels = tuple(labels)
-        self.lower = np.array(lower, dtype=float)
-        self.upper = np.array(upper, dtype=float)
-
-    # --- dict <-> flat vector -----------------------------------------------------------
-    def flatten(self, params: Mapping) -> np.ndarray:
-        """Return the flat vector ``(size,)`` of one parameter set."""
-        return np.concatenate([np.asarray(params[k], dtype=float).reshape(-1) for k in self.names])
-
-    def unflatten(self, theta: np.ndarray) -> dict[str, np.ndarray | float]:
-        """Return the dict of one parameter set from its flat vector."""
-        out, i = {}, 0
-        for name in self.names:
-            size = self.sizes[name]
-            value = np.asarray(theta[i : i + size], dtype=float).reshape(self.shapes[name])
-            out[name] = float(value) if value.ndim == 0 else value
-            i += size
-        return out
-
-    def batch(self, theta: np.ndarray, n: int) -> dict[str, np.ndarray]:
-        """Return ``n`` copies of one parameter set: a dict of ``(n, *shape)`` arrays."""
-        out, i = {}, 0
-        for name in self.names:
-            size = self.sizes[name]
-            value = np.asarray(theta[i : i + size], dtype=float).reshape(self.shapes[name])
-            out[name] = np.broadcast_to(value, (n, *self.shapes[name])).copy()
-            i += size
-        return out
-
-    # --- validation ---------------------------------------------------------------------
-    def check(self, params, *, name: str = "start") -> np.ndarray:
-        """Validate one parameter set (names, shapes, finiteness, support); return it flat."""
-        if not isinstance(params, Mapping):
-            raise TypeError(
-                f"{name} must be a dict from parameter name to value, got "
-                f"{type(params).__name__}: {params!r}"
-            )
-        missing = [k for k in self.names if k not in params]
-        extra = [k for k in params if k not in self.shapes]
-        if missing or extra:
-            raise ValueError(
-                f"{name} must give exactly the parameters {list(self.names)}; "
-                f"missing {missing}, unknown {extra}"
-            )
-        for key in self.names:
-            value = _validate.numeric_array(f"{name}[{key!r}]", params[key]).astype(float)
-            if value.shape != self.shapes[key]:
-                raise ValueError(
-                    f"{name}[{key!r}] must have shape {self.shapes[key]}, got {value.shape}"
-                )
-            lo, hi = self.bounds[key]
-            if not np.all(np.isfinite(value)):
-                raise ValueError(f"{name}[{key!r}] must be finite, got {params[key]!r}")
-            if not np.all((value > lo) & (value < hi)):
-                raise ValueError(
-                    f"{name}[{key!r}] = {params[key]!r} lies outside the support of "
-                    f"{key!r}, the open interval ({lo:g}, {hi:g})"
-                )
-        return self.flatten(params)
-
-    def contains(self, theta: np.ndarray) -> bool:
-        """Whether a flat vector lies in the (open) support."""
-        theta = np.asarray(theta, dtype=float)
-        return bool(
-            np.all(np.isfinite(theta)) and np.all((theta > self.lower) & (theta < self.upper))
-        )
-
-    # --- unconstrained scale ------------------------------------------------------------
-    def to_unconstrained(self, theta: np.ndarray) -> np.ndarray:
-        """Map a flat natural-scale vector to the unconstrained scale."""
-        return _support.to_unconstrained(theta, self.lower, self.upper)
-
-    def to_natural(self, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Map an unconstrained vector back; also return ``dtheta/dphi`` and its derivative.
-
-        Returns
-        -------
-        theta, d1, d2 : numpy.ndarray
-            The natural-scale vector and the elementwise first and second
-            derivatives of the (componentwise) map, for the chain rule.
-        """
-        return _support.to_constrained(phi, self.lower, self.upper)
-
-    def __repr__(self) -> str:
-        parts = []
-        for name in self.names:
-            lo, hi = self.bounds[name]
-            shape = f"{self.shapes[name]} " if self.shapes[name] else ""
-            parts.append(f"{name}: {shape}({lo:g}, {hi:g})")
-        return f"ParameterSpace({', '.join(parts)})"
-
-
-def _as_shape(value) -> tuple[int, ...]:
-    if isinstance(value, int | np.integer):
-        return (int(value),)
-    return tuple(int(d) for d in value)
-
-
-def _as_bounds(name: str, spec) -> tuple[float, float]:
-    if isinstance(spec, str):
-        if spec not in _NAMED_SUPPORTS:
-            raise ValueError(
-                f"support[{name!r}] must be one of {sorted(_NAMED_SUPPORTS)} or an interval "
-                f"(lower, upper), got {spec!r}"
-            )
-        return _NAMED_SUPPORTS[spec]
-    try:
-        lo, hi = (float(x) for x in spec)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"support[{name!r}] must be a name or an interval (lower, upper), got {spec!r}"
-        ) from None
-    if not lo < hi:
-        raise ValueError(f"support[{name!r}] must have lower < upper, got {spec!r}")
-    return lo, hi
+ParameterSpace.__module__ = __name__  # its public home, for pickles and documentation
 
 
 # ----------------------------------------------------------------------------------------
@@ -322,7 +132,7 @@ class Likelihood:
         has_hessian: bool,
         exponential_family: ExponentialFamily | None = None,
         source: str,
-    ):
+    ) -> None:
         if exponential_family is not None and not isinstance(
             exponential_family, ExponentialFamily
         ):
@@ -343,7 +153,7 @@ class Likelihood:
         cls,
         factory: Callable,
         *,
-        params,
+        params: Mapping[str, int | Sequence[int]] | Sequence[str],
         support: Mapping | None = None,
         exponential_family: ExponentialFamily | None = None,
     ) -> Likelihood:
@@ -422,7 +232,7 @@ class Likelihood:
         cls,
         logp: Callable,
         *,
-        params,
+        params: Mapping[str, int | Sequence[int]] | Sequence[str],
         support: Mapping | None = None,
         exponential_family: ExponentialFamily | None = None,
     ) -> Likelihood:
@@ -461,7 +271,7 @@ class Likelihood:
         cls,
         logp: Callable,
         *,
-        params,
+        params: Mapping[str, int | Sequence[int]] | Sequence[str],
         score: Callable | None = None,
         hessian: Callable | None = None,
         support: Mapping | None = None,
@@ -525,21 +335,21 @@ class Likelihood:
         )
 
     # --- evaluation ---------------------------------------------------------------------
-    def logp(self, s, params: Mapping) -> np.ndarray:
+    def logp(self, s: ArrayLike, params: Mapping) -> np.ndarray:
         """``log pi(s_i | theta_i)``, shape ``(n,)``."""
         return self._evaluate(np.asarray(s), params, 0)[0]
 
-    def score(self, s, params: Mapping) -> np.ndarray:
+    def score(self, s: ArrayLike, params: Mapping) -> np.ndarray:
         """Gradients of :meth:`logp` in the flat parameters, shape ``(n, p)``."""
         self.require(order=1)
         return self._evaluate(np.asarray(s), params, 1)[1]
 
-    def hessian(self, s, params: Mapping) -> np.ndarray:
+    def hessian(self, s: ArrayLike, params: Mapping) -> np.ndarray:
         """Second derivatives of :meth:`logp`, shape ``(n, p, p)``."""
         self.require(order=2)
         return self._evaluate(np.asarray(s), params, 2)[2]
 
-    def derivatives(self, s, theta: np.ndarray, *, order: int) -> tuple:
+    def derivatives(self, s: ArrayLike, theta: np.ndarray, *, order: int) -> tuple:
         """``(logp, score, hessian)`` up to ``order`` at one flat parameter vector.
 
         Returns arrays of shapes ``(n,)``, ``(n, p)`` and ``(n, p, p)`` (None
@@ -683,7 +493,9 @@ def _flat_grad(cost, param_vars, space, n):
         disconnected_inputs="ignore",
         return_disconnected="zero",
     )
-    parts = [g.reshape((n, space.sizes[k])) for k, g in zip(param_vars, grads, strict=True)]
+    # the gradients of a list of tensors are a list of tensors; the stubs leave a union
+    pairs = zip(param_vars, grads, strict=True)  # type: ignore[arg-type]
+    parts = [g.reshape((n, space.sizes[k])) for k, g in pairs]  # type: ignore[attr-defined]
     return pt.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
 
 

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 import scipy.stats
+from numpy.typing import ArrayLike
 
 from . import _validate
+from ._pymc_bridge import model_parts
 from ._rng import RNGLike, as_generator
-from ._user_code import no_writes, read_only
+from ._user_code import no_writes, outside_domain, read_only
+from .likelihood import Likelihood
+
+if TYPE_CHECKING:
+    import pymc as pm
+
+    from .likelihood import ExponentialFamily, Likelihood
 
 __all__ = ["Model", "Prior", "as_prior"]
 
@@ -41,9 +50,15 @@ class Prior:
     ((3,), (3,))
     """
 
-    def __init__(self, spec, *, logpdf: Callable | None = None):
+    def __init__(
+        self,
+        spec: Mapping[str, Any] | Callable[..., Mapping[str, ArrayLike]],
+        *,
+        logpdf: Callable | None = None,
+    ) -> None:
         _validate.optional_callable("logpdf", logpdf)
-        self._described = None  # what describe() says of a callable prior (set from PyMC)
+        # what describe() says of a callable prior (set from PyMC)
+        self._described: str | None = None
         if isinstance(spec, Mapping) and logpdf is not None:
             raise ValueError(
                 "logpdf is for a prior given as a sample function; a dict of scipy.stats "
@@ -54,10 +69,10 @@ class Prior:
                 raise ValueError("prior must name at least one parameter, got an empty mapping")
             for name, dist in spec.items():
                 _check_frozen(name, dist)
-            self._spec = dict(spec)
-            self._sample_fn = None
-            self._logpdf_fn = None
-            self.names = tuple(self._spec)
+            self._spec: dict | None = dict(spec)
+            self._sample_fn: Callable | None = None
+            self._logpdf_fn: Callable | None = None
+            self.names: tuple[str, ...] | None = tuple(spec)
         elif callable(spec):
             self._spec = None
             self._sample_fn = spec
@@ -85,7 +100,7 @@ class Prior:
         rng = as_generator(rng)
         if self._spec is not None:
             draws = {name: _batch_rvs(dist, n, rng) for name, dist in self._spec.items()}
-        else:
+        elif self._sample_fn is not None:  # a callable prior: it has no spec
             draws = self._sample_fn(n, rng)
             if not isinstance(draws, Mapping):
                 raise TypeError(
@@ -116,7 +131,7 @@ class Prior:
                 raise ValueError("this prior was given as a sampler only; pass logpdf=... too")
             with no_writes(f"the prior density {_callable_name(self._logpdf_fn)}", "params"):
                 return np.asarray(self._logpdf_fn(read_only(params)), dtype=float)
-        total = 0.0
+        total: float | np.ndarray = 0.0
         for name, dist in self._spec.items():
             x = np.asarray(params[name])
             batch = x.shape[:1]
@@ -185,12 +200,12 @@ class Model:
 
     def __init__(
         self,
-        prior=None,
+        prior: Prior | Mapping[str, Any] | None = None,
         simulate: Callable | None = None,
         *,
         loglik: Callable | None = None,
-        likelihood=None,
-    ):
+        likelihood: Likelihood | None = None,
+    ) -> None:
         self.prior = prior if prior is None or isinstance(prior, Prior) else Prior(prior)
         if not callable(simulate):
             raise TypeError(f"simulate must be callable, got {type(simulate).__name__}")
@@ -202,17 +217,17 @@ class Model:
         if loglik is None and likelihood is not None:
             self.loglik = likelihood.logp
         self.pymc_model = None
-        self.statistic = None
+        self.statistic: str | tuple[str, ...] | None = None
 
     @classmethod
     def from_pymc(
         cls,
-        pymc_model,
+        pymc_model: pm.Model,
         *,
-        statistic,
-        params=None,
-        support=None,
-        exponential_family=None,
+        statistic: str | Sequence[str],
+        params: Sequence[str] | None = None,
+        support: Mapping[str, Any] | None = None,
+        exponential_family: ExponentialFamily | None = None,
     ) -> Model:
         """Build prior, simulator and likelihood from one PyMC model.
 
@@ -252,8 +267,6 @@ class Model:
         >>> model.likelihood.space
         ParameterSpace(theta: (0, inf))
         """
-        from ._pymc_bridge import model_parts
-
         sample, logpdf, simulate, likelihood, names = model_parts(
             pymc_model,
             statistic=statistic,
@@ -267,7 +280,13 @@ class Model:
         model.statistic = names[0] if isinstance(statistic, str) else tuple(names)
         return model
 
-    def simulate_checked(self, params, rng, *, event_shape) -> np.ndarray:
+    def simulate_checked(
+        self,
+        params: Mapping[str, np.ndarray],
+        rng: np.random.Generator,
+        *,
+        event_shape: tuple[int, ...],
+    ) -> np.ndarray:
         """Simulate, then check the output's shape and that every value is finite.
 
         Every sampler simulates through this method, so a simulator returning
@@ -279,7 +298,7 @@ class Model:
         """
         n = len(next(iter(params.values())))
         name = f"the simulator {_callable_name(self.simulate)}"
-        with no_writes(name, "params"):
+        with no_writes(name, "params"), outside_domain(name, params):
             s = _validate.numeric_output(self.simulate(read_only(params), rng), source=name)
         expected = (n, *event_shape)
         if s.shape != expected:
@@ -360,8 +379,6 @@ def _compact(value) -> str:
 def _check_likelihood(likelihood):
     if likelihood is None:
         return None
-    from .likelihood import Likelihood
-
     if not isinstance(likelihood, Likelihood):
         raise TypeError(
             "likelihood must be a dpinfer.Likelihood (Likelihood.from_pymc, from_pytensor or "
@@ -370,7 +387,19 @@ def _check_likelihood(likelihood):
     return likelihood
 
 
-def as_prior(obj, *, name: str = "prior"):
+class PriorLike(Protocol):
+    """What a sampler needs of a prior or a proposal: batched draws and their density."""
+
+    def sample(self, n: int, rng: RNGLike = None) -> Mapping[str, np.ndarray]:
+        """Draw ``n`` parameter sets as a dict of arrays with leading dimension ``n``."""
+        ...
+
+    def logpdf(self, params: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Log density of a batch of parameter sets, shape ``(n,)``."""
+        ...
+
+
+def as_prior(obj: object, *, name: str = "prior") -> Prior | PriorLike:
     """Return ``obj`` as something with ``sample(n, rng)`` and ``logpdf(params)``.
 
     Accepts a :class:`Prior`, a dict of frozen distributions, or any object
@@ -381,7 +410,7 @@ def as_prior(obj, *, name: str = "prior"):
     if isinstance(obj, Mapping):
         return Prior(obj)
     if callable(getattr(obj, "sample", None)) and callable(getattr(obj, "logpdf", None)):
-        return obj
+        return cast(PriorLike, obj)
     raise TypeError(
         f"{name} must be a dict of frozen scipy.stats distributions or an object with "
         f"sample(n, rng) and logpdf(params) methods, got {type(obj).__name__}: {obj!r}"

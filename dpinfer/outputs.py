@@ -6,12 +6,14 @@ through :class:`OutputFolder`:
 1. the folder is opened once, refusing a symbolic link, and every later
    operation goes through that open folder with plain file names and
    ``O_NOFOLLOW``: nothing is opened, removed or renamed through a symbolic
-   link or outside the folder;
+   link or outside the folder, even if the folder is renamed or replaced by a
+   link while the run writes;
 2. the folder is **locked** (``fcntl.flock`` on the folder itself, so no lock
    file is left behind): a second writer is refused with
    :class:`OutputBusyError` naming the holder's process id, or waits for it with
-   ``wait=True``. The kernel releases the lock when its holder exits, however
-   it exits (a killed process holds nothing);
+   ``wait=True``, up to ``wait_limit`` seconds (:data:`WAIT_LIMIT` by default).
+   The kernel releases the lock when its holder exits, however it exits (a
+   killed process holds nothing);
 3. a folder holding anything that dpinfer did not write (a file that its own
    manifest does not list, a listed file that was changed since, another
    tool's ``manifest.json``, a symbolic link) is refused unless
@@ -21,9 +23,14 @@ through :class:`OutputFolder`:
    files of the previous run are removed: only those that the folder's own
    dpinfer manifest lists, under plain names, as regular files, so nothing
    stale survives next to a fresh manifest;
-5. every file is written to a temporary name (listed in the manifest before it
-   is created), flushed to disk and renamed over its final name, atomically: a
-   reader sees the old file, no file, or the new complete one, never a prefix;
+5. every file is created (``O_EXCL``) under a fresh random temporary name,
+   flushed to disk and renamed over its final name, atomically: a reader sees
+   the old file, no file, or the new complete one, never a prefix. The
+   manifest lists each temporary before it is created, by the SHA-256 of its
+   name: a killed run's leftovers are recognised and removed by the next run,
+   and nobody can learn a name in advance to plant a link there. A writer that
+   needs a path (netCDF, matplotlib) writes in a private folder of the run's
+   own (mode 0700, in the system's temporary folder) and its file is moved in;
 6. :meth:`OutputFolder.complete` writes the manifest with ``"complete": true``,
    the size and SHA-256 of every file, the seed, the version and the options:
    **last**, and atomically too.
@@ -33,7 +40,8 @@ A reader checks the folder with :func:`read_manifest`: it raises
 complete, and every listed file is present with the recorded size and
 checksum. A run killed at any moment therefore leaves a folder that a reader
 recognises as incomplete, never one that claims to be complete while holding
-a partial or stale file.
+a partial or stale file. Nothing in a folder is opened so that it could block
+(a FIFO), and a manifest is read up to :data:`MAX_MANIFEST_BYTES`.
 
 Examples
 --------
@@ -50,51 +58,40 @@ Examples
 from __future__ import annotations
 
 import contextlib
-import datetime
 import errno
-import fcntl
+import functools
 import hashlib
-import json
 import os
-import secrets
 import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from . import _folder_files as files
+from . import _manifest as manifests
 from . import _validate as check
-from ._version import __version__
+from ._manifest import FORMAT, MANIFEST, MAX_MANIFEST_BYTES
 
 __all__ = [
     "MANIFEST",
+    "MAX_MANIFEST_BYTES",
+    "WAIT_LIMIT",
     "IncompleteOutputError",
     "OutputBusyError",
     "OutputFolder",
     "OutputPathError",
+    "OutputWriteError",
     "check_output_path",
     "read_manifest",
 ]
 
-#: Name of the manifest in an output folder.
-MANIFEST = "manifest.json"
-#: Identifies the manifest's layout.
-FORMAT = "dpinfer-output/1"
+#: Seconds that ``wait=True`` (``--wait``) waits for another writer by default.
+WAIT_LIMIT = 600.0
+# Bytes reserved for the next manifest beyond twice the last one's size.
+_SPARE = 1 << 16
 # Earlier versions locked a file of this name; it is never opened and never counts as foreign.
 _LEGACY_LOCK = ".dpinfer.lock"
-_RESERVED = frozenset(
-    {
-        "format",
-        "complete",
-        "state",
-        "dpinfer_version",
-        "pid",
-        "started",
-        "finished",
-        "error",
-        "files",
-        "temporary",
-    }
-)
-_TEMP_PREFIX = ".dpinfer-tmp-"
+_TEMP_PREFIX = files.TEMP_PREFIX
+_NOT_OPEN = "use OutputFolder as a context manager (with ... as folder:)"
 
 
 class OutputPathError(ValueError):
@@ -109,7 +106,15 @@ class IncompleteOutputError(RuntimeError):
     """The folder holds no complete, intact run (interrupted, failed, or still running)."""
 
 
-def check_output_path(path) -> Path:
+class OutputWriteError(OSError):
+    """A file could not be written into the output folder (disk full, no permission, replaced).
+
+    The message names the folder and the file; ``errno`` is the system's error code,
+    where there is one.
+    """
+
+
+def check_output_path(path: str | os.PathLike) -> Path:
     """Return ``path`` as a :class:`~pathlib.Path`, or raise unless it can be an output folder.
 
     Parameters
@@ -163,6 +168,9 @@ class OutputFolder:
         JSON-serialisable metadata for the manifest (example, seed, options, ...).
     wait : bool, default False
         Wait for another writer to finish instead of raising :class:`OutputBusyError`.
+    wait_limit : float, default :data:`WAIT_LIMIT` (600)
+        With ``wait=True``, the seconds to wait before raising :class:`OutputBusyError`
+        (a process that only reads the folder can hold its lock forever).
     overwrite : bool, default False
         Use a folder that holds files dpinfer did not write (or changed since):
         the files this run writes replace same-named ones; no other file is
@@ -175,54 +183,67 @@ class OutputFolder:
     add files and :meth:`complete` seals the run; leaving the block without
     :meth:`complete` (an exception) records ``"state": "failed"`` with the
     error, and a killed process leaves ``"state": "running"`` behind, with no
-    lock held: either way ``"complete": false``.
+    lock held: either way ``"complete": false``. A file that cannot be written
+    into the folder (disk full, no permission, an entry replaced by another
+    process while it was written) raises :class:`OutputWriteError`.
 
     Files are only ever removed when the folder's own manifest (format
     ``dpinfer-output/1``, read without following links) lists them under plain
     names and they are still the regular files that dpinfer wrote; temporary
-    files are listed in the manifest before they are created, so a killed
-    run's leftovers are removed by the next run.
+    files are listed in the manifest (by the SHA-256 of their random names)
+    before they are created, so a killed run's leftovers are removed by the
+    next run.
     """
 
-    def __init__(self, path, *, info: Mapping | None = None, wait=False, overwrite=False):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        info: Mapping | None = None,
+        wait: bool = False,
+        wait_limit: float = WAIT_LIMIT,
+        overwrite: bool = False,
+    ) -> None:
         self.path = check_output_path(path)
         self.info = check.mapping("info", info)
-        clash = sorted(set(self.info) & _RESERVED)
+        clash = sorted(set(self.info) & manifests.KEYS)
         if clash:
             raise ValueError(f"info must not set the manifest's own keys {clash}")
         self.wait = check.flag("wait", wait)
+        self.wait_limit = check.positive_finite("wait_limit", wait_limit)
         self.overwrite = check.flag("overwrite", overwrite)
         self.files: dict[str, dict] = {}
         self._dir_fd: int | None = None
-        self._token = secrets.token_hex(8)
-        self._temporary: list[str] = [self._temp_name(MANIFEST)]
-        self._started = _now()
+        self._private: files.PrivateDir | None = None
+        # the name the next manifest is written under, listed by the manifest before it
+        self._manifest_temp = files.temp_name()
+        self._pending: set[str] = set()  # temporaries that may exist besides it
+        self._spare: int | None = None  # that name, created with room for the next manifest
+        self._started = manifests.now()
         self._completed = False
 
     # --- the lock and the previous run ------------------------------------------------
 
     def __enter__(self) -> OutputFolder:
-        try:
-            self.path.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise OutputPathError(
-                f"cannot create the output folder {str(self.path)!r}: {err.strerror}"
-            ) from err
+        self._make_folder()
         self._dir_fd = _open_folder(self.path)
         try:
-            _lock(self._dir_fd, self.path, wait=self.wait)
-            previous = _own_manifest(self._dir_fd)
-            owned = _owned_files(self._dir_fd, previous)
-            foreign = sorted(set(_entries(self._dir_fd)) - set(owned) - {_LEGACY_LOCK})
+            _lock(self._dir_fd, self.path, wait=self.wait, limit=self.wait_limit)
+            self._check_room(MANIFEST)
+            previous, _ = manifests.load(self._dir_fd)
+            owned = manifests.owned_files(self._dir_fd, previous)
+            foreign = sorted(set(files.entries(self._dir_fd)) - set(owned) - {_LEGACY_LOCK})
             if foreign and not self.overwrite:
                 raise OutputPathError(_foreign_message(self.path, foreign))
             # the previous run's files stay listed (as running) until they are gone
             stale = [name for name in owned if name != MANIFEST]
-            self.files = {n: previous["files"][n] for n in stale if n in previous["files"]}
-            self._write_manifest(state="running", extra=stale)
+            listed = previous["files"] if previous is not None else {}
+            self.files = {n: listed[n] for n in stale if n in listed}
+            self._pending = {n for n in stale if n not in self.files}
+            self._write_manifest(state="running")
             for name in stale:
                 _unlink_regular(self._dir_fd, name)
-            self.files = {}
+            self.files, self._pending = {}, set()
             self._write_manifest(state="running")
         except BaseException:
             self._release()
@@ -232,11 +253,29 @@ class OutputFolder:
     def __exit__(self, exc_type, exc, tb) -> None:
         try:
             if exc is not None and not self._completed and self._dir_fd is not None:
-                self._write_manifest(state="failed", error=f"{exc_type.__name__}: {exc}")
+                try:
+                    self._write_manifest(state="failed", error=f"{exc_type.__name__}: {exc}")
+                except Exception as err:  # the disk is still full, ...: keep the first error
+                    exc.add_note(f"{MANIFEST} could not be marked failed either ({err})")
         finally:
             self._release()
 
+    def _make_folder(self) -> None:
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise OutputPathError(
+                f"cannot create the output folder {str(self.path)!r}: {err.strerror}"
+            ) from None
+
     def _release(self) -> None:
+        if self._spare is not None:
+            os.close(self._spare)
+            files.unlink_entry(self._fd, self._manifest_temp)
+            self._spare = None
+        if self._private is not None:
+            self._private.close()
+            self._private = None
         if self._dir_fd is not None:
             os.close(self._dir_fd)  # closing the descriptor releases the flock
             self._dir_fd = None
@@ -244,44 +283,47 @@ class OutputFolder:
     # --- writing ---------------------------------------------------------------------
 
     def write(self, name: str, writer: Callable[[Path], object]) -> Path:
-        """Write the file ``name`` by calling ``writer(temporary_path)``, then rename it.
+        """Write the file ``name`` by calling ``writer(path)``, then move it in atomically.
 
-        ``writer`` must create a regular file at the path it is given (which
-        keeps ``name``'s extension); a symbolic link there is refused. Returns
-        the final path.
+        ``writer`` must create a regular file at the path it is given (a path in
+        a private folder of the run's own, ending with ``name``); anything else
+        there (a symbolic link) is refused with :class:`OutputPathError`.
+        Returns the final path.
         """
-        self._check_open()
-        if not _plain_name(name) or name == MANIFEST or name.startswith(_TEMP_PREFIX):
-            raise ValueError(
-                f"name must be a plain file name other than {MANIFEST} and not starting with "
-                f"{_TEMP_PREFIX!r}, got {name!r}"
-            )
+        self._check_writable(name)
         if not callable(writer):
             raise TypeError(f"writer must be a callable writer(path), got {type(writer).__name__}")
-        temp = self._temp_name(name)
-        self._temporary.append(temp)
-        self._write_manifest(state="running")  # the temporary is listed before it exists
+        with self._writing(name):
+            if self._private is None:
+                self._private = files.PrivateDir()
+        private = self._private
+        private.clear(name)
         try:
-            writer(self.path / temp)
-            # listed with its checksum before it takes its name, so a run killed in between
-            # leaves a file that the next run recognises as dpinfer's
-            self.files[name] = _seal(self._dir_fd, temp, label=name)
-            self._write_manifest(state="running")
-            os.replace(temp, name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
-        except BaseException:
-            self.files.pop(name, None)
-            raise
+            writer(private.path / name)
+            fd = private.take(name)
+            if fd is None:
+                raise OutputPathError(
+                    f"the writer of {name!r} did not create a regular file at the path it was "
+                    "given"
+                )
+            try:
+                move = functools.partial(private.move, name, fd, self._fd)
+                self._commit(name, files.digest(fd), move)
+            finally:
+                os.close(fd)
         finally:
-            _unlink_entry(self._dir_fd, temp)  # ours: whatever the writer left there
-            self._temporary.remove(temp)
-        os.fsync(self._dir_fd)
+            private.clear(name)
         return self.path / name
 
     def write_text(self, name: str, text: str) -> Path:
         """Write ``text`` (UTF-8) to ``name`` atomically; see :meth:`write`."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
-        return self.write(name, lambda p: Path(p).write_text(text, encoding="utf-8"))
+        self._check_writable(name)
+        data = text.encode("utf-8")
+        record = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+        self._commit(name, record, lambda temp: files.write_new(self._fd, temp, data))
+        return self.path / name
 
     def complete(self) -> dict:
         """Write the final manifest (``"complete": true``) and return it."""
@@ -290,45 +332,98 @@ class OutputFolder:
         self._completed = True
         return manifest
 
+    @property
+    def _fd(self) -> int:
+        """The descriptor of the folder, open from ``__enter__`` to ``__exit__``."""
+        if self._dir_fd is None:
+            raise RuntimeError(_NOT_OPEN)
+        return self._dir_fd
+
     def _check_open(self) -> None:
         if self._dir_fd is None:
-            raise RuntimeError("use OutputFolder as a context manager (with ... as folder:)")
+            raise RuntimeError(_NOT_OPEN)
         if self._completed:
             raise RuntimeError("this output folder is already complete")
 
-    def _temp_name(self, name: str) -> str:
-        return f"{_TEMP_PREFIX}{self._token}-{name}"
+    def _check_writable(self, name) -> None:
+        self._check_open()
+        if not manifests.plain_name(name) or name == MANIFEST or name.startswith(_TEMP_PREFIX):
+            raise ValueError(
+                f"name must be a plain file name other than {MANIFEST} and not starting with "
+                f"{_TEMP_PREFIX!r}, got {name!r}"
+            )
+        self._check_room(name)
 
-    def _write_manifest(self, *, state: str, error: str | None = None, extra=()) -> dict:
-        manifest = {
-            "format": FORMAT,
-            "complete": state == "complete",
-            "state": state,
-            "dpinfer_version": __version__,
-            "pid": os.getpid(),
-            "started": self._started,
-            **({"finished": _now()} if state != "running" else {}),
-            **({"error": error} if error else {}),
-            **self.info,
-            "files": dict(self.files),
-            "temporary": sorted({*self._temporary, *(n for n in extra if n not in self.files)}),
-        }
-        text = json.dumps(manifest, indent=2, sort_keys=False, default=_json_default) + "\n"
-        temp = self._temporary[0]
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-        fd = os.open(temp, flags | os.O_NOFOLLOW, 0o644, dir_fd=self._dir_fd)
+    def _check_room(self, name: str) -> None:
+        if files.kind(self._fd, name) == stat.S_IFDIR:
+            raise OutputWriteError(
+                errno.EISDIR,
+                f"cannot write {name!r} in the output folder {str(self.path)!r}: a folder of "
+                "that name is in the way, and dpinfer never removes folders; move it away, or "
+                "choose another output folder",
+            )
+
+    def _commit(self, name: str, record: dict, put: Callable[[str], int]) -> None:
+        """Create the file under a new temporary name with ``put``, then rename it to ``name``."""
+        temp, before = files.temp_name(), self.files.get(name)
+        self._pending.add(temp)
         try:
-            with os.fdopen(fd, "wb", closefd=False) as fh:
-                fh.write(text.encode("utf-8"))
-            os.fsync(fd)
+            self._write_manifest(state="running")  # the temporary is listed before it exists
+            with self._writing(name):
+                fd = put(temp)
+                try:
+                    # listed with its checksum before it takes its name, so a run killed in
+                    # between leaves a file that the next run recognises as dpinfer's
+                    self.files[name] = record
+                    self._write_manifest(state="running")
+                except BaseException:
+                    os.close(fd)
+                    files.unlink_entry(self._fd, temp)
+                    raise
+                files.install(self._fd, temp, name, fd)
+        except BaseException:
+            self.files.pop(name, None)
+            if before is not None:
+                self.files[name] = before
+            raise
         finally:
-            os.close(fd)
-        os.replace(temp, MANIFEST, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
-        os.fsync(self._dir_fd)
+            self._pending.discard(temp)
+
+    @contextlib.contextmanager
+    def _writing(self, name: str):
+        """Turn a system error while writing ``name`` into one that names the folder."""
+        try:
+            yield
+        except OutputWriteError:
+            raise
+        except OSError as err:
+            reason = err.strerror or str(err)
+            message = f"cannot write {name!r} in the output folder {str(self.path)!r}: {reason}"
+            raise OutputWriteError(*((err.errno, message) if err.errno else (message,))) from None
+
+    def _write_manifest(self, *, state: str, error: str | None = None) -> dict:
+        temp, self._manifest_temp = self._manifest_temp, files.temp_name()
+        listed = {self._manifest_temp, *self._pending}
+        manifest, data = manifests.compose(
+            state=state,
+            started=self._started,
+            error=error,
+            info=self.info,
+            records=self.files,
+            temporary=listed,
+        )
+        with self._writing(MANIFEST):
+            # written into the space reserved after the last manifest: a full disk can still
+            # record that the run failed
+            fd, self._spare = self._spare, None
+            if fd is None:
+                fd = files.create(self._fd, temp)
+            files.install(self._fd, temp, MANIFEST, fd, data=data)
+        self._spare = files.reserve(self._fd, self._manifest_temp, 2 * len(data) + _SPARE)
         return manifest
 
 
-def read_manifest(path, *, verify=True) -> dict:
+def read_manifest(path: str | os.PathLike, *, verify: bool = True) -> dict:
     """Return the manifest of a complete output folder, or raise if the run is not intact.
 
     Parameters
@@ -349,9 +444,10 @@ def read_manifest(path, *, verify=True) -> dict:
     ------
     IncompleteOutputError
         No manifest, one that is not dpinfer's own (another format, a symbolic
-        link, a listed name that is not a plain file name), a manifest not
-        marked complete (the run is still running, failed, or was killed), or
-        a listed file missing, replaced by a link, or altered.
+        link, not a regular file, larger than :data:`MAX_MANIFEST_BYTES`, a listed
+        name that is not a plain file name), a manifest not marked complete (the
+        run is still running, failed, or was killed), or a listed file missing,
+        replaced by a link or anything but a regular file, or altered.
     """
     verify = check.flag("verify", verify)
     folder = check_output_path(path)
@@ -360,12 +456,12 @@ def read_manifest(path, *, verify=True) -> dict:
     except (OutputPathError, FileNotFoundError) as err:
         raise IncompleteOutputError(f"{str(folder)!r} is not an output folder: {err}") from None
     try:
-        manifest = _own_manifest(dir_fd)
+        manifest, why = manifests.load(dir_fd)
         if manifest is None:
             raise IncompleteOutputError(
                 f"{str(folder)!r} has no {MANIFEST} of dpinfer's own (format {FORMAT!r}, a "
-                "regular file): it was not written by a finished dpinfer run, or the run was "
-                "interrupted before it started writing"
+                f"regular file{why or ''}): it was not written by a finished dpinfer run, or "
+                "the run was interrupted before it started writing"
             )
         if not manifest.get("complete"):
             state = manifest.get("state", "unknown")
@@ -374,19 +470,17 @@ def read_manifest(path, *, verify=True) -> dict:
                 f"the run in {str(folder)!r} is not complete (state {state!r}{detail}); its "
                 "files are partial or stale"
             )
-        if verify:
-            for name, meta in manifest["files"].items():
-                found = _record(dir_fd, name)
-                if found is None:
-                    raise IncompleteOutputError(
-                        f"{str(folder / name)!r} is listed in {MANIFEST} but missing (or not a "
-                        "regular file)"
-                    )
-                if found != {"bytes": meta.get("bytes"), "sha256": meta.get("sha256")}:
-                    raise IncompleteOutputError(
-                        f"{str(folder / name)!r} differs from the file the run wrote (size or "
-                        "checksum)"
-                    )
+        for name, meta in manifest["files"].items() if verify else ():
+            if files.kind(dir_fd, name) != stat.S_IFREG:
+                raise IncompleteOutputError(
+                    f"{str(folder / name)!r} is listed in {MANIFEST} but missing (or not a "
+                    "regular file)"
+                )
+            if not files.matches(dir_fd, name, meta):
+                raise IncompleteOutputError(
+                    f"{str(folder / name)!r} differs from the file the run wrote (size or "
+                    "checksum)"
+                )
         return manifest
     finally:
         os.close(dir_fd)
@@ -397,7 +491,7 @@ def read_manifest(path, *, verify=True) -> dict:
 
 def _open_folder(path: Path) -> int:
     try:
-        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        return files.open_folder(path)
     except OSError as err:
         if err.errno == errno.ELOOP or path.is_symlink():
             raise OutputPathError(_link_message(str(path))) from None
@@ -406,132 +500,27 @@ def _open_folder(path: Path) -> int:
         raise
 
 
-def _lock(dir_fd: int, path: Path, *, wait: bool) -> None:
-    try:
-        fcntl.flock(dir_fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-    except OSError as err:
-        if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise
-        manifest = _own_manifest(dir_fd) or {}
-        holder = manifest.get("pid") if manifest.get("state") == "running" else None
-        raise OutputBusyError(
-            f"{str(path)!r} is being written by another dpinfer run (pid "
-            f"{holder if isinstance(holder, int) else 'unknown'}); wait for it to finish (or "
-            "pass wait=True / --wait), or choose another output folder"
-        ) from None
-
-
-def _own_manifest(dir_fd: int) -> dict | None:
-    """Return the folder's manifest if it is dpinfer's own and well formed, else None."""
-    data = _read_regular(dir_fd, MANIFEST)
-    if data is None:
-        return None
-    try:
-        manifest = json.loads(data.decode("utf-8"))
-    except ValueError:
-        return None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        return None
-    files, temporary = manifest.get("files"), manifest.get("temporary", [])
-    if not isinstance(files, dict) or not isinstance(temporary, list):
-        return None
-    if not all(_plain_name(n) and n != MANIFEST and isinstance(m, dict) for n, m in files.items()):
-        return None
-    if not all(_plain_name(n) and n.startswith(_TEMP_PREFIX) for n in temporary):
-        return None
-    return manifest
-
-
-def _owned_files(dir_fd: int, manifest: dict | None) -> list[str]:
-    """Names in the folder that dpinfer wrote: its manifest, and what the manifest lists intact."""
-    if manifest is None:
-        return []
-    owned = [MANIFEST]
-    for name, meta in manifest["files"].items():
-        if _record(dir_fd, name) == {"bytes": meta.get("bytes"), "sha256": meta.get("sha256")}:
-            owned.append(name)
-    owned += [name for name in manifest["temporary"] if _is_regular(dir_fd, name)]
-    return owned
-
-
-def _entries(dir_fd: int) -> list[str]:
-    with os.scandir(dir_fd) as it:
-        return [entry.name for entry in it]
-
-
-def _is_regular(dir_fd: int, name: str) -> bool:
-    try:
-        return stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-    except FileNotFoundError:
-        return False
+def _lock(dir_fd: int, path: Path, *, wait: bool, limit: float) -> None:
+    if files.lock(dir_fd, wait=wait, limit=limit):
+        return
+    running = manifests.running_pid(manifests.load(dir_fd)[0])
+    holder = files.lock_holder(dir_fd)
+    if running is not None and holder in (None, running):
+        who = f"is being written by another dpinfer run (pid {running})"
+    elif holder is not None:
+        who = f"is locked by a process (pid {holder}) that holds the folder's lock"
+    else:
+        who = "is locked by a process that holds the folder's lock"
+    waited = f" (waited {limit:g} s)" if wait else ""
+    raise OutputBusyError(
+        f"{str(path)!r} {who}{waited}; wait for it to finish (wait=True with wait_limit in "
+        "seconds, --wait [SECONDS] on the command line), or choose another output folder"
+    )
 
 
 def _unlink_regular(dir_fd: int, name: str) -> None:
-    if _is_regular(dir_fd, name):
-        _unlink_entry(dir_fd, name)
-
-
-def _unlink_entry(dir_fd: int, name: str) -> None:
-    """Remove the entry ``name`` itself (a link is removed, never followed); not a folder."""
-    with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
-        os.unlink(name, dir_fd=dir_fd)
-
-
-def _open_regular(dir_fd: int, name: str) -> int | None:
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW, dir_fd=dir_fd)
-    except OSError as err:
-        if err.errno in (errno.ENOENT, errno.ELOOP, errno.EISDIR, errno.ENXIO):
-            return None
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    return fd
-
-
-def _read_regular(dir_fd: int, name: str) -> bytes | None:
-    fd = _open_regular(dir_fd, name)
-    if fd is None:
-        return None
-    with os.fdopen(fd, "rb") as fh:
-        return fh.read()
-
-
-def _record(dir_fd: int, name: str) -> dict | None:
-    """Size and SHA-256 of the regular file ``name``, or None if there is none."""
-    fd = _open_regular(dir_fd, name)
-    if fd is None:
-        return None
-    digest, size = hashlib.sha256(), 0
-    with os.fdopen(fd, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-            size += len(block)
-    return {"bytes": size, "sha256": digest.hexdigest()}
-
-
-def _seal(dir_fd: int, temp: str, *, label: str) -> dict:
-    """Flush the writer's temporary file to disk and return its record."""
-    fd = _open_regular(dir_fd, temp)
-    if fd is None:
-        raise OutputPathError(
-            f"the writer of {label!r} did not create a regular file at the path it was given"
-        )
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return _record(dir_fd, temp)
-
-
-def _plain_name(name) -> bool:
-    return (
-        isinstance(name, str)
-        and name not in ("", ".", "..")
-        and "/" not in name
-        and "\0" not in name
-    )
+    if files.kind(dir_fd, name) == stat.S_IFREG:
+        files.unlink_entry(dir_fd, name)
 
 
 def _link_message(text: str) -> str:
@@ -549,13 +538,3 @@ def _foreign_message(path: Path, names: list[str]) -> str:
         "overwrite=True (--overwrite on the command line) to write dpinfer's files into it; "
         "files of other names are never touched"
     )
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-
-
-def _json_default(value):
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return str(value)

@@ -27,7 +27,8 @@ Faulty user code on an executor: a chunk that raises an exception the parent pro
 cannot unpickle (a class defined in the ``__main__`` of a spawned worker) is reported as a
 :class:`ChunkError` with the original type, message and traceback; a simulator that draws
 from NumPy's global random state in a worker is detected (the state changes across the
-chunk) and warned about, since its results are not reproducible from ``rng``; and
+chunk) and warned about, since its results are not reproducible from ``rng`` (so is one
+run serially, by the outermost serial loop); and
 :func:`with_timeout` bounds the wait for each chunk.
 """
 
@@ -52,6 +53,9 @@ import cloudpickle
 import numpy as np
 
 from ._rng import chunk_generator
+from ._user_code import outside_dpinfer
+from ._validate import executor as check_executor
+from ._validate import positive_finite
 
 __all__ = [
     "ChunkError",
@@ -78,7 +82,7 @@ class ChunkTimeoutError(TimeoutError):
 
 
 class GlobalRandomStateWarning(RuntimeWarning):
-    """User code drew from NumPy's global random state inside a worker."""
+    """User code drew from NumPy's global random state inside a chunk (serial or in a worker)."""
 
 
 class _TimedExecutor:
@@ -98,7 +102,7 @@ class _TimedExecutor:
         return f"with_timeout({self._executor!r}, {self.chunk_timeout:g})"
 
 
-def with_timeout(executor: Executor, timeout: float):
+def with_timeout(executor: Executor, timeout: float) -> _TimedExecutor:
     """Return ``executor`` with a per-chunk ``timeout`` (seconds), for a sampler's ``executor=``.
 
     A chunk whose result has not arrived ``timeout`` seconds after the sampler starts
@@ -117,9 +121,6 @@ def with_timeout(executor: Executor, timeout: float):
     >>> out
     [0, 1, 2]
     """
-    from ._validate import executor as check_executor
-    from ._validate import positive_finite
-
     check_executor("executor", executor)
     if executor is None:
         raise ValueError("with_timeout needs an executor (serial runs cannot be timed out)")
@@ -271,9 +272,7 @@ def iter_chunks(
     """
     indices = range(start, stop) if stop is not None else _count(start)
     if executor is None:
-        for i in indices:
-            check_stopped()  # inside a chunk of a stopped run: stop here
-            yield task(i, chunk_generator(root, i))
+        yield from _serial_chunks(task, root, indices)
         return
     _check_executor(executor)
     timeout = getattr(executor, "chunk_timeout", None)
@@ -298,6 +297,23 @@ def iter_chunks(
             yield result
     finally:
         window.stop(run[-1])
+
+
+def _serial_chunks(task: Callable, root: np.random.SeedSequence, indices) -> Iterator:
+    """Run chunks in this thread; warn if one changes NumPy's global random state.
+
+    The warning is the same text from the same line of the caller for every chunk
+    and chain of a run, so Python's default filter shows it once.
+    """
+    warned = False
+    for i in indices:
+        check_stopped()  # inside a chunk of a stopped run: stop here
+        before = None if warned else _global_state()
+        result = task(i, chunk_generator(root, i))
+        if not warned and _global_state_changed(before):
+            warned = True
+            _warn_global_state(None)
+        yield result
 
 
 class _Window:
@@ -364,14 +380,22 @@ def _collect(future, index: int, remaining: float | None, timeout: float | None)
         ) from None
 
 
-def _warn_global_state(index: int) -> None:
+def _warn_global_state(index: int | None) -> None:
+    """Warn that chunk ``index`` (None: a chunk run serially) drew from the global state."""
+    where, lost = (
+        ("a chunk ran", "the same rng= does not give the same results")
+        if index is None
+        else (
+            f"chunk {index} ran in a worker",
+            "the results are not reproducible under process or dask executors",
+        )
+    )
     warnings.warn(
-        f"NumPy's global random state changed while chunk {index} ran in a worker: the "
-        "simulator (or prior) draws from np.random.* instead of the rng it is given, so the "
-        "results are not reproducible under process or dask executors. Draw from the "
-        "rng argument.",
+        f"NumPy's global random state changed while {where}: the "
+        f"simulator (or prior) draws from np.random.* instead of the rng it is given, so {lost}. "
+        "Draw from the rng argument.",
         GlobalRandomStateWarning,
-        stacklevel=3,
+        stacklevel=outside_dpinfer(),
     )
 
 

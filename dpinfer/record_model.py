@@ -13,14 +13,19 @@ running sum of ``t`` makes each record update O(1).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import _validate
-from ._user_code import no_writes, read_only
-from .likelihood import _as_bounds
+from ._parameter_space import as_bounds
+from ._pymc_bridge import model_parts
+from ._user_code import no_writes, outside_domain, read_only
 from .model import Prior, _callable_name, pymc_prior
+
+if TYPE_CHECKING:
+    import pymc as pm
 
 __all__ = ["RecordModel"]
 
@@ -93,7 +98,7 @@ class RecordModel:
 
     def __init__(
         self,
-        prior,
+        prior: Prior | Mapping[str, Any],
         simulate: Callable,
         statistic: Callable,
         *,
@@ -101,14 +106,14 @@ class RecordModel:
         loglik: Callable | None = None,
         update: Callable | None = None,
         support: Mapping | None = None,
-    ):
+    ) -> None:
         self.prior = prior if isinstance(prior, Prior) else Prior(prior)
         for name, fn in (("simulate", simulate), ("statistic", statistic)):
             if not callable(fn):
                 raise TypeError(f"{name} must be callable, got {type(fn).__name__}: {fn!r}")
-        for name, fn in (("summary", summary), ("loglik", loglik), ("update", update)):
-            if fn is not None and not callable(fn):
-                raise TypeError(f"{name} must be callable or None, got {type(fn).__name__}")
+        for name, option in (("summary", summary), ("loglik", loglik), ("update", update)):
+            if option is not None and not callable(option):
+                raise TypeError(f"{name} must be callable or None, got {type(option).__name__}")
         if loglik is None and update is None:
             raise ValueError(
                 "a RecordModel needs update= (an exact draw of theta given the records) or "
@@ -125,12 +130,12 @@ class RecordModel:
     @classmethod
     def from_pymc(
         cls,
-        pymc_model,
+        pymc_model: pm.Model,
         *,
-        record,
+        record: str | Sequence[str],
         statistic: Callable,
         summary: Callable | None = None,
-        params=None,
+        params: Sequence[str] | None = None,
         support: Mapping | None = None,
         update: Callable | None = None,
     ) -> RecordModel:
@@ -170,8 +175,6 @@ class RecordModel:
         >>> x.shape, model.loglik(x, {"rate": np.ones(3)}).shape
         ((3, 20), (3,))
         """
-        from ._pymc_bridge import model_parts
-
         sample, logpdf, simulate_one, likelihood, _ = model_parts(
             pymc_model, statistic=record, params=params, support=support
         )
@@ -189,11 +192,13 @@ class RecordModel:
         return model
 
     # --- checked calls -----------------------------------------------------------------
-    def simulate_records(self, params, n: int, rng) -> np.ndarray:
+    def simulate_records(
+        self, params: Mapping[str, np.ndarray], n: int, rng: np.random.Generator
+    ) -> np.ndarray:
         """Simulate ``n`` records per parameter set; check the leading axes ``(batch, n)``."""
         batch = _batch_size(params)
         name = f"the record simulator {_callable_name(self.simulate)}"
-        with no_writes(name, "params"):
+        with no_writes(name, "params"), outside_domain(name, params):
             records = self.simulate(read_only(params), n, rng)
         records = _validate.numeric_output(records, source=name, allow_bool=True)
         if records.ndim < 2 or records.shape[:2] != (batch, n):
@@ -203,7 +208,7 @@ class RecordModel:
             )
         return records
 
-    def statistics(self, records) -> np.ndarray:
+    def statistics(self, records: np.ndarray) -> np.ndarray:
         """Per-record statistics ``t(x_i)`` as float64, shape ``(batch, n, *t_shape)``.
 
         Records may be confidential: messages give shapes, counts and positions, never values.
@@ -248,8 +253,10 @@ class RecordModel:
             f"sums of shape {totals.shape}; got {s.shape}"
         )
 
-    def complete_loglik(self, records, params) -> np.ndarray:
+    def complete_loglik(self, records: np.ndarray, params: Mapping[str, np.ndarray]) -> np.ndarray:
         """``loglik(records, params)``, checked to have shape ``(batch,)``."""
+        if self.loglik is None:
+            raise ValueError("this RecordModel was given no loglik=")
         batch = len(records)
         with no_writes(f"loglik {_callable_name(self.loglik)}", "records or params"):
             out = np.asarray(self.loglik(read_only(records), read_only(params)), dtype=float)
@@ -259,8 +266,12 @@ class RecordModel:
             )
         return out
 
-    def draw_update(self, records, rng, names) -> dict[str, np.ndarray]:
+    def draw_update(
+        self, records: np.ndarray, rng: np.random.Generator, names: Sequence[str]
+    ) -> dict[str, np.ndarray]:
         """``update(records, rng)``, checked against the parameter names and batch."""
+        if self.update is None:
+            raise ValueError("this RecordModel was given no update=")
         batch = len(records)
         with no_writes(f"update {_callable_name(self.update)}", "records"):
             out = self.update(read_only(records), rng)
@@ -337,5 +348,5 @@ def _check_support(support, names) -> dict:
     if unknown:
         raise ValueError(f"support names {unknown}, which are not parameters of the prior {names}")
     for name, spec in support.items():
-        _as_bounds(name, spec)
+        as_bounds(name, spec)
     return support

@@ -11,17 +11,27 @@ discrete. NUTS samples it; the draws come back as the same
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _validate
+from ._compile_once import compiled_once
 from ._rng import RNGLike, as_seed_sequence, seed_entropy
+from .marginal._latent import read_latent
 from .mechanisms.base import Mechanism
 from .model import Model
 from .results import to_inference_data
 from .samplers._common import check_count, check_options, mechanism_constants, privacy_attrs
+
+if TYPE_CHECKING:
+    import pymc as pm
+
+    from .results import InferenceData
 
 __all__ = ["reference_model", "sample_nuts", "sample_reference"]
 
@@ -33,10 +43,10 @@ REFERENCE = (
 
 def sample_reference(
     model: Model | Callable,
-    mechanism,
-    released,
+    mechanism: Mechanism,
+    released: ArrayLike,
     *,
-    support=None,
+    support: ArrayLike | None = None,
     loglik: Callable | None = None,
     draws: int = 1000,
     tune: int = 1000,
@@ -44,8 +54,8 @@ def sample_reference(
     rng: RNGLike = None,
     progressbar: bool = False,
     var_names: Sequence[str] | None = None,
-    **nuts_kwargs,
-):
+    **nuts_kwargs: Any,
+) -> InferenceData:
     r"""Sample the posterior given a DP release with NUTS on a PyMC model.
 
     Parameters
@@ -158,23 +168,32 @@ def sample_reference(
         )
     _check_nuts_options(draws, tune, chains, rng, progressbar, var_names)
     pymc_model = reference_model(model, mechanism, released, support=support, loglik=loglik)
-    nuts = {"draws": draws, "tune": tune, "chains": chains, "rng": rng, "var_names": var_names}
+    nuts: dict[str, Any] = {
+        "draws": draws,
+        "tune": tune,
+        "chains": chains,
+        "rng": rng,
+        "var_names": var_names,
+    }
     return sample_nuts(
         pymc_model,
         **nuts,
         progressbar=progressbar,
-        observed=mechanism._check_released(released),
-        constant_data=mechanism_constants(mechanism),
-        attrs={
-            "mechanism": repr(mechanism),
-            **privacy_attrs(mechanism),
-            "likelihood": _path(pymc_model, support, loglik),
-        },
+        mechanism=mechanism,
+        observed=mechanism.check_released(released),
+        attrs={"likelihood": _path(pymc_model, support, loglik)},
         **nuts_kwargs,
     )
 
 
-def reference_model(model, mechanism, released, *, support=None, loglik=None):
+def reference_model(
+    model: Model | Callable,
+    mechanism: Mechanism,
+    released: ArrayLike,
+    *,
+    support: ArrayLike | None = None,
+    loglik: Callable | None = None,
+) -> pm.Model:
     """Build the PyMC model that :func:`sample_reference` samples, without sampling it.
 
     Parameters
@@ -200,13 +219,13 @@ def reference_model(model, mechanism, released, *, support=None, loglik=None):
     """
     import pymc as pm
 
-    released = mechanism._check_released(released)
+    released = mechanism.check_released(released)
     if support is not None and loglik is not None:
         raise ValueError("pass at most one of support= and loglik=, got both")
     if loglik is not None and not callable(loglik):
         raise TypeError(f"loglik must be callable, got {type(loglik).__name__}")
     if support is not None:
-        support = mechanism._check_value(support)
+        support = mechanism.check_value(support)
         if support.ndim != len(mechanism.event_shape) + 1 or len(support) == 0:
             raise ValueError(
                 f"support must have shape (k, *event_shape) with k >= 1, got shape {support.shape}"
@@ -248,7 +267,15 @@ _NUTS_DEFAULTS = {
 }
 
 
-def sample_nuts(pymc_model, *, observed=None, constant_data=None, attrs=None, **options):
+def sample_nuts(
+    pymc_model: pm.Model,
+    *,
+    mechanism: Mechanism | None = None,
+    observed: ArrayLike | None = None,
+    constant_data: Mapping[str, ArrayLike] | None = None,
+    attrs: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> InferenceData:
     """Sample any PyMC model with NUTS and return dpinfer's InferenceData layout.
 
     Parameters
@@ -259,10 +286,16 @@ def sample_nuts(pymc_model, *, observed=None, constant_data=None, attrs=None, **
         ``draws`` (1000), ``tune`` (1000), ``chains`` (2), ``rng`` (None),
         ``progressbar`` (False), ``var_names`` (None) and keywords of
         :func:`pymc.sample`: as in :func:`sample_reference`.
+    mechanism : Mechanism, optional
+        The mechanism of a release the model holds (attached with
+        :meth:`~dpinfer.Mechanism.to_pymc`): its repr and privacy guarantee
+        (``epsilon``, ``delta``, ``rho``) are recorded in ``attrs``, its
+        numeric parameters in ``constant_data``, as :func:`sample_reference`
+        records them.
     observed : array_like, optional
         Stored as ``observed_data['s_dp']``.
     constant_data : dict, optional
-        Stored in ``constant_data``.
+        Stored in ``constant_data`` (after the mechanism's parameters).
     attrs : dict, optional
         Extra metadata merged into the standard ``attrs``.
 
@@ -271,14 +304,37 @@ def sample_nuts(pymc_model, *, observed=None, constant_data=None, attrs=None, **
     arviz.InferenceData
         As in :func:`sample_reference`.
 
+    Notes
+    -----
+    NUTS compiles the model's log-density and gradient once per model: a model
+    sampled again (in one process, ``cores=1``) reuses them, so a model of one
+    shape fitted to new data takes the data through ``pm.Data`` and
+    ``pm.set_data`` and is compiled once. The draws are those of a fresh
+    compilation of the same model, seed for seed.
+
     Examples
     --------
-    >>> import pymc as pm
+    A hand-built model of a release, its mechanism recorded:
+
+    >>> import pymc as pm, dpinfer as dp
+    >>> mech = dp.Laplace.from_privacy(epsilon=1.0, sensitivity=1.0)
     >>> with pm.Model() as m:
-    ...     x = pm.Normal("x", 0.0, 1.0)
-    >>> sample_nuts(m, draws=100, tune=100, rng=0).posterior["x"].shape
+    ...     s = pm.Normal("s", 0.0, 1.0)
+    ...     _ = mech.to_pymc("s_dp", s, observed=0.5)
+    >>> idata = sample_nuts(m, mechanism=mech, observed=0.5, draws=100, tune=100, rng=1)
+    >>> idata.posterior["s"].shape
     (2, 100)
+    >>> idata.attrs["epsilon"], idata.constant_data["mechanism_scale"].values.tolist()
+    (1.0, [1.0])
     """
+    if mechanism is not None:
+        if not isinstance(mechanism, Mechanism):
+            raise TypeError(
+                f"mechanism must be a dpinfer Mechanism, got {type(mechanism).__name__}: "
+                f"{mechanism!r}"
+            )
+        constant_data = {**mechanism_constants(mechanism), **(constant_data or {})}
+        attrs = {"mechanism": repr(mechanism), **privacy_attrs(mechanism), **(attrs or {})}
     import pymc as pm
 
     nuts_kwargs = {**_NUTS_DEFAULTS, **options}
@@ -292,7 +348,10 @@ def sample_nuts(pymc_model, *, observed=None, constant_data=None, attrs=None, **
         raise ValueError(f"var_names {missing} are not variables of the model")
     nuts_kwargs.setdefault("cores", 1)
     size = {"draws": draws, "tune": tune, "chains": chains}
-    with pymc_model:
+    # chains in one process reuse the model's compiled log-density; several processes
+    # would pickle the model, and a model holding a compiled function may not pickle
+    reuse = compiled_once(pymc_model) if nuts_kwargs["cores"] == 1 else contextlib.nullcontext()
+    with pymc_model, reuse:
         trace = pm.sample(
             **size,
             random_seed=seed,
@@ -314,7 +373,11 @@ def sample_nuts(pymc_model, *, observed=None, constant_data=None, attrs=None, **
                 [np.asarray(trace.get_sampler_stats(source, chains=c)) for c in trace.chains]
             )
     divergences = int(np.sum(stats.get("diverging", 0)))
-    groups = {"sample_stats": stats, "observed": observed, "constant_data": constant_data}
+    groups: dict[str, Any] = {
+        "sample_stats": stats,
+        "observed": observed,
+        "constant_data": constant_data,
+    }
     return to_inference_data(
         posterior,
         **groups,
@@ -398,8 +461,6 @@ def _marginalised(source, stats, mechanism, released):
     import pymc as pm
     from pytensor.graph.replace import graph_replace
     from pytensor.graph.traversal import ancestors
-
-    from .marginal._latent import read_latent
 
     names = [rv.name for rv in stats]
     op = stats[0].owner.op if len(stats) == 1 and stats[0].owner is not None else None

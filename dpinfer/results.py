@@ -41,13 +41,20 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import warnings
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._diagnostics import bulk_ess, rank_rhat, tail_ess
 from ._version import __version__
+
+if TYPE_CHECKING:
+    from arviz import InferenceData
+    from matplotlib.axes import Axes
 
 __all__ = [
     "ATTR_KEYS",
@@ -91,7 +98,7 @@ def to_inference_data(
     constant_data: Mapping[str, np.ndarray] | None = None,
     chains: int = 1,
     diagnostic_vars: list[str] | None = None,
-):
+) -> InferenceData:
     """Build an InferenceData from draws of shape ``(chains * draws, ...)`` per variable.
 
     Parameters
@@ -145,7 +152,7 @@ def to_batch_inference_data(
     observed: np.ndarray | None = None,
     constant_data: Mapping[str, np.ndarray] | None = None,
     chains: int = 1,
-):
+) -> InferenceData:
     """Build one InferenceData holding the posteriors of a batch of releases.
 
     Parameters
@@ -200,26 +207,32 @@ def sbc_to_inference_data(
     ranks: Mapping[str, np.ndarray],
     fractional_ranks: Mapping[str, np.ndarray],
     n_draws: np.ndarray,
+    posterior_variances: Mapping[str, np.ndarray],
     attrs: Mapping,
-):
+) -> InferenceData:
     """Store a simulation-based calibration run (:class:`dpinfer.calibration.SBCResult`).
 
     Each replicate is one draw of a single chain: ``prior`` holds the true
     parameters, ``prior_predictive`` the confidential statistics ``s`` and the
     releases ``s_dp``, ``sample_stats_prior`` the number of posterior draws each
-    rank is out of (``n_draws``), and two groups outside ArviZ's schema,
-    ``rank`` and ``fractional_rank``, one variable per parameter shaped like it.
+    rank is out of (``n_draws``), and three groups outside ArviZ's schema,
+    ``rank``, ``fractional_rank`` and ``posterior_variance`` (of each replicate's
+    draws), one variable per parameter shaped like it.
     """
     groups = {
         "prior": _by_chain(truths, 1),
         "prior_predictive": _by_chain({"s": statistics, "s_dp": releases}, 1),
         "sample_stats_prior": _by_chain({"n_draws": n_draws}, 1),
     }
-    extra = {"rank": _by_chain(ranks, 1), "fractional_rank": _by_chain(fractional_ranks, 1)}
+    extra = {
+        "rank": _by_chain(ranks, 1),
+        "fractional_rank": _by_chain(fractional_ranks, 1),
+        "posterior_variance": _by_chain(posterior_variances, 1),
+    }
     return _assemble(groups, attrs, extra=extra)
 
 
-def sbc_from_inference_data(idata) -> dict:
+def sbc_from_inference_data(idata: InferenceData) -> dict:
     """Return the arrays and attributes that :func:`sbc_to_inference_data` stored, as numpy."""
     missing = [g for g in _SBC_GROUPS if g not in idata.groups()]
     if missing:
@@ -239,6 +252,10 @@ def sbc_from_inference_data(idata) -> dict:
         "ranks": first_chain("rank"),
         "fractional_ranks": first_chain("fractional_rank"),
         "n_draws": first_chain("sample_stats_prior")["n_draws"],
+        # None for an export made before the variances were stored
+        "posterior_variances": first_chain("posterior_variance")
+        if "posterior_variance" in idata.groups()
+        else None,
         "attrs": dict(idata.attrs),
     }
 
@@ -246,7 +263,13 @@ def sbc_from_inference_data(idata) -> dict:
 _SBC_GROUPS = ("prior", "prior_predictive", "sample_stats_prior", "rank", "fractional_rank")
 
 
-def plot_rank_ecdf(fractional_ranks: Mapping[str, np.ndarray], *, titles, ci_prob, axes=None):
+def plot_rank_ecdf(
+    fractional_ranks: Mapping[str, np.ndarray],
+    *,
+    titles: Mapping[str, str],
+    ci_prob: float,
+    axes: Axes | ArrayLike | None = None,
+) -> np.ndarray:
     """ECDF of each parameter's fractional ranks minus the uniform CDF, with simultaneous bands.
 
     Through ArviZ's ``plot_ecdf(difference=True, confidence_bands="optimized")``:
@@ -264,7 +287,7 @@ def plot_rank_ecdf(fractional_ranks: Mapping[str, np.ndarray], *, titles, ci_pro
             1, len(labels), figsize=(3.4 * len(labels), 2.8), squeeze=False, layout="constrained"
         )
         axes = grid[0]
-    axes = np.atleast_1d(axes)
+    axes = np.atleast_1d(np.asarray(axes, dtype=object))
     if axes.size != len(labels):
         raise ValueError(f"axes must hold {len(labels)} axes (one per parameter), got {axes.size}")
     for ax, label in zip(axes.flat, labels, strict=True):
@@ -321,7 +344,7 @@ def _assemble(groups: dict, attrs: Mapping, *, dims: Mapping | None = None, extr
     return idata
 
 
-def from_netcdf(path):
+def from_netcdf(path: str | os.PathLike) -> InferenceData:
     """Load a result saved with ``idata.to_netcdf(path)``."""
     return _arviz().from_netcdf(path)
 
@@ -353,12 +376,12 @@ def _diagnostics():
     az = _arviz()
     switch = getattr(az, "Numba", None)
     previous = getattr(switch, "numba_flag", None)
-    if previous is not None:
+    if switch is not None and previous is not None:
         switch.numba_flag = False
     try:
         yield az
     finally:
-        if previous is not None:
+        if switch is not None and previous is not None:
             switch.numba_flag = previous
 
 
@@ -449,7 +472,7 @@ def _by_chain(group: Mapping[str, np.ndarray], chains: int) -> dict:
 
 def _netcdf_attrs(attrs: Mapping) -> dict:
     """Fill the standard keys and make every value netCDF-storable."""
-    merged = {key: math.nan for key in ATTR_KEYS}
+    merged: dict[str, object] = {key: math.nan for key in ATTR_KEYS}
     merged.update(attrs)
     merged["dpinfer_version"] = __version__
     return {key: _storable(value) for key, value in merged.items()}

@@ -9,10 +9,17 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _validate, accounting
 from ._rng import RNGLike, as_generator
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "flip_probability",
@@ -24,7 +31,7 @@ __all__ = [
 ]
 
 
-def noise_difference_pdf(z, b) -> np.ndarray:
+def noise_difference_pdf(z: ArrayLike, b: float) -> np.ndarray:
     """Density of ``Z = m - v``, ``m ~ Lap(b)``, ``v ~ Lap(2b)`` (Lemma 2, eq. 10).
 
     ``f(z) = (2 exp(-|z|/(2b)) - exp(-|z|/b)) / (6b)``.
@@ -34,7 +41,7 @@ def noise_difference_pdf(z, b) -> np.ndarray:
     return (2 * np.exp(-a / (2 * b)) - np.exp(-a / b)) / (6 * b)
 
 
-def flip_probability(a, b) -> np.ndarray:
+def flip_probability(a: ArrayLike, b: float) -> np.ndarray:
     """``G_b(a) = P(Z > a) = (4 exp(-a/(2b)) - exp(-a/b)) / 6`` for ``a >= 0`` (Lemma 2).
 
     By Proposition 1 this is the probability that ABCDP's decision on a
@@ -53,7 +60,7 @@ def flip_probability(a, b) -> np.ndarray:
     return (4 * np.exp(-a / (2 * b)) - np.exp(-a / b)) / 6
 
 
-def noise_difference_cdf(a, b) -> np.ndarray:
+def noise_difference_cdf(a: ArrayLike, b: float) -> np.ndarray:
     """CDF of ``Z``: ``F(a) = H(a) + (1 - 2 H(a)) G_b(|a|)`` (Lemma 2)."""
     a = _validate.finite_array("a", a)
     b = _validate.positive_finite("b", b)
@@ -61,7 +68,9 @@ def noise_difference_cdf(a, b) -> np.ndarray:
     return step + (1 - 2 * step) * flip_probability(np.abs(a), b)
 
 
-def theorem2_bound(distances, epsilon_abc, b, f_values, n_accepted_abc) -> float:
+def theorem2_bound(
+    distances: ArrayLike, epsilon_abc: float, b: float, f_values: ArrayLike, n_accepted_abc: int
+) -> float:
     """Theorem 2 (1): bound on ``E || ABCDP mean of f - ABC mean of f ||``.
 
     ``2 K_T / c' * sum_t G_b(|rho_t - eps_abc|)`` with ``K_T = max_t ||f(theta_t)||``.
@@ -87,7 +96,14 @@ def theorem2_bound(distances, epsilon_abc, b, f_values, n_accepted_abc) -> float
     return 2 * k_t / c_abc * float(np.sum(flips))
 
 
-def theorem2_tail_bound(distances, epsilon_abc, b, f_values, n_accepted_abc, a) -> float:
+def theorem2_tail_bound(
+    distances: ArrayLike,
+    epsilon_abc: float,
+    b: float,
+    f_values: ArrayLike,
+    n_accepted_abc: int,
+    a: float,
+) -> float:
     """Theorem 2 (3): lower bound on ``P(error <= a)`` (parameters as :func:`theorem2_bound`).
 
     ``a > 0`` is the error level; the bound can be negative (then it says nothing).
@@ -123,14 +139,14 @@ def _theorem2_inputs(distances, epsilon_abc, b, f_values, n_accepted_abc):
 
 def plot_flip_probability(
     *,
-    sizes=(10, 100, 1000),
-    accepted=(10, 100, 1000),
-    epsilon_totals=(0.1, 1.0, 10.0, 100.0),
+    sizes: Sequence[int] = (10, 100, 1000),
+    accepted: Sequence[int] = (10, 100, 1000),
+    epsilon_totals: Sequence[float] = (0.1, 1.0, 10.0, 100.0),
     epsilon_abc: float = 0.2,
     n_points: int = 100,
     resample: bool = False,
     rng: RNGLike = 0,
-):
+) -> Figure:
     """Reproduce Figure 1: flip probability against ``rho ~ U[0, 1]``.
 
     One panel per (c, N): rows are ``accepted`` (c), columns ``sizes`` (N);

@@ -52,13 +52,25 @@ import time
 import numpy as np
 
 import dpinfer as dp
-from dpinfer import _validate
-from dpinfer._rng import RNGLike
+from dpinfer import validate
+from dpinfer.example import (
+    NUTS_OPTIONS,
+    Example,
+    Option,
+    Report,
+    Result,
+    between,
+    draw_rows,
+    fit_each,
+    idata_draws,
+    integer,
+    new_figure,
+    nuts_note,
+    nuts_options,
+    value_rows,
+)
+from dpinfer.random import RNGLike
 from dpinfer.results import effective_sample_size, rhat
-
-from ._example import Example, Option, between, integer
-from ._nuts import NUTS_OPTIONS, fit_each, nuts_options
-from ._report import Report, Result, draw_rows, idata_draws, new_figure, nuts_note, value_rows
 
 __all__ = [
     "COUNTIES",
@@ -150,7 +162,7 @@ def simulate(*, counties: int = COUNTIES, rho: float = RHO) -> dict:
         ``population``, ``rate`` (true, per person), ``count`` (confidential)
         and ``released`` (integers, some negative), each of length ``counties``.
     """
-    counties = _validate.size("counties", counties)
+    counties = validate.size("counties", counties)
     seeds = np.random.SeedSequence(DATA_SEED).spawn(4)
     log_size = np.random.default_rng(seeds[0]).standard_normal(counties)
     population = np.round(26_000 * np.exp(1.5 * log_size)).astype(np.int64)
@@ -188,8 +200,8 @@ def pymc_model(population, released, mech, *, naive: bool = False):
     """
     import pymc as pm
 
-    population = _validate.finite_vector("population", population)
-    released = _validate.integer_array("released", released)
+    population = validate.finite_vector("population", population)
+    released = validate.integer_array("released", released)
     if not np.all(population > 0) or released.shape != population.shape:
         raise ValueError(
             f"population must hold one positive number per release ({released.size}), got "

@@ -55,10 +55,18 @@ import numpy as np
 import scipy.stats as st
 
 import dpinfer as dp
-from dpinfer._rng import RNGLike, as_seed_sequence
-
-from ._example import Example, Option, between, integer, yes_no
-from ._report import Report, Result, draw_rows, idata_draws
+from dpinfer.example import (
+    Example,
+    Option,
+    Report,
+    Result,
+    between,
+    draw_rows,
+    idata_draws,
+    integer,
+    yes_no,
+)
+from dpinfer.random import RNGLike, as_seed_sequence
 
 __all__ = [
     "BANDWIDTH",
@@ -223,7 +231,7 @@ def run(
 
     Returns
     -------
-    dpinfer.models._report.Result
+    dpinfer.example.Result
         ``posterior`` is the ABCDP output; ``extra["non_private"]`` the
         noiseless run.
     """

@@ -66,12 +66,26 @@ import math
 import numpy as np
 
 import dpinfer as dp
-from dpinfer._rng import RNGLike
+from dpinfer import validate
+from dpinfer.example import (
+    NUTS_OPTIONS,
+    Example,
+    Option,
+    Report,
+    Result,
+    between,
+    choice,
+    draw_rows,
+    fit_each,
+    idata_draws,
+    integer,
+    new_figure,
+    nuts_note,
+    nuts_options,
+    value_rows,
+)
+from dpinfer.random import RNGLike
 from dpinfer.results import effective_sample_size, rhat
-
-from ._example import Example, Option, between, choice, integer
-from ._nuts import NUTS_OPTIONS, fit_each, nuts_options
-from ._report import Report, Result, draw_rows, idata_draws, new_figure, nuts_note, value_rows
 
 __all__ = [
     "COUNTRIES",
@@ -205,9 +219,8 @@ def pymc_model(released, mech: dp.Thresholded, *, analysis: str = "exact"):
     """
     import pymc as pm
 
-    if analysis not in ANALYSES:
-        raise ValueError(f"analysis must be one of {', '.join(ANALYSES)}; got {analysis!r}")
-    released = mech._check_released(released)
+    analysis = validate.choice("analysis", analysis, ANALYSES)
+    released = mech.check_released(released)
     hidden = np.isnan(released)
     days = released.shape[-1]
     with pm.Model() as model:
@@ -260,7 +273,7 @@ def start(released, mech) -> np.ndarray:
     >>> np.exp(start(released, mech))[:4].round(1)
     array([200. ,  44.5,  44.5, 274.5])
     """
-    cells = np.where(np.isnan(released), np.maximum(mech._cut, 1) / 2, released)
+    cells = np.where(np.isnan(released), np.maximum(mech.cut, 1) / 2, released)
     return np.log(cells.mean(axis=1))
 
 
@@ -293,7 +306,7 @@ def run(
         With both true, PyMC shows its progress bars.
     **nuts : int
         The NUTS settings ``draws``, ``tune`` and ``chains``
-        (:data:`~dpinfer.models._nuts.NUTS_OPTIONS`).
+        (:data:`~dpinfer.example.NUTS_OPTIONS`).
 
     Returns
     -------

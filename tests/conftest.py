@@ -73,15 +73,15 @@ def _no_earlier_data_derived_values(monkeypatch):
     """Start each test with none of the data-derived values earlier tests made.
 
     ABCDP's leak guard refuses a setting equal to a data-derived value made earlier in the
-    process from a record of the observations (``dpinfer.distances.base``). Across tests
+    process from a record of the observations (``dpinfer.distances._derived``). Across tests
     that is chance: a median heuristic of 1.0 from data with a zero row refused a clip of
     1.0 in an unrelated test, depending on which tests the worker had run before it.
     """
     from collections import deque
 
-    from dpinfer.distances import base
+    from dpinfer.distances import _derived
 
-    monkeypatch.setattr(base, "_RECENT", deque(maxlen=base._RECENT.maxlen))
+    monkeypatch.setattr(_derived, "_RECENT", deque(maxlen=_derived._RECENT.maxlen))
 
 
 @pytest.fixture

@@ -25,8 +25,8 @@ import pytest
 
 from dpinfer import cli
 from dpinfer._run_command import listing, quiet
+from dpinfer.example import discover
 from dpinfer.models import sir as sir_module
-from dpinfer.models._example import discover
 from dpinfer.outputs import IncompleteOutputError, read_manifest
 from dpinfer.results import from_netcdf
 

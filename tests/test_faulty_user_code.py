@@ -1,41 +1,34 @@
 """Faulty user code is caught with a clear error or warning.
 
-Simulators returning booleans or objects, priors returning NaN or the wrong shape,
-simulators drawing from NumPy's global random state in a worker, hung chunks
-(``parallel.with_timeout``) and exception classes that cannot travel back from a
-spawned worker (defined in ``__main__``). Each check comes with a companion
-showing the correct variant goes through.
+Simulators returning booleans or objects, drawing from NumPy's global random state
+(serially or in a worker) and given parameters outside their domain by a wide prior, for
+every sampler of the registry that runs a simulator (``samplers/_sampler_registry.py``);
+priors returning NaN or the wrong shape, hung chunks (``parallel.with_timeout``) and
+exception classes that cannot travel back from a spawned worker (defined in
+``__main__``). Each check comes with a companion showing the correct variant goes through.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import re
 import threading
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import numpy as np
 import pytest
 import scipy.stats as st
+from samplers import _sampler_registry  # tests/ is on the path
+from samplers._sampler_registry import SAMPLERS, Problem, by_name, theta_draws
 
 import dpinfer as dp
 from dpinfer import parallel
 
 MECH = dp.Laplace(1.0)
-SAMPLERS = {
-    "rejection": lambda model, **kw: dp.rejection_abc(
-        model, MECH, 3.0, draws=8, chains=2, rng=0, batch_size=50, progressbar=False, **kw
-    ),
-    "importance": lambda model: dp.importance_abc(
-        model, MECH, 3.0, draws=8, chains=2, rng=0, batch_size=50, progressbar=False
-    ),
-    "smc": lambda model: dp.smc_abc(
-        model, MECH, 3.0, particles=40, chains=2, max_stages=2, rng=0, progressbar=False
-    ),
-}
 
-
-def _poisson(simulate):
-    return dp.Model(prior={"theta": st.gamma(3.0)}, simulate=simulate)
+FAULTY = [case for case in SAMPLERS if case.supports("faulty_user_code")]
+THREADED = [case for case in FAULTY if case.supports("executors")]
+REJECTION = by_name("rejection_abc")
 
 
 def poisson_counts(p, rng):
@@ -50,69 +43,46 @@ def poisson_objects(p, rng):
     return rng.poisson(p["theta"]).astype(object)
 
 
+def poisson_from_the_global_state(p, rng):
+    return np.random.poisson(p["theta"])  # noqa: NPY002 - the fault under test
+
+
+def _run(case, simulate, **options):
+    return case.run(Problem(simulate=simulate), rng=0, **options)
+
+
+def _finite_draws(result) -> bool:
+    return bool(np.all(np.isfinite(theta_draws(result))))
+
+
+def _rejection(model):
+    """Rejection ABC on ``model`` with a prior of its own."""
+    return dp.rejection_abc(
+        model, MECH, 3.0, draws=8, chains=2, rng=0, batch_size=50, progressbar=False
+    )
+
+
 # --- simulator outputs of the wrong dtype ------------------------------------------------
 
 
-@pytest.mark.parametrize("sampler", list(SAMPLERS))
-@pytest.mark.parametrize(
-    ("simulate", "dtype"), [(poisson_positive, "bool"), (poisson_objects, "object")]
-)
-def test_a_simulator_returning_non_numbers_is_refused(sampler, simulate, dtype):
-    with pytest.raises(
-        TypeError, match=rf"simulator {simulate.__name__} returned .*dtype {dtype}"
-    ):
-        SAMPLERS[sampler](_poisson(simulate))
+@pytest.mark.parametrize("case", FAULTY, ids=str)
+def test_a_simulator_returning_objects_is_refused_by_name(case):
+    with pytest.raises(TypeError, match="simulator .*poisson_objects returned .*dtype object"):
+        _run(case, poisson_objects)
 
 
-@pytest.mark.parametrize("sampler", list(SAMPLERS))
-def test_companion_the_same_simulator_returning_counts_runs(sampler):
-    idata = SAMPLERS[sampler](_poisson(poisson_counts))
-    assert np.all(np.isfinite(idata.posterior["theta"].values))
+@pytest.mark.parametrize("case", FAULTY, ids=str)
+def test_a_simulator_returning_booleans_is_refused_unless_they_are_records(case):
+    if case.boolean_simulations:  # a binary attribute of a record: accepted
+        assert _finite_draws(_run(case, poisson_positive))
+    else:
+        with pytest.raises(TypeError, match="simulator .*poisson_positive returned .*dtype bool"):
+            _run(case, poisson_positive)
 
 
-def test_abcdp_refuses_boolean_pseudo_datasets():
-    observed = np.random.default_rng(3).normal(size=(10, 1))
-    model = dp.Model(
-        prior={"mu": st.norm(0, 1)},
-        simulate=lambda p, rng: rng.normal(p["mu"][:, None, None], size=(len(p["mu"]), 10, 1)) > 0,
-    )
-    with pytest.raises(TypeError, match="pseudo-datasets returned an array of dtype bool"):
-        dp.abcdp(
-            observed,
-            dp.distances.RandomFeatureMMD(8, 1.3, rng=1),
-            model=model,
-            n_proposals=20,
-            epsilon_total=1.0,
-            epsilon_abc=0.2,
-            c=2,
-            rng=0,
-            privacy_rng=1,
-            progressbar=False,
-        )
-
-
-def test_record_simulator_returning_objects_is_refused_and_booleans_pass():
-    def records(p, n, rng):
-        return rng.random((len(p["p"]), n)) < p["p"][:, None]
-
-    def update(x, rng):
-        ones = x.sum(axis=1)
-        return {"p": rng.beta(2 + ones, 2 + x.shape[1] - ones)}
-
-    def run(simulate):
-        model = dp.RecordModel({"p": st.beta(2, 2)}, simulate, lambda x: x, update=update)
-        return dp.da_mcmc(
-            model, MECH, 5.2, n=10, draws=3, tune=2, chains=2, rng=0, progressbar=False
-        )
-
-    # booleans are records here (a binary attribute), read by the statistic: accepted
-    assert run(records).posterior["p"].shape == (2, 3)
-
-    def objects(p, n, rng):
-        return records(p, n, rng).astype(object)
-
-    with pytest.raises(TypeError, match="record simulator .*objects returned .*dtype object"):
-        run(objects)
+@pytest.mark.parametrize("case", FAULTY, ids=str)
+def test_companion_the_same_simulator_returning_counts_runs(case):
+    assert _finite_draws(_run(case, poisson_counts))
 
 
 # --- prior draws -----------------------------------------------------------------------
@@ -132,7 +102,7 @@ def test_bad_prior_draws_are_named_as_coming_from_the_prior(sample, message):
         prior=dp.Prior(sample), simulate=lambda p, rng: rng.poisson(3.0, len(p["mu"]))
     )
     with pytest.raises((ValueError, TypeError), match=message):
-        SAMPLERS["rejection"](model)
+        _rejection(model)
 
 
 def test_companion_a_finite_prior_of_the_right_shape_runs():
@@ -140,7 +110,7 @@ def test_companion_a_finite_prior_of_the_right_shape_runs():
         prior=dp.Prior(lambda n, rng: {"mu": rng.gamma(3.0, size=n)}),
         simulate=lambda p, rng: rng.poisson(p["mu"]),
     )
-    assert SAMPLERS["rejection"](model).posterior["mu"].shape == (2, 4)
+    assert _rejection(model).posterior["mu"].shape == (2, 4)
 
 
 def test_prior_logpdf_must_be_callable_and_only_for_a_sample_function():
@@ -173,10 +143,71 @@ def test_companion_a_task_drawing_from_its_rng_is_not_warned_about(recwarn):
     assert not [w for w in recwarn if issubclass(w.category, parallel.GlobalRandomStateWarning)]
 
 
-def test_a_sampler_whose_simulator_uses_the_global_state_warns_on_an_executor():
-    model = _poisson(lambda p, rng: np.random.poisson(p["theta"]))  # noqa: NPY002
+# a simulator ignoring its rng never settles MCEM's staged schedule: no convergence, as said
+@pytest.mark.filterwarnings("ignore::dpinfer.MCEMConvergenceWarning")
+@pytest.mark.parametrize("case", THREADED, ids=str)
+def test_a_sampler_whose_simulator_uses_the_global_state_warns_on_an_executor(case):
     with ThreadPoolExecutor(2) as pool, pytest.warns(parallel.GlobalRandomStateWarning):
-        SAMPLERS["rejection"](model, executor=pool)
+        _run(case, poisson_from_the_global_state, executor=pool)
+
+
+# a simulator ignoring its rng never settles MCEM's staged schedule: no convergence, as said
+@pytest.mark.filterwarnings("ignore::dpinfer.MCEMConvergenceWarning")
+@pytest.mark.parametrize("case", FAULTY, ids=str)
+def test_a_serial_run_whose_simulator_uses_the_global_state_warns(case):
+    with pytest.warns(parallel.GlobalRandomStateWarning, match="same rng= does not give") as rec:
+        _run(case, poisson_from_the_global_state)
+    # pointed at the call of the sampler (here in the registry's adapter), not at dpinfer
+    assert rec[0].filename == _sampler_registry.__file__
+
+
+def test_a_serial_run_whose_prior_uses_the_global_state_warns():
+    prior = dp.Prior(lambda n, rng: {"theta": np.random.gamma(3.0, size=n)})  # noqa: NPY002
+    model = dp.Model(prior=prior, simulate=poisson_counts)
+    with pytest.warns(parallel.GlobalRandomStateWarning):
+        _rejection(model)
+
+
+@pytest.mark.parametrize("case", FAULTY, ids=str)
+def test_companion_a_serial_run_drawing_from_its_rng_does_not_warn(case, recwarn):
+    _run(case, poisson_counts)
+    assert not [w for w in recwarn if issubclass(w.category, parallel.GlobalRandomStateWarning)]
+
+
+# --- a prior wider than the simulator's domain --------------------------------------------
+
+FROM_THE_PRIOR = [case for case in FAULTY if case.draws_from_the_prior]
+
+
+def _run_with_prior(case, prior):
+    return case.run(Problem(simulate=poisson_counts, theta_prior=prior), rng=0)
+
+
+@pytest.mark.parametrize("case", FROM_THE_PRIOR, ids=str)
+def test_a_prior_outside_the_simulators_domain_names_the_simulator_and_positions(case):
+    # a Cauchy rate goes negative: NumPy's bare "lam < 0 or lam contains NaNs" before
+    with pytest.raises(ValueError) as err:
+        _run_with_prior(case, st.cauchy(0.5, 1.0))
+    message = str(err.value)
+    assert re.match(
+        r"the (record )?simulator (of pseudo-datasets )?poisson_counts raised", message
+    )
+    assert "raised NumPy's ValueError('lam < 0" in message
+    assert re.search(r"theta is negative in \d+ of them \(positions? \d+", message)
+    assert "halfcauchy" in message
+
+
+@pytest.mark.parametrize("case", FROM_THE_PRIOR, ids=str)
+def test_companion_a_prior_within_the_simulators_domain_runs(case):
+    assert _finite_draws(_run_with_prior(case, st.halfcauchy(0.0, 3.0)))
+
+
+def test_other_errors_of_the_simulator_pass_through_as_they_are():
+    def broken(p, rng):
+        raise ValueError("the simulator's own message")
+
+    with pytest.raises(ValueError, match="^the simulator's own message$"):
+        _run(REJECTION, broken)
 
 
 # --- per-chunk timeout -------------------------------------------------------------------
@@ -205,10 +236,9 @@ def test_a_hung_chunk_raises_a_timeout_naming_it():
 
 
 def test_companion_a_timed_executor_gives_the_serial_result():
-    model = _poisson(poisson_counts)
-    serial = SAMPLERS["rejection"](model)
+    serial = _run(REJECTION, poisson_counts)
     with ThreadPoolExecutor(2) as pool:
-        timed = SAMPLERS["rejection"](model, executor=parallel.with_timeout(pool, 60))
+        timed = _run(REJECTION, poisson_counts, executor=parallel.with_timeout(pool, 60))
     np.testing.assert_array_equal(serial.posterior["theta"], timed.posterior["theta"])
 
 

@@ -3,7 +3,9 @@
 Each test saves ``np.random.get_state()``, calls public functions with ``rng=None``
 and with seeds, and asserts the state is unchanged. The companion shows the
 check catches a function that draws from the global state. The neural methods
-(``dpinfer.neural``) are checked against torch's global generator as well.
+(``dpinfer.neural``) are checked against torch's global generator as well. Every sampler
+is checked with every form of ``rng`` over the sampler registry
+(``samplers/test_executors.py``).
 """
 
 from __future__ import annotations
@@ -94,23 +96,6 @@ def test_calibration_and_accounting_leave_the_global_state_alone():
         accounting.rdp_to_approx([2.0, 4.0], [0.1, 0.2], 1e-5)
 
     _check(work)
-
-
-@pytest.mark.parametrize("seed", SEEDS, ids=["None", "int", "SeedSequence", "Generator"])
-def test_da_mcmc_leaves_the_global_state_alone(seed):
-    import scipy.stats as st
-
-    model = dp.RecordModel(
-        {"p": st.beta(2, 2)},
-        lambda p, n, rng: (rng.random((len(p["p"]), n)) < p["p"][:, None]).astype(float),
-        lambda x: x,
-        loglik=lambda x, p: x.sum(1) * np.log(p["p"]) + (1 - x).sum(1) * np.log1p(-p["p"]),
-    )
-    _check(
-        lambda: dp.da_mcmc(
-            model, dp.Laplace(1.0), 4.3, n=10, draws=4, tune=4, rng=_rng(seed), progressbar=False
-        )
-    )
 
 
 @pytest.mark.parametrize("seed", SEEDS, ids=["None", "int", "SeedSequence", "Generator"])

@@ -7,6 +7,7 @@ renamed or removed, through the library and through ``dpinfer run``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -78,7 +79,7 @@ def test_companion_a_lock_opened_through_links_is_caught(tmp_path, keep, monkeyp
     # Planted bug: the old lock, a file opened without O_NOFOLLOW and stamped with the pid.
     from dpinfer import outputs
 
-    def old_lock(dir_fd, path, *, wait):
+    def old_lock(dir_fd, path, **options):
         fd = os.open(path / ".dpinfer.lock", os.O_RDWR | os.O_CREAT, 0o644)
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
@@ -203,19 +204,37 @@ def test_a_writer_that_leaves_a_link_is_refused(tmp_path, keep):
     assert not any(name.startswith(".dpinfer-tmp-") for name in os.listdir(folder))
 
 
-def test_temporaries_are_listed_in_the_manifest_before_they_exist(tmp_path):
+def test_temporaries_are_listed_in_the_manifest_before_they_exist(tmp_path, monkeypatch):
+    # each temporary is listed by the SHA-256 of its name, in the manifest on disk when it
+    # is created (the first manifest of a run has no manifest before it)
     folder = tmp_path / "out"
-    seen = []
+    listed = []
 
-    def writer(path):
-        manifest = json.loads((folder / "manifest.json").read_text())
-        seen.append(Path(path).name in manifest["temporary"])
-        Path(path).write_text("x")
+    def check(name):
+        if (folder / "manifest.json").exists():
+            manifest = json.loads((folder / "manifest.json").read_text())
+            digest = hashlib.sha256(os.fspath(name).encode()).hexdigest()
+            listed.append(digest in manifest["temporary"] and name not in manifest["temporary"])
 
+    create, link = os.open, os.link
+
+    def spy_open(path, flags, *args, **kwargs):
+        if kwargs.get("dir_fd") is not None and flags & os.O_CREAT:
+            check(path)
+        return create(path, flags, *args, **kwargs)
+
+    def spy_link(src, dst, **kwargs):
+        check(dst)
+        return link(src, dst, **kwargs)
+
+    monkeypatch.setattr(os, "open", spy_open)
+    monkeypatch.setattr(os, "link", spy_link)
     with OutputFolder(folder) as out:
-        out.write("a.txt", writer)
+        out.write("a.txt", lambda path: Path(path).write_text("x"))
+        out.write_text("b.txt", "y")
         out.complete()
-    assert seen == [True]
+    monkeypatch.undo()
+    assert len(listed) >= 4 and all(listed)  # two files, and the manifests between them
     assert json.loads((folder / "manifest.json").read_text())["format"] == FORMAT
 
 

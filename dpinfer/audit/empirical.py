@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.stats as st
+from numpy.typing import ArrayLike
 
 from .. import _validate
 from .._rng import RNGLike, as_seed_sequence, chunk_generator
@@ -89,7 +90,7 @@ class AuditResult:
         )
 
 
-def clopper_pearson(k, n, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+def clopper_pearson(k: ArrayLike, n: ArrayLike, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """One-sided Clopper-Pearson bounds on a binomial proportion.
 
     Parameters
@@ -242,14 +243,13 @@ def audit_epsilon(
 
     # Score every (event, direction) by the bound it would give at the test size.
     scale = n_test / n_select
-    best = None
+    candidates = []
     for event, count_a, count_b in events:
         for direction, fav, other in (("a>b", count_a, count_b), ("b>a", count_b, count_a)):
             score = _bound(fav * scale, other * scale, n_test, dlt, alpha)
             i = int(np.argmax(score))
-            if best is None or score[i] > best[0]:
-                best = (score[i], event, i, direction)
-    _, event, index, direction = best
+            candidates.append((score[i], event, i, direction))
+    _, event, index, direction = max(candidates, key=lambda c: c[0])  # the first of the largest
 
     ya = _draw("sample_a", sample_a, n_test, chunk_generator(root, 2))
     yb = _draw("sample_b", sample_b, n_test, chunk_generator(root, 3))
@@ -269,7 +269,7 @@ def audit_epsilon(
     )
 
 
-def hockey_stick_delta(log_p, log_q, epsilon) -> float:
+def hockey_stick_delta(log_p: ArrayLike, log_q: ArrayLike, epsilon: float) -> float:
     r"""Exact ``delta(epsilon) = sum_x max(0, p(x) - e^epsilon q(x))`` of two tabulated pmfs.
 
     Parameters

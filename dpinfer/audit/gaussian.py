@@ -11,6 +11,7 @@ and the declared sensitivity alone, and sets it beside the claim.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -19,7 +20,7 @@ import scipy.optimize as so
 import scipy.special as sc
 
 from .. import _validate
-from ..mechanisms.base import Privacy
+from ..accounting import Privacy
 from ..mechanisms.discrete import DiscreteGaussian, discrete_gaussian_log_normaliser
 from ..mechanisms.gaussian import Gaussian
 
@@ -54,7 +55,8 @@ class GaussianVerification:
     @property
     def holds(self) -> bool:
         """Whether the claim holds: ``epsilon <= claimed epsilon`` (up to root-finding slack)."""
-        return self.epsilon <= self.claimed.epsilon * (1 + _RTOL) + 1e-12
+        bound = self.claimed.epsilon  # never None: verify_gaussian refuses a zCDP-only claim
+        return bound is not None and self.epsilon <= bound * (1 + _RTOL) + 1e-12
 
     def __str__(self) -> str:
         verdict = "holds" if self.holds else "REFUTED"
@@ -65,7 +67,7 @@ class GaussianVerification:
         )
 
 
-def gaussian_pld_delta(epsilon, mu) -> float:
+def gaussian_pld_delta(epsilon: float, mu: float) -> float:
     r"""Hockey-stick divergence of ``N(0, 1)`` and ``N(mu, 1)`` from the privacy loss law.
 
     Parameters
@@ -144,7 +146,8 @@ def verify_gaussian(mechanism: Gaussian | DiscreteGaussian) -> GaussianVerificat
     >>> check.holds, round(check.epsilon, 6)
     (True, 1.0)
     """
-    if not isinstance(mechanism, Gaussian | DiscreteGaussian):
+    exact_loss = _exact_loss.dispatch(type(mechanism))
+    if exact_loss is _exact_loss.dispatch(object):
         raise TypeError(
             "verify_gaussian takes a Gaussian or DiscreteGaussian mechanism, got "
             f"{type(mechanism).__name__}"
@@ -155,14 +158,7 @@ def verify_gaussian(mechanism: Gaussian | DiscreteGaussian) -> GaussianVerificat
             f"verify_gaussian checks an (epsilon, delta) claim; {type(mechanism).__name__} "
             f"states {claimed} only: build it with delta=... to state one"
         )
-    if isinstance(mechanism, Gaussian):
-        mu, worst = _gaussian_worst_shift(mechanism)
-
-        def delta_at(eps: float) -> float:
-            return gaussian_pld_delta(eps, mu)
-
-    else:
-        delta_at, worst = _discrete_worst_case(mechanism, claimed)
+    delta_at, worst = exact_loss(mechanism, claimed)
     return GaussianVerification(
         claimed=claimed,
         epsilon=_epsilon_at(delta_at, claimed.delta),
@@ -189,6 +185,25 @@ def _epsilon_at(delta_at, delta: float) -> float:
 _MAX_LATTICE = 5 * 10**7
 
 
+@functools.singledispatch
+def _exact_loss(mechanism, claimed: Privacy):
+    """Return ``(delta_at, worst_case)``: the exact ``delta(eps)`` of the family's worst shift.
+
+    One implementation per family, registered for its class (and its subclasses).
+    """
+    raise TypeError(f"no exact privacy loss for {type(mechanism).__name__}")
+
+
+@_exact_loss.register
+def _gaussian_loss(mechanism: Gaussian, claimed: Privacy):
+    mu, worst = _gaussian_worst_shift(mechanism)
+    return functools.partial(_gaussian_delta, mu=mu), worst
+
+
+def _gaussian_delta(eps: float, *, mu: float) -> float:
+    return gaussian_pld_delta(eps, mu)
+
+
 def _gaussian_worst_shift(mech: Gaussian) -> tuple[float, str]:
     """``mu = max ||d / sigma||_2`` over the allowed shifts ``d``, and how it is attained."""
     sens = mech.sensitivity
@@ -199,15 +214,17 @@ def _gaussian_worst_shift(mech: Gaussian) -> tuple[float, str]:
     return mu, f"the whole shift on the least noisy coordinate, mu = {mu:.6g}"
 
 
+@_exact_loss.register
 def _discrete_worst_case(mech: DiscreteGaussian, claimed: Privacy):
     sigmas = np.unique(mech.sigma)
-    if sigmas.size > 1 or np.ndim(mech.sensitivity) or float(mech.sensitivity) % 1:
+    sensitivity = mech.sensitivity
+    if sensitivity is None or sigmas.size > 1 or np.ndim(sensitivity) or float(sensitivity) % 1:
         raise ValueError(
             "verify_gaussian verifies a DiscreteGaussian with one sigma and an integer scalar "
             f"sensitivity, got sigma={mech.sigma.tolist()} and sensitivity="
-            f"{np.asarray(mech.sensitivity).tolist()}; audit per-cell releases with audit_epsilon"
+            f"{np.asarray(sensitivity).tolist()}; audit per-cell releases with audit_epsilon"
         )
-    sens = int(mech.sensitivity)
+    sens = int(sensitivity)
     sigma = float(sigmas[0])
     dims = max(1, math.prod(mech.event_shape))
     points = 4 * sens * (math.ceil(40 * sigma) + 50) * min(dims, sens * sens)

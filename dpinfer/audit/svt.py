@@ -12,10 +12,12 @@ probability 1e-10 that no sampling audit would ever see.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
 from .. import _validate
@@ -76,7 +78,9 @@ class SVTPrivacyLoss:
         )
 
 
-def svt_output_probabilities(svt: SparseVector, queries) -> dict[tuple[bool, ...], float]:
+def svt_output_probabilities(
+    svt: SparseVector, queries: ArrayLike
+) -> dict[tuple[bool, ...], float]:
     """Probability of every output sequence of ``svt.run(queries)``.
 
     Parameters
@@ -104,7 +108,8 @@ def svt_output_probabilities(svt: SparseVector, queries) -> dict[tuple[bool, ...
     _check_svt(svt)
     q = _stream("queries", queries)
     law = _Law(svt, [q])
-    outputs = _enumerate_outputs(q.size, svt.c, svt._halts())
+    outputs = _enumerate_outputs(q.size, svt.c, svt.halts)
+    log_p: list[float] | np.ndarray
     if svt.resample:
         pos, tail = law.segments(q, q)
         log_p = [
@@ -117,10 +122,12 @@ def svt_output_probabilities(svt: SparseVector, queries) -> dict[tuple[bool, ...
 
 
 def _halted(output: np.ndarray, svt: SparseVector) -> bool:
-    return svt._halts() and int(np.count_nonzero(output == 1)) == svt.c
+    return svt.halts and int(np.count_nonzero(output == 1)) == svt.c
 
 
-def svt_privacy_loss(svt: SparseVector, queries, *, neighbour=None) -> SVTPrivacyLoss:
+def svt_privacy_loss(
+    svt: SparseVector, queries: ArrayLike, *, neighbour: ArrayLike | None = None
+) -> SVTPrivacyLoss:
     r"""Exact privacy loss of a sparse vector run on a stream and its worst neighbour.
 
     Parameters
@@ -202,7 +209,7 @@ def svt_privacy_loss(svt: SparseVector, queries, *, neighbour=None) -> SVTPrivac
         log_p=float(log_p),
         log_q=float(log_q),
         total_probability=float(total),
-        n_outputs=_count_outputs(q.size, svt.c, svt._halts()),
+        n_outputs=_count_outputs(q.size, svt.c, svt.halts),
     )
 
 
@@ -213,8 +220,8 @@ class _Law:
     """Laplace threshold noise on quadrature nodes, and the answers' log-probabilities."""
 
     def __init__(self, svt: SparseVector, streams: list[np.ndarray]):
-        self.b_threshold = float(svt._threshold_scale())
-        self.b_query = float(svt._query_scale())
+        self.b_threshold = float(svt.threshold_scale)
+        self.b_query = float(svt.query_scale)
         if not (self.b_threshold > 0 and self.b_query > 0):
             raise ValueError(
                 "the exact law needs Laplace noise on the threshold and the queries, got "
@@ -280,17 +287,17 @@ def _gauss_legendre(kinks: np.ndarray, b_threshold: float, b_query: float):
 
 def _once_worst(svt, law, q, corners):
     """(loss, direction, output, log_p, log_q, neighbour corner, total) over all outputs."""
-    outputs = _enumerate_outputs(q.size, svt.c, svt._halts())
+    outputs = _enumerate_outputs(q.size, svt.c, svt.halts)
     log_p = law.log_probabilities(outputs, q, q)
-    best = None
+    candidates = []
     for direction, corner in zip(("a>b", "b>a"), corners, strict=True):
         # a>b: the neighbour's positives moved up and negatives down, so it answers less alike
         log_q = law.log_probabilities(outputs, *corner)
         ratio = log_p - log_q if direction == "a>b" else log_q - log_p
         i = int(np.argmax(ratio))
-        if best is None or ratio[i] > best[0]:
-            best = (ratio[i], direction, outputs[i], log_p[i], log_q[i], corner)
-    return (*best, np.exp(logsumexp(log_p)))
+        candidates.append((ratio[i], direction, outputs[i], log_p[i], log_q[i], corner))
+    # the first of the largest, as max() keeps it
+    return (*max(candidates, key=lambda c: c[0]), np.exp(logsumexp(log_p)))
 
 
 def _enumerate_outputs(m: int, c: int, halts: bool) -> np.ndarray:
@@ -330,17 +337,17 @@ def _as_tuple(row: np.ndarray) -> tuple[bool, ...]:
 
 def _resampled_worst(svt, law, q, corners):
     """As :func:`_once_worst`, by dynamic programming over the runs of each threshold draw."""
-    halts, m = svt._halts(), q.size
+    halts, m = svt.halts, q.size
     pos_a, tail_a = law.segments(q, q)
-    best = None
+    candidates = []
     for direction, corner in zip(("a>b", "b>a"), corners, strict=True):
         pos_b, tail_b = law.segments(*corner)
         sign = 1.0 if direction == "a>b" else -1.0
         with np.errstate(invalid="ignore"):  # -inf - -inf below the diagonal, never used
             ratio = np.where(np.isfinite(pos_a), sign * (pos_a - pos_b), -np.inf)
         value, positives, halted = best_runs(ratio, sign * (tail_a - tail_b), svt.c, halts)
-        if best is None or value > best[0]:
-            best = (value, direction, positives, halted, corner, pos_b, tail_b)
+        candidates.append((value, direction, positives, halted, corner, pos_b, tail_b))
+    best = max(candidates, key=lambda c: c[0])  # the first of the largest
     value, direction, positives, halted, corner, pos_b, tail_b = best
     out = np.full(m, -1, dtype=np.int8)
     out[: positives[-1] + 1 if halted else m] = 0
@@ -351,9 +358,14 @@ def _resampled_worst(svt, law, q, corners):
     return value, direction, out, log_p, log_q, corner, np.exp(total)
 
 
+@functools.singledispatch
 def _check_svt(svt) -> None:
-    if not isinstance(svt, SparseVector):
-        raise TypeError(f"svt must be a SparseVector, got {type(svt).__name__}")
+    raise TypeError(f"svt must be a SparseVector, got {type(svt).__name__}")
+
+
+@_check_svt.register
+def _(svt: SparseVector) -> None:
+    """Accept a SparseVector (or a subclass): what the audit reads."""
 
 
 def _stream(name: str, values) -> np.ndarray:

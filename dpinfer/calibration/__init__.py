@@ -5,6 +5,6 @@ calibration of a mechanism's noise to a privacy budget (:mod:`dpinfer.accounting
 """
 
 from ._result import SBCResult
-from ._sbc import sbc
+from ._sbc import DegenerateDrawsWarning, sbc
 
-__all__ = ["SBCResult", "sbc"]
+__all__ = ["DegenerateDrawsWarning", "SBCResult", "sbc"]

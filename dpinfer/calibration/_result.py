@@ -5,11 +5,19 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate
+from ..results import plot_rank_ecdf, sbc_from_inference_data, sbc_to_inference_data
 from ._ranks import bins_for, uniformity_pvalue
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from ..results import InferenceData
 
 __all__ = ["SBCResult"]
 
@@ -43,6 +51,17 @@ class SBCResult:
         to the chi-square approximation), so a test at level ``alpha`` fails it with
         probability ``alpha``. The p-values are *not* corrected for multiplicity:
         see :attr:`p_value`.
+    contraction : dict
+        One number per component, beside its p-value: ``1 - mean posterior variance
+        / prior variance``, the share of the prior's variance the posteriors remove on
+        average over the replicates. An exact sampler's is ``Var(E[theta | s_dp]) /
+        Var(theta)``: near 0 where releases say little, near 1 where they pin the
+        parameter down. A sampler that returns the prior shows about 0 whatever the
+        release, which the rank test cannot see (NaN where the variances are unknown).
+    posterior_variances : numpy.ndarray
+        ``(replicates, len(parameters))``: the variance of each replicate's draws.
+    prior_variances : numpy.ndarray
+        ``(len(parameters),)``: each component's prior variance, from 20,000 draws.
     truths : dict
         The true parameter values, ``(replicates, *shape)`` per parameter.
     statistics, releases : numpy.ndarray
@@ -77,7 +96,9 @@ class SBCResult:
         fractional_ranks: np.ndarray,
         n_draws: np.ndarray,
         info: Mapping,
-    ):
+        posterior_variances: np.ndarray | None = None,
+        prior_variances: np.ndarray | None = None,
+    ) -> None:
         self.truths = {k: np.asarray(v) for k, v in truths.items()}
         self.parameters = tuple(_component_labels(self.truths))
         self.statistics = np.asarray(statistics)
@@ -91,6 +112,17 @@ class SBCResult:
             label: uniformity_pvalue(self.fractional_ranks[:, j], self.bins)
             for j, label in enumerate(self.parameters)
         }
+        k = len(self.parameters)
+        self.posterior_variances = _or_nan(posterior_variances, (len(self.ranks), k))
+        self.prior_variances = _or_nan(prior_variances, (k,))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean_posterior = np.mean(self.posterior_variances, axis=0)
+            ratios = 1.0 - mean_posterior / self.prior_variances
+        self.contraction = {label: float(ratios[j]) for j, label in enumerate(self.parameters)}
+
+    def flat_truths(self) -> np.ndarray:
+        """Return the true values as ``(replicates, len(parameters))``, a column per component."""
+        return np.concatenate([_flat(v) for v in self.truths.values()], axis=1).astype(float)
 
     @property
     def replicates(self) -> int:
@@ -134,7 +166,13 @@ class SBCResult:
         inside = distance[:, :, None] <= q / 2
         return {label: inside[:, j].mean(axis=0) for j, label in enumerate(self.parameters)}
 
-    def plot(self, *, parameters: Sequence[str] | None = None, ci_prob: float = 0.95, axes=None):
+    def plot(
+        self,
+        *,
+        parameters: Sequence[str] | None = None,
+        ci_prob: float = 0.95,
+        axes: Axes | ArrayLike | None = None,
+    ) -> np.ndarray:
         """Plot each component's rank ECDF minus the uniform CDF, with simultaneous bands.
 
         Parameters
@@ -151,8 +189,6 @@ class SBCResult:
         -------
         numpy.ndarray of matplotlib axes
         """
-        from ..results import plot_rank_ecdf
-
         labels = list(self.parameters if parameters is None else parameters)
         unknown = [p for p in labels if p not in self.parameters]
         if unknown or not labels:
@@ -162,7 +198,7 @@ class SBCResult:
         titles = {p: f"{p}: p = {self.p_values[p]:.2g}" for p in labels}
         return plot_rank_ecdf(columns, titles=titles, ci_prob=ci_prob, axes=axes)
 
-    def to_inference_data(self):
+    def to_inference_data(self) -> InferenceData:
         """Return the run as an :class:`arviz.InferenceData` (saves with ``to_netcdf``).
 
         Groups: ``prior`` (the true parameters, one chain with a draw per
@@ -171,8 +207,6 @@ class SBCResult:
         parameter, shaped like it); ``attrs`` carry the p-values and the run's
         description. :meth:`from_inference_data` reads it back.
         """
-        from ..results import sbc_to_inference_data
-
         return sbc_to_inference_data(
             truths=self.truths,
             statistics=self.statistics,
@@ -180,6 +214,7 @@ class SBCResult:
             ranks=self._by_parameter(self.ranks),
             fractional_ranks=self._by_parameter(self.fractional_ranks),
             n_draws=self.n_draws,
+            posterior_variances=self._by_parameter(self.posterior_variances),
             attrs={
                 "method": "sbc",
                 "reference": "Talts et al. (2018), arXiv:1804.06788",
@@ -187,20 +222,24 @@ class SBCResult:
                 "bins": self.bins,
                 "replicates": self.replicates,
                 "p_values": self.p_values,
+                "contraction": self.contraction,
+                "prior_variances": dict(zip(self.parameters, self.prior_variances.tolist())),
                 **self.info,
             },
         )
 
     @classmethod
-    def from_inference_data(cls, idata) -> SBCResult:
+    def from_inference_data(cls, idata: InferenceData) -> SBCResult:
         """Rebuild a result from :meth:`to_inference_data`'s export (p-values recomputed)."""
-        from ..results import sbc_from_inference_data
-
         stored = sbc_from_inference_data(idata)
         truths = stored["truths"]
         flat = {name: _flat(stored["ranks"][name]) for name in truths}
         frac = {name: _flat(stored["fractional_ranks"][name]) for name in truths}
         info = {k: v for k, v in stored["attrs"].items() if k in ("seed", "sampler", "path")}
+        variances = stored["posterior_variances"]
+        prior = stored["attrs"].get("prior_variances")
+        prior = json.loads(prior) if isinstance(prior, str) else prior  # netCDF keeps text
+        labels = _component_labels(truths)
         return cls(
             truths=truths,
             statistics=stored["statistics"],
@@ -209,6 +248,10 @@ class SBCResult:
             fractional_ranks=np.concatenate(list(frac.values()), axis=1),
             n_draws=stored["n_draws"],
             info=info,
+            posterior_variances=None
+            if variances is None
+            else np.concatenate([_flat(variances[name]) for name in truths], axis=1),
+            prior_variances=None if prior is None else np.array([prior[k] for k in labels]),
         )
 
     def _by_parameter(self, columns: np.ndarray) -> dict[str, np.ndarray]:
@@ -222,13 +265,22 @@ class SBCResult:
 
     def __repr__(self) -> str:
         rows = "\n".join(
-            f"  {label:<16} p = {self.p_values[label]:.3g}" for label in self.parameters
+            f"  {label:<16} p = {self.p_values[label]:<9.3g} "
+            f"contraction = {self.contraction[label]:.3g}"
+            for label in self.parameters
         )
         info = json.dumps({k: self.info[k] for k in ("sampler",) if k in self.info})
         return (
             f"SBCResult({self.replicates} replicates, median draws per rank "
             f"{int(np.median(self.n_draws))}, {self.bins} bins; {info})\n{rows}"
         )
+
+
+def _or_nan(values, shape: tuple[int, ...]) -> np.ndarray:
+    """``values`` as a float array of ``shape``, or NaN (an export made without them)."""
+    if values is None:
+        return np.full(shape, np.nan)
+    return np.asarray(values, dtype=float).reshape(shape)
 
 
 def _flat(values: np.ndarray) -> np.ndarray:

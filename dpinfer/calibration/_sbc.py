@@ -3,29 +3,52 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import _validate, parallel
 from .._progress import progress_bar
 from .._rng import RNGLike, as_seed_sequence, child_sequence, seed_entropy
+from .._user_code import outside_dpinfer
 from ..mechanisms.base import Mechanism
 from ..model import Model, _callable_name
 from ..samplers._common import check_options
 from ._ranks import draws_ess, ranks, thinned
 from ._result import SBCResult
 
-__all__ = ["sbc"]
+if TYPE_CHECKING:
+    from ..neural import NeuralLikelihood, NeuralPosterior
+    from ..results import InferenceData
+
+__all__ = ["DegenerateDrawsWarning", "sbc"]
 
 ESTIMATOR_DRAWS = 100
+#: Prior draws behind the prior variance of each component (its relative standard
+#: error is about sqrt(2 / 20,000) = 1% for a normal prior).
+PRIOR_DRAWS = 20_000
+#: A replicate's draws of a component are degenerate with fewer distinct values than this
+#: (or than the prior's draws among the replicates' truths have, if fewer).
+DISTINCT = 10
+#: The fraction of replicates with degenerate draws from which sbc warns.
+DEGENERATE_SHARE = 0.1
+
+
+class DegenerateDrawsWarning(UserWarning):
+    """A sampler's posterior draws have no spread (zero variance, or a handful of values).
+
+    Ranks among such draws test little: a sampler that returns one constant for
+    every release passes the rank test when the constant is the prior median.
+    """
 
 
 def sbc(
-    sample,
+    sample: Callable[..., InferenceData] | NeuralPosterior | NeuralLikelihood,
     model: Model,
-    mechanism,
+    mechanism: Mechanism,
     *,
     replicates: int = 200,
     estimator_options: Mapping | None = None,
@@ -85,8 +108,19 @@ def sbc(
     Returns
     -------
     SBCResult
-        ``ranks`` (replicate x component), ``p_values``, ``coverage(levels)``,
-        ``plot()``, ``to_inference_data()``.
+        ``ranks`` (replicate x component), ``p_values`` and beside them
+        ``contraction`` (``1 - mean posterior variance / prior variance``),
+        ``coverage(levels)``, ``plot()``, ``to_inference_data()``.
+
+    Warns
+    -----
+    DegenerateDrawsWarning
+        When a component's draws have no spread: one value in every replicate,
+        or, in a tenth of the replicates or more, fewer than 10 distinct values
+        (fewer than the replicate's draws, or than the distinct true values of a
+        discrete parameter, if those are fewer). Ranks among such draws test
+        little: a sampler that returns one constant for every release passes
+        the rank test when the constant is near the prior median.
 
     Notes
     -----
@@ -104,7 +138,9 @@ def sbc(
     A sampler that passes is calibrated on average over the prior: SBC cannot see
     an error that is the same for every release's posterior in rank terms (the
     prior returned as the posterior is the known blind spot when the release says
-    little), and a small number of replicates sees only large errors. At 100
+    little: :attr:`SBCResult.contraction` is about 0 for it, against
+    ``Var(E[theta | s_dp]) / Var(theta)`` for an exact sampler), and a small
+    number of replicates sees only large errors. At 100
     replicates (with tens of independent draws each) the test at level 1e-3
     flags posteriors 0.6 times as wide as the exact ones with probability about
     0.93 (0.25 at 40 replicates); a posterior that reads a count released with
@@ -140,20 +176,24 @@ def sbc(
         _check_estimator(sample, None, model, mechanism)
     root = as_seed_sequence(rng)
     seeds = child_sequence(root, 0)
-    task = _Replicate(model, mechanism, None if kind else sample, seeds)
+    # a sample callable ranks per replicate; an estimator ranks the batch below
+    per_replicate = None if kind or not callable(sample) else sample
+    task = _Replicate(model, mechanism, per_replicate, seeds)
     with progress_bar("SBC replicates", total=replicates, enabled=progressbar) as bar:
         outs = parallel.map_chunks(
             task, seeds, replicates, executor=executor, on_result=lambda _: bar.advance()
         )
     if kind:
         _rank_batch(sample, kind, model, outs, options, child_sequence(root, 1), seeds)
-    return SBCResult(
+    result = SBCResult(
         truths={name: np.stack([o["truth"][name] for o in outs]) for name in outs[0]["truth"]},
         statistics=np.stack([o["s"] for o in outs]),
         releases=np.stack([o["s_dp"] for o in outs]),
         ranks=np.stack([o["rank"] for o in outs]),
         fractional_ranks=np.stack([o["fractional"] for o in outs]),
         n_draws=np.array([o["n_draws"] for o in outs]),
+        posterior_variances=np.stack([o["variance"] for o in outs]),
+        prior_variances=_prior_variances(model, child_sequence(root, 2)),
         info={
             "seed": seed_entropy(root),
             "sampler": repr(sample) if kind else _callable_name(sample),
@@ -162,6 +202,58 @@ def sbc(
             else "one sample call per replicate",
         },
     )
+    _warn_if_degenerate(result, *(np.stack([o[k] for o in outs]) for k in _SPREAD))
+    return result
+
+
+def _prior_variances(model, seed) -> np.ndarray:
+    """Each component's prior variance, from ``PRIOR_DRAWS`` draws of the prior."""
+    draws = model.prior.sample(PRIOR_DRAWS, np.random.default_rng(seed))
+    columns = [np.asarray(v, dtype=float).reshape(PRIOR_DRAWS, -1) for v in draws.values()]
+    return np.concatenate(columns, axis=1).var(axis=0, ddof=1)
+
+
+#: What each replicate keeps about the spread of its draws (see _warn_if_degenerate).
+_SPREAD = ("draws", "distinct", "first")
+
+
+def _warn_if_degenerate(result, draws, distinct, firsts) -> None:
+    """Warn about components whose draws have too few distinct values (see the constants).
+
+    ``draws`` is each replicate's number of draws (before thinning); ``distinct``
+    ``(replicates, components)`` the distinct values among them, ``firsts`` the first.
+    A component is flagged when at least ``DEGENERATE_SHARE`` of the replicates have
+    fewer distinct values than ``DISTINCT``, their number of draws, or the number of
+    distinct truths (a discrete parameter's), whichever is least, or when every draw of
+    every replicate (even a single draw each) is one and the same value.
+    """
+    truths = result.flat_truths()
+    flagged = []
+    for j, label in enumerate(result.parameters):
+        need = np.minimum(min(DISTINCT, np.unique(truths[:, j]).size), draws)
+        few = distinct[:, j] < need
+        constant = (
+            np.unique(truths[:, j]).size > 1
+            and np.all(distinct[:, j] == 1)
+            and np.unique(firsts[:, j]).size == 1
+        )
+        if constant or few.sum() >= DEGENERATE_SHARE * len(few):
+            what = (
+                "one value in every replicate"
+                if constant
+                else f"too few distinct values in {few.sum()} of {len(few)} replicates"
+            )
+            flagged.append(f"{label} ({what})")
+    if flagged:
+        warnings.warn(
+            f"sbc: the sampler's posterior draws are degenerate: {'; '.join(flagged)}. Ranks "
+            "among draws without spread test little (a sampler that returns one constant "
+            "passes when it is the prior median); check that sample(released, rng) returns "
+            "draws of the posterior of the release it is given, and read the result's "
+            "contraction beside its p-values.",
+            DegenerateDrawsWarning,
+            stacklevel=outside_dpinfer(),
+        )
 
 
 class _Replicate:
@@ -183,6 +275,11 @@ class _Replicate:
 
 
 def _rank_into(out: dict, draws: np.ndarray, reported: float, gen) -> None:
+    flat = draws.reshape(-1, draws.shape[-1])
+    out["variance"] = flat.var(axis=0, ddof=1) if len(flat) > 1 else np.zeros(flat.shape[1])
+    out["draws"] = len(flat)
+    out["distinct"] = np.array([np.unique(column).size for column in flat.T])
+    out["first"] = flat[0].copy()  # with "distinct", tells a sampler returning one constant
     kept = thinned(draws, draws_ess(draws, reported))
     truth = np.concatenate([np.ravel(v) for v in out["truth"].values()]).astype(float)
     out["rank"], out["fractional"] = ranks(kept, truth, gen)
@@ -277,7 +374,8 @@ def _estimator_kind(sample) -> str | None:
     return None
 
 
-def _check_options(options, kind: str | None, sample) -> dict | None:
+def _check_options(options, kind: str | None, sample) -> dict:
+    """Return the options of a batched estimator's call (none for a sample callable)."""
     if kind is None:
         if not callable(sample):
             raise TypeError(
@@ -289,7 +387,7 @@ def _check_options(options, kind: str | None, sample) -> dict | None:
                 "estimator_options applies to a trained neural estimator; a sample callable "
                 f"takes its own options (got estimator_options={options!r:.80})"
             )
-        return None
+        return {}
     options = {"draws": ESTIMATOR_DRAWS, **_validate.mapping("estimator_options", options)}
     taken = sorted({"rng", "prior"} & set(options))
     if taken:

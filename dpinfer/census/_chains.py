@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numba
 import numpy as np
 
 from .._rng import child_sequence
 from . import _lattice
-from ._layout import Layout, chain_arena, query_cells
+from ._layout import Layout, Static, chain_arena, query_cells
+from ._release import CensusRelease
 from ._start import apply_changes, free_leaves, meet_part_invariants, top_changes
 from ._summaries import Summary, loglik
 from ._xoshiro import below, round_states
@@ -37,6 +39,32 @@ __all__ = ["MemoryStore", "PartState", "Plan", "run_chain"]
 
 #: The pair pass's cycle of moves at each leaf.
 PAIR_PATTERN = np.array([_lattice.WITHIN, _lattice.BETWEEN, _lattice.WITHIN, _lattice.BIRTH_DEATH])
+
+
+class Parts(Protocol):
+    """A release cut into parts: ``len(parts)`` subtrees and the units above them."""
+
+    def __len__(self) -> int: ...
+
+    def part(self, i: int) -> CensusRelease:
+        """Return part ``i``: a subtree of the release."""
+        ...
+
+    def top(self) -> CensusRelease | None:
+        """Return the units above the parts (None: the parts are the whole tree)."""
+        ...
+
+
+class Store(Protocol):
+    """Where a run keeps its parts' states between uses (in memory, or on disk)."""
+
+    def put(self, key: Any, value: Any) -> None:
+        """Keep ``value`` under ``key``."""
+        ...
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        """Return what was kept under ``key`` (``default`` if nothing)."""
+        ...
 
 
 class MemoryStore:
@@ -103,11 +131,11 @@ class Plan:
     ``("start", i)`` (its rounded least-squares tables) before the chains run.
     """
 
-    parts: object  # len(), part(i), top()
+    parts: Parts
     layout: Layout
     tables: _lattice.Tables
-    store: object
-    top_static: object
+    store: Store
+    top_static: Static
     inner_slot: dict  # geocode -> position among the inner units (the draws' order)
     trace_slot: dict  # geocode -> position among the traced units
     n_leaves: int
@@ -118,7 +146,7 @@ class Plan:
     intervals: bool
     store_leaves: bool
     hyper: tuple | None = None
-    executor: object = None
+    executor: Any = None
     top_watch: Watch | None = None
     counts: np.ndarray = field(default_factory=lambda: np.zeros(2, dtype=np.int64))
 
@@ -243,6 +271,7 @@ def run_round(plan: Plan, top, seed, *, out: dict | None, draw: int) -> np.ndarr
                 _record(plan.layout, side, arena, out, draw)
             plan.store.put(i, side)
     if out is not None and top.r.shape[0]:
+        assert plan.top_watch is not None, "a chain with a top arena watches it"
         out["top_summary"].add(top.r)
         out["loglik"][draw] += loglik(top.r, top.h, plan.layout.hcell)
         plan.top_watch.record(top.r, plan.layout.queries[0].cells, out, draw)
@@ -250,6 +279,7 @@ def run_round(plan: Plan, top, seed, *, out: dict | None, draw: int) -> np.ndarr
 
 
 def _record(layout: Layout, side: PartState, arena, out: dict, draw: int) -> None:
+    assert side.summary is not None, "the summaries are created before the first draw"
     side.summary.add(side.r)
     out["loglik"][draw] += loglik(side.r, arena.h, layout.hcell)
     side.watch.record(side.r, layout.queries[0].cells, out, draw)
@@ -264,7 +294,7 @@ def run_chain(plan: Plan, chain_seed, progress, summaries: dict) -> dict:
     start = time.process_time()
     top = init_chain(plan, chain_seed)
     n = len(plan.parts)
-    out = {
+    out: dict[str, Any] = {
         "init_seconds": time.process_time() - start,
         "totals": np.zeros((plan.draws, len(plan.inner_slot)), dtype=np.int64),
         "trace": np.zeros((plan.draws, len(plan.trace_slot), plan.layout.ncell), dtype=np.int64),

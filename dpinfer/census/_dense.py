@@ -34,7 +34,7 @@ def design(release: CensusRelease, unit: np.ndarray, query, cell: np.ndarray) ->
     return rows.reshape(len(unit), leaves.size * release.axes.cells).astype(float)
 
 
-def dense_gls(release: CensusRelease):
+def dense_gls(release: CensusRelease) -> GLSResult:
     """Constrained generalised least squares by the KKT system (see the module docstring).
 
     Returns a :class:`~dpinfer.census.GLSResult` with ``method="dense"``; refuses

@@ -24,10 +24,10 @@ class Folder(contextlib.AbstractContextManager):
     """An open folder: its files and sub-folders are reached through its descriptor."""
 
     def __init__(self, path, *, parent: Folder | None = None, name: str = "path"):
-        self.path = Path(path) if parent is None else parent.path / str(path)
+        self.path: Path = Path(path) if parent is None else parent.path / str(path)
         self._name = name
         try:
-            self.fd = os.open(
+            self.fd: int = os.open(
                 str(path), _DIR_FLAGS, **({} if parent is None else {"dir_fd": parent.fd})
             )
         except OSError as err:

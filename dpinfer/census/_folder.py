@@ -15,12 +15,15 @@ The invariants table may be absent (no invariant).
 
 from __future__ import annotations
 
+import functools
 import io
 import json
+import os
 
 import numpy as np
 import pandas as pd
 
+from ..outputs import OutputFolder
 from ._files import Folder
 from ._release import CensusRelease
 
@@ -29,7 +32,7 @@ __all__ = ["read_release", "release_tables", "write_release"]
 FORMATS = ("csv", "parquet")
 
 
-def read_release(path) -> CensusRelease:
+def read_release(path: str | os.PathLike) -> CensusRelease:
     """Read a release folder in the documented layout (see the module docstring).
 
     Parameters
@@ -113,7 +116,11 @@ def release_tables(release: CensusRelease) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def write_release(
-    release: CensusRelease, path, *, format: str = "csv", overwrite: bool = False
+    release: CensusRelease,
+    path: str | os.PathLike,
+    *,
+    format: str = "csv",
+    overwrite: bool = False,
 ) -> dict:
     """Write ``release`` to the folder ``path`` in the documented layout.
 
@@ -121,8 +128,6 @@ def write_release(
     written atomically and ``manifest.json`` last (a folder dpinfer did not write
     is refused unless ``overwrite=True``). Returns the manifest.
     """
-    from ..outputs import OutputFolder
-
     if format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
     measurements, invariants = release_tables(release)
@@ -130,7 +135,7 @@ def write_release(
     with OutputFolder(path, info={"census_release": True}, overwrite=overwrite) as out:
         out.write_text("release.json", json.dumps(meta, indent=2) + "\n")
         for stem, table in (("measurements", measurements), ("invariants", invariants)):
-            out.write(f"{stem}.{format}", lambda p, t=table: _save(t, p, format))
+            out.write(f"{stem}.{format}", functools.partial(_save, table, format=format))
         return out.complete()
 
 

@@ -283,6 +283,6 @@ class TreePasses:
                 (n, hi - lo, self.mu.shape[1])
             )
             sums = np.zeros((n, len(units), self.mu.shape[1]))
-            np.add.at(sums, (slice(None), parent), eps)
+            np.add.at(sums.swapaxes(0, 1), parent, eps.swapaxes(0, 1))
             theta[:, lo:hi] = eps + w[:, comp] * (theta[:, parent] - sums[:, parent])
         return self.basis.from_basis(theta)

@@ -150,11 +150,11 @@ def static_arrays(
     leaf_hi = np.zeros(len(units), dtype=np.int32)
     for t in range(offset, levels):
         col = anc[:, t]
-        ok = np.flatnonzero(col >= 0)
-        u, first = np.unique(col[ok], return_index=True)
-        last = np.unique(col[ok][::-1], return_index=True)[1]
-        leaf_lo[u] = ok[first]
-        leaf_hi[u] = ok[ok.size - 1 - last] + 1
+        rows = np.flatnonzero(col >= 0)
+        u, first = np.unique(col[rows], return_index=True)
+        last = np.unique(col[rows][::-1], return_index=True)[1]
+        leaf_lo[u] = rows[first]
+        leaf_hi[u] = rows[rows.size - 1 - last] + 1
     inv_depth = np.full(len(units), -1, dtype=np.int64)
     frozen = np.zeros(len(units), dtype=np.int64)
     for name, inv in part.invariants.items():

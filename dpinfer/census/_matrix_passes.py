@@ -81,16 +81,16 @@ def _whitened(precision: np.ndarray, info: np.ndarray) -> tuple[np.ndarray, np.n
 def _constraint_groups(release: CensusRelease) -> dict:
     """Units by the invariant queries they carry: ``{names: (units, C, c)}``."""
     units = release.units
-    names_at = [[] for _ in range(len(units))]
+    names_at: list[list[str]] = [[] for _ in range(len(units))]
     for name, inv in release.invariants.items():
         for u in inv.units:
             names_at[int(u)].append(name)
     groups: dict[tuple, list] = {}
-    for u, names in enumerate(names_at):
-        groups.setdefault(tuple(names), []).append(u)
+    for u, carried in enumerate(names_at):
+        groups.setdefault(tuple(carried), []).append(u)
     out = {}
-    for names, members in groups.items():
-        members = np.array(members, dtype=np.int64)
+    for names, listed in groups.items():
+        members = np.array(listed, dtype=np.int64)
         rows, values = [], []
         for name in names:
             q, inv = release.query(name), release.invariants[name]

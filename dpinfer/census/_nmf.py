@@ -33,7 +33,9 @@ a summed axis, the axis's name or ``"detailed"`` for a kept one).
 from __future__ import annotations
 
 import io
+import os
 import warnings
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -41,6 +43,7 @@ import pandas as pd
 from ._files import Folder
 from ._queries import SEPARATOR, TOTAL, Axes
 from ._release import CensusRelease
+from ._synthetic import PL94_AXES
 
 __all__ = ["NMF_LEVELS", "nmf_query_name", "read_nmf"]
 
@@ -60,7 +63,12 @@ def nmf_query_name(query, kind: str = "DPQuery") -> str:
 
 
 def read_nmf(
-    path, *, state=None, axes=None, levels=NMF_LEVELS, unsupported: str = "raise"
+    path: str | os.PathLike,
+    *,
+    state: str | None = None,
+    axes: Mapping[str, int] | Axes | None = None,
+    levels: Sequence[str] = NMF_LEVELS,
+    unsupported: str = "raise",
 ) -> CensusRelease:
     """Read one state's tree from noisy measurement files in the Bureau's layout.
 
@@ -136,8 +144,6 @@ def read_nmf(
     >>> census.read_nmf(folder, axes=axes).n_measurements == release.n_measurements
     True
     """
-    from ._synthetic import PL94_AXES
-
     axes = Axes(PL94_AXES if axes is None else axes)
     if unsupported not in UNSUPPORTED:
         raise ValueError(f"unsupported must be one of {UNSUPPORTED}, got {unsupported!r}")

@@ -11,17 +11,25 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from ..outputs import OutputPathError, check_output_path
 from ._nmf import NMF_LEVELS, nmf_query_name
 from ._release import CensusRelease
 
 __all__ = ["write_nmf"]
 
 
-def write_nmf(release: CensusRelease, path, *, state=None, levels=NMF_LEVELS) -> list[str]:
+def write_nmf(
+    release: CensusRelease,
+    path: str | os.PathLike,
+    *,
+    state: str | None = None,
+    levels: Sequence[str] = NMF_LEVELS,
+) -> list[str]:
     """Write ``release`` in the noisy measurement file layout (:func:`read_nmf`).
 
     Parameters
@@ -52,8 +60,6 @@ def write_nmf(release: CensusRelease, path, *, state=None, levels=NMF_LEVELS) ->
     rows add ``sign`` (``"="``) and have variance 0.
     """
     import pyarrow.parquet as pq
-
-    from ..outputs import OutputPathError, check_output_path
 
     target = check_output_path(path)
     if target.exists():

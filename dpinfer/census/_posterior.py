@@ -9,11 +9,16 @@ totals and of the log-likelihood as InferenceData.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
-from .._rng import as_seed_sequence, seed_entropy
+from .._rng import RNGLike, as_seed_sequence, seed_entropy
+from .._validate import flag, non_negative_int, size
+from ..results import to_inference_data
 from ._chains import MemoryStore
 from ._gls import gls
 from ._parts import ReleaseParts
@@ -55,10 +60,8 @@ class CensusPosterior:
     clipped: int
     rate: float
 
-    def table(self, queries=None):
+    def table(self, queries: Sequence[str] | None = None) -> pd.DataFrame:
         """Rows ``geocode, query, cell, estimate, sd, lower, upper``."""
-        import pandas as pd
-
         geocodes = self.release.units.geocodes
         frames = [
             query_frame(
@@ -73,8 +76,6 @@ class CensusPosterior:
 
 def check_options(draws, tune, chains, per_leaf, prior, prior_params, cells, rng, progressbar):
     """Validate the sampler's options; return them normalised and the prior's tables."""
-    from .._validate import flag, non_negative_int, size
-
     options = {
         "draws": size("draws", draws),
         "tune": non_negative_int("tune", tune),
@@ -92,13 +93,13 @@ def sample_posterior(
     tune: int = 200,
     chains: int = 4,
     prior: str = "flat",
-    prior_params=None,
+    prior_params: Sequence[float] | None = None,
     per_leaf: int | None = None,
-    executor=None,
+    executor: Executor | None = None,
     store_leaves: bool = False,
     intervals: bool = True,
-    trace=(),
-    rng=None,
+    trace: Sequence[str] = (),
+    rng: RNGLike = None,
     progressbar: bool = True,
 ) -> CensusPosterior:
     r"""Sample the exact posterior of every leaf's integer, non-negative detailed counts.
@@ -240,8 +241,6 @@ def check_trace(trace, units) -> list[str]:
 
 def draws_data(plan, outputs, seconds, root, prior, inner_geocodes, traced):
     """Return the InferenceData of the draws (inner units' totals, log-likelihood)."""
-    from ..results import to_inference_data
-
     posterior = {
         "unit_total": np.stack([o["totals"] for o in outputs]),
         "loglik": np.stack([o["loglik"] for o in outputs]),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,7 +39,7 @@ class Axes:
     names: tuple[str, ...]
     sizes: tuple[int, ...]
 
-    def __init__(self, sizes):
+    def __init__(self, sizes: Mapping[str, int] | Axes) -> None:
         items = list(dict(sizes).items()) if not isinstance(sizes, Axes) else list(sizes.items())
         if not items:
             raise ValueError("axes must name at least one axis, got none")
@@ -56,7 +57,7 @@ class Axes:
         object.__setattr__(self, "names", tuple(n for n, _ in items))
         object.__setattr__(self, "sizes", tuple(int(s) for _, s in items))
 
-    def items(self):
+    def items(self) -> Iterator[tuple[str, int]]:
         """``(name, size)`` pairs in histogram order."""
         return zip(self.names, self.sizes, strict=True)
 

@@ -14,10 +14,12 @@ it (for ``sigma >= 1`` the noise's variance equals it to within ``1e-8``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from ._queries import Axes, Query
 from ._units import Units
@@ -81,7 +83,14 @@ class CensusRelease:
     invariants: dict
 
     @classmethod
-    def from_rows(cls, axes, measurements, *, invariants=None, units=None) -> CensusRelease:
+    def from_rows(
+        cls,
+        axes: Mapping[str, int] | Axes,
+        measurements: pd.DataFrame | Mapping[str, ArrayLike],
+        *,
+        invariants: pd.DataFrame | Mapping[str, ArrayLike] | None = None,
+        units: Sequence[str] | None = None,
+    ) -> CensusRelease:
         """Build a release from tables of rows, checking every row.
 
         Parameters
@@ -250,7 +259,7 @@ def _integers(name: str, frame: pd.DataFrame, column: str) -> np.ndarray:
 def _by_query(
     name: str, axes: Axes, tree: Units, frame: pd.DataFrame, *, with_variance: bool
 ) -> dict:
-    out = {}
+    out: dict[str, Measurements | Invariants] = {}
     if frame.empty:
         return out
     unit = tree.index(frame["geocode"].to_numpy())

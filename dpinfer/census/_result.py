@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import scipy.stats
 
+from .._rng import RNGLike, as_generator
+from .._validate import size
 from ._release import CensusRelease
 
 __all__ = ["GLSResult"]
@@ -33,7 +37,7 @@ class GLSResult:
     detailed: np.ndarray
     method: str
     _query_sd: dict
-    _sampler: object = None
+    _sampler: Callable[[int, np.random.Generator], np.ndarray] | None = None
 
     def estimate(self, query: str) -> np.ndarray:
         """``(units, cells)``: the estimate of ``query``'s cells at every unit."""
@@ -48,15 +52,12 @@ class GLSResult:
             )
         return self._query_sd[q.name]
 
-    def draws(self, n: int, *, rng=None) -> np.ndarray:
+    def draws(self, n: int, *, rng: RNGLike = None) -> np.ndarray:
         """``(n, units, cells)``: joint Gaussian draws of every unit's detailed counts.
 
         Each draw adds up across the tree and meets every invariant exactly (up to
         rounding); the counts are real numbers and may be negative.
         """
-        from .._rng import as_generator
-        from .._validate import size
-
         if self._sampler is None:
             raise ValueError(
                 "draws are available from the tree passes only (method 'tree' or 'matrix'), "
@@ -64,7 +65,7 @@ class GLSResult:
             )
         return self._sampler(size("n", n), as_generator(rng))
 
-    def table(self, queries=None):
+    def table(self, queries: Sequence[str] | None = None) -> pd.DataFrame:
         """Rows ``geocode, query, cell, estimate, sd, lower, upper`` (central 90% intervals)."""
         import pandas as pd
 

@@ -21,6 +21,7 @@ import tempfile
 import numpy as np
 import pandas as pd
 
+from .._validate import size
 from ._files import Folder
 from ._parts import Partition
 from ._queries import Axes
@@ -64,9 +65,7 @@ class StreamedRelease(contextlib.AbstractContextManager):
     ...     county = release.part(0)
     """
 
-    def __init__(self, path, *, chunk_rows: int = CHUNK_ROWS):
-        from .._validate import size
-
+    def __init__(self, path: str | os.PathLike, *, chunk_rows: int = CHUNK_ROWS) -> None:
         self._chunk = size("chunk_rows", chunk_rows)
         self._spill = tempfile.mkdtemp(prefix="dpinfer-census-")
         self._written: set[str] = set()
@@ -154,13 +153,15 @@ class StreamedRelease(contextlib.AbstractContextManager):
             piece = {name: rows[name][take] for name in ("cell", "value", "variance")
                      if name in rows}  # fmt: skip
             piece["unit"] = p.local[rows["unit"][take]]
-            with open(self.temporary_file(_file(stem, k // n_q - 1, k % n_q)), "ab") as out:
+            with open(
+                self.temporary_file(_file(stem, int(k // n_q - 1), int(k % n_q))), "ab"
+            ) as out:
                 np.save(out, _pack(piece), allow_pickle=False)
 
     def _read(self, index: int) -> CensusRelease:
         tree = self.partition.tree(index)
         every = self.axes.every_query()
-        tables = {}
+        tables: dict[str, dict] = {}
         for stem, names in (("measurements", self.query_names),
                             ("invariants", [q.name for q in every])):  # fmt: skip
             tables[stem] = {}
@@ -200,7 +201,7 @@ def _pack(rows) -> np.ndarray:
 
 def _build(axes: Axes, tree: Units, tables: dict, *, measured: bool) -> dict:
     """Rebuild the part's measurements (or invariants) by query from its packed rows."""
-    out = {}
+    out: dict[str, Measurements | Invariants] = {}
     for name, rows in tables.items():
         q = axes.query(name)
         units, slot = np.unique(rows["unit"], return_inverse=True)
@@ -213,9 +214,9 @@ def _build(axes: Axes, tree: Units, tables: dict, *, measured: bool) -> dict:
                 f"query {name!r} at geocode {tree.geocodes[units[dup // q.cells]]!r} is given "
                 "twice"
             )
-        values = np.zeros(units.size * q.cells, dtype=np.int64)
-        values[flat] = rows["value"]
-        values = values.reshape(units.size, q.cells)
+        flat_values = np.zeros(units.size * q.cells, dtype=np.int64)
+        flat_values[flat] = rows["value"]
+        values = flat_values.reshape(units.size, q.cells)
         if measured:
             variance = np.full(units.size * q.cells, np.inf)
             variance[flat] = rows["variance"]

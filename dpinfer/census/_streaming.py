@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._rng import RNGLike
+from ..outputs import OutputFolder
 from ._plan import make_plan, run_chains
 from ._posterior import check_options, check_trace, draws_data
 from ._streamed import CHUNK_ROWS, StreamedRelease
@@ -86,21 +89,21 @@ class StreamedPosterior:
 
 
 def stream_posterior(
-    path,
-    out,
+    path: str | os.PathLike,
+    out: str | os.PathLike,
     *,
     draws: int = 500,
     tune: int = 200,
     chains: int = 4,
     prior: str = "flat",
-    prior_params=None,
+    prior_params: Sequence[float] | None = None,
     per_leaf: int | None = None,
     intervals: bool = True,
-    trace=(),
+    trace: Sequence[str] = (),
     format: str = "csv",
     overwrite: bool = False,
     chunk_rows: int = CHUNK_ROWS,
-    rng=None,
+    rng: RNGLike = None,
     progressbar: bool = True,
 ) -> StreamedPosterior:
     """Sample the lattice posterior of the release folder ``path``, a county at a time.
@@ -135,8 +138,6 @@ def stream_posterior(
     the invariants. Same draws, seed for seed, as :func:`sample_posterior` on
     :func:`read_release` of the same folder when the tree passes apply.
     """
-    from ..outputs import OutputFolder
-
     if format not in ("csv", "parquet"):
         raise ValueError(f"format must be 'csv' or 'parquet', got {format!r}")
     with StreamedRelease(path, chunk_rows=chunk_rows) as release:

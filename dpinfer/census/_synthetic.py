@@ -12,11 +12,15 @@ publishes the invariants exactly. The truth is synthetic; the variances of
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from .._rng import as_generator, as_seed_sequence, child_sequence
+from .._rng import RNGLike, as_generator, as_seed_sequence, child_sequence
+from .._validate import positive_finite
+from ..mechanisms import DiscreteGaussian
 from ._queries import Axes
 from ._release import CensusRelease, Invariants, Measurements
 from ._units import Units
@@ -67,14 +71,14 @@ class Truth:
 
 
 def synthetic_state(
-    axes,
+    axes: Mapping[str, int] | Axes,
     *,
-    shape=(4, 6, 2, 10),
-    mean_block=30.0,
-    empty=0.15,
-    concentration=50.0,
-    state="01",
-    rng=None,
+    shape: Sequence[int] = (4, 6, 2, 10),
+    mean_block: float = 30.0,
+    empty: float = 0.15,
+    concentration: float = 50.0,
+    state: str = "01",
+    rng: RNGLike = None,
 ) -> Truth:
     """Draw a synthetic state's true detailed counts.
 
@@ -136,7 +140,13 @@ def _ancestor_at(units: Units, index: np.ndarray, depth: int) -> np.ndarray:
     return out
 
 
-def synthetic_release(truth: Truth, variances, *, invariants=(("total", 0),), rng=None):
+def synthetic_release(
+    truth: Truth,
+    variances: Sequence[Mapping[str, float]],
+    *,
+    invariants: Sequence[tuple[str, int]] = (("total", 0),),
+    rng: RNGLike = None,
+) -> CensusRelease:
     """Measure ``truth`` with discrete Gaussian noise: a :class:`CensusRelease`.
 
     Parameters
@@ -157,8 +167,6 @@ def synthetic_release(truth: Truth, variances, *, invariants=(("total", 0),), rn
     -------
     CensusRelease
     """
-    from ..mechanisms import DiscreteGaussian
-
     units, axes = truth.units, truth.axes
     if len(variances) != units.levels:
         raise ValueError(
@@ -171,12 +179,14 @@ def synthetic_release(truth: Truth, variances, *, invariants=(("total", 0),), rn
         lo, hi = units.level_start[k], units.level_start[k + 1]
         for j, (name, variance) in enumerate(dict(level).items()):
             q = axes.query(name)
-            exact = q.project(detailed[lo:hi])
-            mech = DiscreteGaussian(math.sqrt(_positive(f"variances[{k}][{name!r}]", variance)))
-            noisy = mech.release(
-                exact, rng=np.random.default_rng(child_sequence(root, 1000 * k + j))
+            counts = q.project(detailed[lo:hi])
+            mech = DiscreteGaussian(
+                math.sqrt(positive_finite(f"variances[{k}][{name!r}]", variance))
             )
-            var = np.full(exact.shape, float(variance))
+            noisy = mech.release(
+                counts, rng=np.random.default_rng(child_sequence(root, 1000 * k + j))
+            )
+            var = np.full(counts.shape, float(variance))
             measured.setdefault(q.name, []).append((np.arange(lo, hi), noisy, var))
     measurements = {
         name: Measurements(*(np.concatenate(parts) for parts in zip(*blocks, strict=True)))
@@ -207,13 +217,7 @@ def _sorted(part):
     return type(part)(*(getattr(part, f)[order] for f in part.__dataclass_fields__))
 
 
-def _positive(name: str, value) -> float:
-    from .._validate import positive_finite
-
-    return positive_finite(name, value)
-
-
-def pl94_variances(axes=PL94_AXES, *, levels=5) -> list[dict]:
+def pl94_variances(axes: Mapping[str, int] | Axes = PL94_AXES, *, levels: int = 5) -> list[dict]:
     """PL94-like variances of every marginal of ``axes`` at each level.
 
     Anchored on the sigmas the 2020 production settings give for PL94 persons
@@ -250,7 +254,7 @@ def pl94_variances(axes=PL94_AXES, *, levels=5) -> list[dict]:
 #: query's share of its level's, as fractions (numerator, denominator). Its query
 #: ``hhinstlevels`` (hhgq's 8 levels grouped into household, institutional and
 #: non-institutional) is not a marginal of the histogram and is left out here.
-PL94_PRODUCTION = {
+PL94_PRODUCTION: dict[str, Any] = {
     "levels": {"state": (1708, 4100), "county": (530, 4100), "tract": (434, 4100),
                "block group": (1110, 4100), "block": (195, 4100)},
     "queries": ("total", "cenrace", "hispanic", "votingage", "hhinstlevels", "hhgq",
@@ -283,7 +287,7 @@ def pl94_production_variances(*, block_detail_sigma: float = 3.18) -> list[dict]
     measured with its own share. The histogram is :data:`PL94_AXES`; levels state,
     county, tract, block group, block.
     """
-    sigma = _positive("block_detail_sigma", block_detail_sigma)
+    sigma = positive_finite("block_detail_sigma", block_detail_sigma)
     level_share = {k: a / b for k, (a, b) in PL94_PRODUCTION["levels"].items()}
     query_share = {
         level: dict(zip(PL94_PRODUCTION["queries"], (a / b for a, b in shares), strict=True))

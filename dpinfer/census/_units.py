@@ -11,10 +11,12 @@ least-squares solver and of the lattice sampler sum children with
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 __all__ = ["Units"]
 
@@ -45,7 +47,7 @@ class Units:
     n_children: np.ndarray
 
     @classmethod
-    def from_geocodes(cls, geocodes, *, name: str = "geocode") -> Units:
+    def from_geocodes(cls, geocodes: Iterable[str], *, name: str = "geocode") -> Units:
         """Build the tree; raise naming the geocodes that have no parent (except the root)."""
         codes = [str(g) for g in geocodes]
         unique = sorted(set(codes))
@@ -61,7 +63,7 @@ class Units:
                 f"other geocode is a proper prefix of them), e.g. {others}; the only unit "
                 f"without a parent must be the root (here {root!r}?)"
             )
-        depth = {}
+        depth: dict[str, int] = {}
         for g in sorted(unique, key=len):
             p = parent_code[g]
             depth[g] = 0 if p is None else depth[p] + 1
@@ -98,7 +100,7 @@ class Units:
         """Indices of the leaf units."""
         return np.flatnonzero(self.n_children == 0)
 
-    def index(self, geocodes) -> np.ndarray:
+    def index(self, geocodes: ArrayLike) -> np.ndarray:
         """Return the indices of ``geocodes``; raise naming the first unknown ones."""
         codes = np.atleast_1d(np.asarray(geocodes, dtype=object)).astype(str)
         found = pd.Index(self.geocodes.astype(str)).get_indexer(codes)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate
 from .base import Distance
@@ -34,7 +35,9 @@ class ClippedL2(Distance):
     any privacy noise, so it cannot slip past the clip.
     """
 
-    def __init__(self, clip, *, weights=None, summary: Callable | None = None):
+    def __init__(
+        self, clip: float, *, weights: ArrayLike | None = None, summary: Callable | None = None
+    ) -> None:
         self.clip = _validate.positive_finite("clip", clip)
         self.weights = _validate.weights("weights", weights)
         self.summary = _validate.optional_callable("summary", summary)
@@ -47,7 +50,7 @@ class ClippedL2(Distance):
         """Return the clip bound."""
         return {"clip": self.clip}
 
-    def __call__(self, observed, pseudo) -> np.ndarray:
+    def __call__(self, observed: ArrayLike, pseudo: ArrayLike) -> np.ndarray:
         """Clipped distances, shape ``(T,)``."""
         obs = _validate.confidential_numbers("observed", observed)[None]
         pse = np.asarray(pseudo, dtype=float)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate
 from .._rng import RNGLike, as_generator
-from .base import DataDerived
+from ._derived import DataDerived
 
 __all__ = ["GaussianKernel", "median_heuristic"]
 
@@ -23,7 +24,7 @@ class GaussianKernel:
 
     bound = 1.0
 
-    def __init__(self, bandwidth):
+    def __init__(self, bandwidth: float | DataDerived) -> None:
         self.bandwidth = (
             bandwidth
             if isinstance(bandwidth, DataDerived)
@@ -44,7 +45,7 @@ class GaussianKernel:
         return f"GaussianKernel(bandwidth={float(self.bandwidth)!r})"
 
 
-def median_heuristic(data, *, max_points: int = 1000, rng: RNGLike = 0) -> DataDerived:
+def median_heuristic(data: ArrayLike, *, max_points: int = 1000, rng: RNGLike = 0) -> DataDerived:
     """Median pairwise distance of the rows of ``data`` (subsampled), as a bandwidth.
 
     Use simulated data only. The returned value remembers the points it was

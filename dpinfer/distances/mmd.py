@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate
 from .._rng import RNGLike, as_generator
@@ -52,7 +54,7 @@ class MMD(Distance):
     are processed in batches sized to a fixed memory budget.
     """
 
-    def __init__(self, kernel):
+    def __init__(self, kernel: GaussianKernel | float | DataDerived) -> None:
         if not hasattr(kernel, "gram"):
             if isinstance(kernel, bool) or not isinstance(kernel, numbers.Real | DataDerived):
                 raise TypeError(
@@ -63,7 +65,8 @@ class MMD(Distance):
                 kernel = GaussianKernel(kernel)
             except ValueError as err:
                 raise ValueError(f"kernel (a bandwidth): {err}") from None
-        self.kernel = kernel
+        # a GaussianKernel, or a kernel of the user's with its gram, bound and bandwidth
+        self.kernel = cast(GaussianKernel, kernel)
 
     def sensitivity(self, n_observations: int) -> float:
         """``2 sqrt(B_k) / N``."""
@@ -77,7 +80,7 @@ class MMD(Distance):
         """Return the kernel bandwidth."""
         return {"bandwidth": self.kernel.bandwidth}
 
-    def __call__(self, observed, pseudo) -> np.ndarray:
+    def __call__(self, observed: ArrayLike, pseudo: ArrayLike) -> np.ndarray:
         """Distances from ``observed`` to each pseudo-dataset, shape ``(T,)``."""
         pse, obs = as_datasets(pseudo, observed)
         n, m = len(obs), pse.shape[1]
@@ -115,7 +118,9 @@ class RandomFeatureMMD(Distance):
         Draws the frequencies; public randomness.
     """
 
-    def __init__(self, n_features: int, bandwidth, *, dim: int = 1, rng: RNGLike = None):
+    def __init__(
+        self, n_features: int, bandwidth: float | DataDerived, *, dim: int = 1, rng: RNGLike = None
+    ) -> None:
         self.n_features = _validate.size("n_features", n_features, maximum=10**8)
         self.bandwidth = (
             bandwidth
@@ -141,7 +146,7 @@ class RandomFeatureMMD(Distance):
         sin = np.sin(proj, out=proj).mean(axis=-2)
         return np.concatenate([cos, sin], axis=-1) / math.sqrt(self.n_features)
 
-    def __call__(self, observed, pseudo) -> np.ndarray:
+    def __call__(self, observed: ArrayLike, pseudo: ArrayLike) -> np.ndarray:
         """Distances from ``observed`` to each pseudo-dataset, shape ``(T,)``."""
         pse, obs = as_datasets(pseudo, observed)
         target = self.mean_embedding(obs)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate
 from .base import Distance
@@ -62,7 +65,9 @@ class PairedClippedL2(Distance):
     (array([2.]), 5.0)
     """
 
-    def __init__(self, clip, *, weights=None, relative=()):
+    def __init__(
+        self, clip: float, *, weights: ArrayLike | None = None, relative: Sequence[int] = ()
+    ) -> None:
         self.clip = _validate.positive_finite("clip", clip)
         self.weights = _validate.weights("weights", weights)
         if self.weights is not None and self.weights.ndim != 1:
@@ -82,7 +87,7 @@ class PairedClippedL2(Distance):
         """Return the clip bound."""
         return {"clip": self.clip}
 
-    def pairwise(self, observed, pseudo) -> np.ndarray:
+    def pairwise(self, observed: ArrayLike, pseudo: ArrayLike) -> np.ndarray:
         """Unclipped distances of the paired records, shape ``(T, n)`` (``inf`` if not finite).
 
         Parameters
@@ -99,7 +104,7 @@ class PairedClippedL2(Distance):
             out[start : start + step] = self._pairs(obs, pse[start : start + step])
         return out
 
-    def __call__(self, observed, pseudo) -> np.ndarray:
+    def __call__(self, observed: ArrayLike, pseudo: ArrayLike) -> np.ndarray:
         """Mean clipped distance of each pseudo-dataset to the records, shape ``(T,)``."""
         obs, pse = self._check(observed, pseudo)
         out = np.empty(len(pse))

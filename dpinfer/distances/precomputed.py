@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate
 from .base import Distance, fingerprint_rows
@@ -38,7 +39,7 @@ class PrecomputedDistances(Distance):
     (array([1. , 0.2]), 1.0)
     """
 
-    def __init__(self, base: Distance, observed, values):
+    def __init__(self, base: Distance, observed: ArrayLike, values: ArrayLike) -> None:
         self.base = _validate.instance("base", base, Distance, "a dpinfer Distance")
         # distances to the confidential data are confidential too
         self.values = _validate.confidential_data("values", values)
@@ -58,7 +59,7 @@ class PrecomputedDistances(Distance):
         """Return the settings of the base distance."""
         return self.base.settings()
 
-    def __call__(self, observed, pseudo) -> np.ndarray:
+    def __call__(self, observed: ArrayLike, pseudo: ArrayLike) -> np.ndarray:
         """Look up the distances of the pseudo-datasets with indices ``pseudo``."""
         if fingerprint_rows(_validate.confidential_numbers("observed", observed)) != self._rows:
             raise ValueError("observed is not the data these distances were computed from")

@@ -34,9 +34,10 @@ the rule above.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate
-from .base import DataDerived, recent_data_derived, record_rows
+from ._derived import DataDerived, recent_data_derived, record_rows
 from .kernels import heuristic_points, median_distance
 
 __all__ = ["RTOL", "leaked_settings"]
@@ -44,7 +45,7 @@ __all__ = ["RTOL", "leaked_settings"]
 RTOL = 1e-6  # near-copies: float32 rounding (6e-8) and a few float operations
 
 
-def leaked_settings(settings: dict, observed) -> list[str]:
+def leaked_settings(settings: dict, observed: ArrayLike) -> list[str]:
     """Names of the settings that come from ``observed`` (see the module notes).
 
     Parameters

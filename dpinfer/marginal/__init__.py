@@ -42,17 +42,34 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate
-from ._latent import Latent, is_unregistered_distribution, read_latent
+from ..mechanisms._pymc import register_latent_handler
+from ..mechanisms.base import Mechanism
+from ._latent import Latent, SharedLatentWarning, is_unregistered_distribution, read_latent
 
-__all__ = ["is_unregistered_distribution", "to_pymc"]
+if TYPE_CHECKING:
+    from pytensor.tensor.variable import TensorVariable
+
+    from ..mechanisms.base import Mechanism
+
+__all__ = ["SharedLatentWarning", "is_unregistered_distribution", "to_pymc"]
 
 DEFAULT_TOL = 1e-10
 
 
-def to_pymc(name: str, dist, *, observed, tol: float = DEFAULT_TOL):
+def to_pymc(
+    name: str,
+    dist: TensorVariable,
+    *,
+    observed: Sequence[tuple[Mechanism, ArrayLike]],
+    tol: float = DEFAULT_TOL,
+) -> TensorVariable:
     r"""Add releases of a latent confidential value to the PyMC model in context, summed out.
 
     Parameters
@@ -79,8 +96,32 @@ def to_pymc(name: str, dist, *, observed, tol: float = DEFAULT_TOL):
         The observed variable, whose ``pm.logp`` is the per-cell marginal
         log-likelihood.
 
+    Raises
+    ------
+    ValueError
+        If ``dist`` or one of its parameters does not broadcast to the cells'
+        shape, naming both shapes (a shape known only when the model runs is
+        checked then), or if the release of a mechanism other than
+        :class:`~dpinfer.Thresholded` holds NaN.
+
+    Warns
+    -----
+    SharedLatentWarning
+        When an earlier observed variable of the model sums out the same
+        latent expression over cells of the same shape: releases of the same
+        cells belong in one call (``observed=[(m1, y1), (m2, y2)]``); two calls
+        model two independent confidential values per cell.
+
     Notes
     -----
+    Posterior predictive draws of the returned variable
+    (``pm.sample_posterior_predictive``) are releases, not confidential values:
+    a latent value drawn from ``dist`` plus fresh noise of each mechanism (one
+    column per release when there are several; a suppressed cell of a
+    :class:`~dpinfer.Thresholded` release at its cut). To draw the confidential
+    values, make them a model variable and observe it with
+    ``mechanism.to_pymc(name, variable, observed=released)``.
+
     For a discrete latent the sum runs over a window of each cell found anew
     at every evaluation: from the mode of :math:`p(s \mid \theta)\eta(y \mid s)`
     outward until a geometric bound on the rest (valid since every mechanism
@@ -107,12 +148,10 @@ def to_pymc(name: str, dist, *, observed, tol: float = DEFAULT_TOL):
             "variable, observed=released)"
         )
     latent: Latent = read_latent(dist)
-    return observe(name, latent, _pairs(observed), tol=tol)
+    return observe(name, latent, _pairs(observed), tol=tol, dist=dist)
 
 
 def _pairs(observed) -> list[tuple]:
-    from ..mechanisms.base import Mechanism
-
     if isinstance(observed, tuple) and len(observed) == 2 and isinstance(observed[0], Mechanism):
         observed = [observed]
     if not isinstance(observed, list | tuple) or not observed:
@@ -131,3 +170,15 @@ def _pairs(observed) -> list[tuple]:
             )
         pairs.append((mechanism, np.asarray(released)))
     return pairs
+
+
+def _mechanism_to_pymc(mechanism, name, value, *, observed, tol):
+    """``mechanism.to_pymc`` when ``value`` is a latent distribution (else NotImplemented)."""
+    if not is_unregistered_distribution(value):
+        return NotImplemented
+    return to_pymc(name, value, observed=[(mechanism, observed)], tol=tol)
+
+
+# Mechanism.to_pymc(name, pm.Poisson.dist(...), observed=...) sums the latent out here: the
+# mechanisms sit below this package and reach it through the handler it registers
+register_latent_handler(_mechanism_to_pymc)

@@ -2,27 +2,41 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
-from . import _kernels as k
+from . import _dispatch
+from ._families import LatentFamily
 from ._quadrature import has_quantile_function
 
-# PyTensor's and PyMC's random variable ops by class name -> kernel family
-_KERNEL_FAMILIES = {
-    "PoissonRV": k.POISSON,
-    "BinomialRV": k.BINOMIAL_LATENT,
-    "NegBinomialRV": k.NEGATIVE_BINOMIAL,
-    "GeometricRV": k.GEOMETRIC,
-    "DiscreteUniformRV": k.DISCRETE_UNIFORM,
-}
+# the latents with their own graphs (not a kernel family), keyed on their op classes too
+_NORMAL = "pytensor.tensor.random.basic:NormalRV"
+_MIXTURE = "pymc.distributions.mixture:MixtureRV"
 _SUPPORTED = (
     "Poisson, Binomial, NegativeBinomial, Geometric, DiscreteUniform, DiracDelta, Normal, "
     "continuous distributions with an inverse CDF in PyMC (Gamma, LogNormal, Beta, ...), "
     "and mixtures of them (Mixture with a list of components, ZeroInflatedPoisson, "
     "ZeroInflatedBinomial, ZeroInflatedNegativeBinomial)"
 )
+
+
+if TYPE_CHECKING:
+    from pytensor.tensor.variable import TensorVariable
+
+
+class SharedLatentWarning(UserWarning):
+    """Two observed variables of one model each sum out the same latent expression.
+
+    Each ``to_pymc`` call marginalises its own copy of the confidential value,
+    so two calls over one latent (two releases of the same cells) model the
+    cells as holding two independent confidential values. Releases of the same
+    cells go in one call, ``dp.to_pymc(name, dist, observed=[(m1, y1), (m2, y2)])``,
+    which sums each cell's value once against the product of its densities.
+    """
 
 
 @dataclass(frozen=True)
@@ -37,8 +51,8 @@ class Latent:
         family, integrated numerically) or ``"mixture"`` (a weighted sum of
         component latents: the marginal of a mixture is the mixture of the
         components' marginals).
-    family : int
-        The kernel's family code (kernel kind only).
+    family : LatentFamily or None
+        The kernel's family record (kernel kind only).
     params : tuple
         The distribution's own parameter tensors (for a mixture, its weights).
     discrete : bool
@@ -51,11 +65,11 @@ class Latent:
     """
 
     kind: str
-    family: int
+    family: LatentFamily | None
     params: tuple
     discrete: bool
     components: tuple = ()
-    op: object = None
+    op: Any = None
 
     def tensors(self) -> list:
         """Every parameter tensor, the components' after the mixture's weights."""
@@ -76,6 +90,16 @@ class Latent:
             rest = rest[size:]
         return own, parts
 
+    def same_expression(self, other: Latent) -> bool:
+        """Whether ``other`` is the same family with the same parameter expressions."""
+        from pytensor.graph.basic import equal_computations
+
+        def kinds(latent):
+            parts = tuple(kinds(c) for c in latent.components)
+            return latent.kind, latent.family, type(latent.op).__name__, parts
+
+        return kinds(self) == kinds(other) and equal_computations(self.tensors(), other.tensors())
+
     def sample(self, values, rng: np.random.Generator, size) -> np.ndarray:
         """Draw latent values with NumPy, for posterior predictive releases."""
         own, parts = self.split(values)
@@ -93,19 +117,12 @@ class Latent:
             return rng.normal(own[0], own[1], size=size)
         if self.kind == "quadrature":
             return self.op.rng_fn(rng, *own, size)
-        a = own[0]
-        if self.family == k.POISSON:
-            return rng.poisson(a, size=size)
-        if self.family == k.BINOMIAL_LATENT:
-            return rng.binomial(np.asarray(a, dtype=np.int64), own[1], size=size)
-        if self.family == k.NEGATIVE_BINOMIAL:
-            return rng.negative_binomial(a, own[1], size=size)
-        if self.family == k.GEOMETRIC:
-            return rng.geometric(a, size=size)
-        return rng.integers(np.asarray(a, np.int64), np.asarray(own[1], np.int64) + 1, size=size)
+        if self.family is None:  # a kernel latent always has its family
+            raise TypeError(f"a {self.kind} latent has no sampler")
+        return self.family.sample(rng, own[0], own[1], size)
 
 
-def is_unregistered_distribution(value) -> bool:
+def is_unregistered_distribution(value: object) -> TypeGuard[TensorVariable]:
     """Whether ``value`` is a PyMC distribution made with ``.dist(...)`` (not a model variable)."""
     from pytensor.tensor.random.op import RandomVariable
     from pytensor.tensor.variable import TensorVariable
@@ -131,19 +148,13 @@ def read_latent(dist) -> Latent:
             f"the confidential value must be a univariate distribution (one number per cell), "
             f"got {name} with support dimension {op.ndim_supp}"
         )
-    if name in _KERNEL_FAMILIES:
-        params = tuple(op.dist_params(dist.owner))
-        if len(params) == 1:
-            params = (params[0], params[0].zeros_like())
-        return Latent("kernel", _KERNEL_FAMILIES[name], params, True)
-    if name == "DiracDeltaRV":
-        (c,) = op.dist_params(dist.owner)
-        if dist.dtype.startswith("float"):
-            raise ValueError("a DiracDelta confidential value must be an integer")
-        return Latent("kernel", k.DISCRETE_UNIFORM, (c, c), True)
-    if name == "NormalRV":
-        return Latent("normal", -1, tuple(op.dist_params(dist.owner)), False)
-    if name == "MixtureRV":
+    family = kernel_family(op)
+    if family is not None:
+        a, b = family.parameters(tuple(op.dist_params(dist.owner)))
+        return Latent("kernel", family, (a, a.zeros_like() if b is None else b), True)
+    if isinstance(op, _op_class(_NORMAL)):
+        return Latent("normal", None, tuple(op.dist_params(dist.owner)), False)
+    if isinstance(op, _op_class(_MIXTURE)):
         weights, *components = op.dist_params(dist.owner)
         parts = tuple(read_latent(c) for c in components)
         if len(parts) < 2 or len({p.discrete for p in parts}) != 1:
@@ -151,12 +162,30 @@ def read_latent(dist) -> Latent:
                 "a mixture confidential value needs a list of at least two components, all "
                 "discrete or all continuous"
             )
-        return Latent("mixture", -1, (weights,), parts[0].discrete, parts)
+        return Latent("mixture", None, (weights,), parts[0].discrete, parts)
     if dist.dtype.startswith("float") and getattr(op, "ndim_supp", None) == 0:
         params = tuple(op.dist_params(dist.owner))
         if has_quantile_function(op, params):
-            return Latent("quadrature", -1, params, False, op=op)
+            return Latent("quadrature", None, params, False, op=op)
     raise ValueError(
         f"cannot marginalise a confidential value distributed as {name.removesuffix('RV')}: "
         f"no bound on its tail is available here; supported: {_SUPPORTED}"
     )
+
+
+def kernel_family(op) -> LatentFamily | None:
+    """Return the registered family whose op class ``op`` is an instance of, or None.
+
+    Keyed on the class, as ``pymc.logprob`` registers its log-densities; the
+    classes are imported when first asked for.
+    """
+    for family in _dispatch.registered():
+        if isinstance(op, _op_class(family.op)):
+            return family
+    return None
+
+
+@functools.cache
+def _op_class(path: str) -> type[Any]:
+    module, name = path.split(":")
+    return getattr(importlib.import_module(module), name)

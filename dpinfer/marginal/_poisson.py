@@ -35,41 +35,48 @@ import math
 
 import numba as nb
 
-from ._kernels import _MAX_TERMS, LOWER, UPPER, _gaussian_ratio, _mechanisms
+from ..noise.terms import support
+from ._kernels import _MAX_TERMS, _gaussian_ratio, _mechanisms
+from ._log_pmf import TEXTBOOK, bd0, poisson_log_shape
 
 # Columns of the per-cell state kept between evaluations: every entry is a function of the
 # cell's releases and of the mode ``AT``, or a starting point, so no result depends on it.
 # ``MODE``: last mode (NaN: unknown); ``STEP``: exp(-B) of the Gaussian releases (NaN: not
 # prepared yet, -1: the cell takes the general path); ``GA, GB``: A and B of exp(A - B s);
-# ``UP, DOWN, CONST``: exp(A - B AT), exp(B (AT - 1) - A) and -lgamma(AT + 1) + mechanisms(AT);
+# ``UP, DOWN, CONST``: exp(A - B AT), exp(B (AT - 1) - A) and mechanisms(AT) plus the part of
+# log p(AT | lam) that depends on AT alone (._log_pmf.poisson_log_shape);
 # ``SD``: (B + 1 / max(AT, 1))^(-1/2), the width of t at AT.
 MODE, AT, UP, DOWN, CONST, STEP, GA, GB, SD = range(9)
 STATE = 9
 # the smallest rate of this path: the smallest normal float, whose reciprocal is finite (the
 # sums divide by the rate; a subnormal rate, which NUTS warm-up can reach, takes _kernels._cell)
 _SMALLEST = 2.0**-1022
+# the largest mode of this path: its sums walk fewer than 10^8 terms, so they stay below 2**53,
+# where float64 counts in steps of one (larger modes take _kernels._cell, which checks)
+_LARGEST = 2.0**52
 
 
 @nb.njit(cache=True, error_model="numpy")
-def prepare(kinds, released, coef, j, row):
+def prepare(form, n, j, row):
     """Fill the constants of cell j in ``row``: this module's path, or the general one."""
     row[STEP], row[AT] = -1.0, math.nan
-    gauss_a, gauss_b = _gaussian_ratio(kinds, released, coef, j)
+    gauss_a, gauss_b = _gaussian_ratio(form, n, j)
     if not math.isfinite(gauss_a):
         return
-    for m in range(coef.shape[0]):
-        if coef[m, j, LOWER] > 0.0 or coef[m, j, UPPER] < math.inf:
+    for m in range(form.shape[0] // n):
+        lower, upper = support(form, m * n + j)
+        if lower > 0.0 or upper < math.inf:
             return
     row[GA], row[GB], row[STEP] = gauss_a, gauss_b, math.exp(-gauss_b)
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _at(kinds, released, coef, table, j, row, s):
+def _at(form, table, n, j, row, s):
     """Make ``row``'s mode-dependent constants those of ``s``."""
     if row[AT] != s:
         row[UP] = math.exp(row[GA] - row[GB] * s)
         row[DOWN] = math.exp(row[GB] * (s - 1.0) - row[GA])
-        row[CONST] = _mechanisms(kinds, released, coef, table, j, s) - math.lgamma(s + 1.0)
+        row[CONST] = _mechanisms(form, table, n, j, s) + poisson_log_shape(s)
         row[SD] = 1.0 / math.sqrt(row[GB] + 1.0 / max(s, 1.0))
         row[AT] = s
 
@@ -128,7 +135,7 @@ def _in_range(row):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def ready(lam, kinds, released, coef, table, j, row):
+def ready(lam, form, table, n, j, row):
     """Find cell j's mode from its last one and set its constants; False if this path cannot.
 
     False, leaving the cell to :func:`._kernels._cell`, when ``lam`` is not
@@ -138,11 +145,11 @@ def ready(lam, kinds, released, coef, table, j, row):
     if not (_SMALLEST <= lam < math.inf and row[MODE] >= 0.0):
         return False
     if row[AT] != row[MODE]:
-        _at(kinds, released, coef, table, j, row, row[MODE])
+        _at(form, table, n, j, row, row[MODE])
     mode = _walk(lam, row)
-    if math.isnan(mode):
+    if not mode < _LARGEST:  # NaN: the walk did not end
         return False
-    _at(kinds, released, coef, table, j, row, mode)
+    _at(form, table, n, j, row, mode)
     if not _in_range(row):
         return False
     row[MODE] = mode
@@ -184,10 +191,10 @@ def sum_cell(lam, row, z, half):
             d_l += 1
             left = mode > d_l and not _below(w_l, back, half * (sum_r + sum_l))
     count = _count(d_r, d_l, mode)
-    if count >= _MAX_TERMS:
-        return math.nan, math.nan, count
     total = sum_r + sum_l
     moment = (d_r * sum_r - acc_r) - (d_l * sum_l - acc_l)
+    if count >= _MAX_TERMS or mode >= TEXTBOOK:  # rare: too wide, or a large count
+        return _rare_end(lam, row, total, moment, count)
     logp = mode * math.log(lam) - lam + row[CONST] + math.log(total)
     return logp, (mode + moment / total) * inv_lam - 1.0, count
 
@@ -222,6 +229,20 @@ def _count(d_r, d_l, mode):
 def _below(w, ratio, small):
     """Whether the geometric bound of a side's tail after term ``w`` is at most ``small``."""
     return w == 0.0 or w * ratio <= small * (1.0 - ratio)
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _rare_end(lam, row, total, moment, count):
+    """:func:`sum_cell`'s result for a mode of TEXTBOOK or more, or NaNs past _MAX_TERMS.
+
+    A large mode's log-pmf is in Loader's form (see ._log_pmf), exact also where
+    ``lam`` is 10^15; the textbook one would lose its last digits to cancellation.
+    """
+    if count >= _MAX_TERMS:
+        return math.nan, math.nan, count
+    mode = row[AT]
+    logp = row[CONST] - bd0(mode, lam) + math.log(total)
+    return logp, (mode + moment / total) * (1.0 / lam) - 1.0, count
 
 
 @nb.njit(cache=True, error_model="numpy")

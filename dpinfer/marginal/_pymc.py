@@ -2,26 +2,37 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from ..mechanisms._coordinate import GAUSSIAN, LAPLACE
-from ..mechanisms.thresholded import Thresholded
-from ._cells import Cells, release_cells
-from ._latent import Latent
+from .._user_code import outside_dpinfer
+from ..noise.form import GAUSSIAN, LAPLACE, as_matrix
+from ._forms import joined_form, release_form
+from ._latent import Latent, SharedLatentWarning
+from ._op import STATE, MarginalLogp
 from ._quadrature import check_noise, quadrature_logp
 
 
-def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float):
-    """Add the observed variable ``name`` of ``pairs`` (mechanism, release) given ``latent``."""
+def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist):
+    """Add the observed variable ``name`` of ``pairs`` (mechanism, release) given ``latent``.
+
+    ``dist`` is the distribution ``latent`` was read from; its shape must broadcast to
+    the cells' shape.
+    """
     import pymc as pm
 
     cells = _cells_shape(pairs)
-    for mechanism, _ in pairs:
-        _check_shape(mechanism, cells)
-    forms = [release_cells(m, r, latent.discrete) for m, r in pairs]
+    for i, (mechanism, _) in enumerate(pairs):
+        _check_shape(mechanism, cells, f"observed[{i}][1]")
+    tensors = _checked_tensors(dist, latent, cells)
+    forms = [
+        release_form(m, r, latent.discrete, f"observed[{i}][1]") for i, (m, r) in enumerate(pairs)
+    ]
     if _uses_quadrature(latent):
         check_noise(forms)
-    released = [_observed(m, np.asarray(r, dtype=float)) for m, r in pairs]
+    # a suppressed cell is held at its cut (the form's number), or PyMC would impute the NaN
+    released = [form["released"].reshape(cells) for form in forms]
     discrete = all(mechanism.discrete for mechanism, _ in pairs)
     value = released[0] if len(pairs) == 1 else np.stack(released, axis=-1)
     core = "" if len(pairs) == 1 else str(len(pairs))
@@ -31,7 +42,7 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float):
 
     variable = pm.CustomDist(
         name,
-        *latent.tensors(),
+        *tensors,
         logp=logp,
         random=_random(latent, [m for m, _ in pairs], cells),
         observed=value.astype(np.int64) if discrete else value,
@@ -39,7 +50,31 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float):
         signature=",".join(latent.core_signatures()) + f"->({core})",
     )
     variable.tag.dpinfer_marginal = True
+    _warn_if_shared(name, latent, cells)
+    variable.tag.dpinfer_latent = (latent, cells)
     return variable
+
+
+def _warn_if_shared(name: str, latent: Latent, cells: tuple[int, ...]) -> None:
+    """Warn when an earlier marginalised observation of the model has the same latent."""
+    import pymc as pm
+
+    for other in pm.modelcontext(None).observed_RVs:
+        earlier = getattr(other.tag, "dpinfer_latent", None)
+        if earlier is None or earlier[1] != cells or not latent.same_expression(earlier[0]):
+            continue
+        warnings.warn(
+            f"{other.name!r} and {name!r} each sum out the same latent expression over cells "
+            f"of shape {cells}: the model then holds two independent confidential values per "
+            "cell. If both are releases of the same cells, pass them in one call, "
+            f"dp.to_pymc({name!r}, dist, observed=[(mechanism_1, released_1), (mechanism_2, "
+            "released_2)]), which sums each cell's value out once. If they are releases of "
+            "different cells that share a distribution, this does not apply (silence it with "
+            "warnings.simplefilter('ignore', dp.SharedLatentWarning)).",
+            SharedLatentWarning,
+            stacklevel=outside_dpinfer(),
+        )
+        return
 
 
 def _latent_logp(latent: Latent, params, forms, cells, tol):
@@ -64,6 +99,33 @@ def _latent_logp(latent: Latent, params, forms, cells, tol):
     return pt.logsumexp(log_weights + components, axis=-1)
 
 
+def _checked_tensors(dist, latent: Latent, cells: tuple[int, ...]) -> list:
+    """Return the latent's parameter tensors, each checked to broadcast to ``cells``.
+
+    ``dist``'s own shape (its ``size``, which the cells replace) is checked too:
+    at build time where it is known, else when the model runs.
+    """
+    from pytensor.graph.basic import Constant
+    from pytensor.tensor.random.op import RandomVariable
+
+    from .._tensor_shapes import batch_shape, checked, refuse_known
+
+    about = "the released cells' shape"
+    kind = type(dist.owner.op).__name__.removesuffix("RV")
+    refuse_known(dist.type.shape, name=f"dist ({kind})", target=cells, about=about, exact=False)
+    tensors = []
+    for tensor, core in zip(latent.tensors(), latent.core_signatures(), strict=True):
+        batch = batch_shape(tensor, core_ndim=int(core != "()"))
+        label = f"a parameter of dist ({kind})"
+        tensors.append(checked(tensor, batch, name=label, target=cells, about=about, exact=False))
+    op = dist.owner.op
+    size = op.size_param(dist.owner) if isinstance(op, RandomVariable) else None
+    if size is not None and not isinstance(size, Constant) and size.type.ndim == 1:
+        label = f"dist ({kind}) size"
+        tensors[0] = checked(tensors[0], size, name=label, target=cells, about=about, exact=False)
+    return tensors
+
+
 def _uses_quadrature(latent: Latent) -> bool:
     return latent.kind == "quadrature" or any(_uses_quadrature(c) for c in latent.components)
 
@@ -72,37 +134,48 @@ def _cells_shape(pairs) -> tuple[int, ...]:
     shapes = {tuple(np.shape(released)) for _, released in pairs}
     if len(shapes) != 1:
         raise ValueError(
-            "every release of the cells must have the cells' shape; got shapes "
+            "observed: every release of the cells must have the cells' shape; got shapes "
             f"{sorted(shapes)} for the {len(pairs)} (mechanism, released) pairs"
         )
     return shapes.pop()
 
 
-def _check_shape(mechanism, cells) -> None:
+def _check_shape(mechanism, cells, name: str) -> None:
     k = len(mechanism.event_shape)
     if len(cells) < k or cells[len(cells) - k :] != mechanism.event_shape:
         raise ValueError(
-            f"released of shape {cells} must end in the mechanism's event_shape "
+            f"{name} has shape {cells}, which must end in the mechanism's event_shape "
             f"{mechanism.event_shape}"
         )
 
 
-def _observed(mechanism, released: np.ndarray) -> np.ndarray:
-    """Return what PyMC holds: a suppressed cell (NaN) at its cut, or PyMC would impute it."""
-    if isinstance(mechanism, Thresholded):
-        cut = np.broadcast_to(mechanism._cut, mechanism.event_shape)
-        return np.where(np.isnan(released), cut, released)
-    return released
+def _held(mechanism, released: np.ndarray) -> np.ndarray:
+    """Return what PyMC holds of a release: a suppressed cell (NaN) at its cut.
+
+    The cuts are the numbers of the form of a release whose every cell is suppressed.
+    """
+    suppressed = np.isnan(released)
+    if not suppressed.any():
+        return released
+    shape = mechanism.event_shape
+    cuts = mechanism.cell_form(np.full(shape, np.nan))["released"].reshape(shape)
+    return np.where(suppressed, cuts, released)
 
 
 def _kernel_logp(family, params, forms, cells, tol):
+    import pytensor
     import pytensor.tensor as pt
 
-    from ._op import MarginalLogp
-
-    constants = [pt.constant(x) for x in Cells.stack(forms)]
+    form, table = joined_form(forms)
+    # each cell's last mode and constants of its releases: hints that the Op reads and
+    # updates in place (any value gives the same sums), one state per observed table
+    state = pytensor.shared(np.full((int(np.prod(cells)), STATE), np.nan), name="marginal_state")
     a, b = (pt.broadcast_to(pt.cast(p, "float64"), cells).ravel() for p in params)
-    return MarginalLogp(family, tol)(a, b, *constants)[0].reshape(cells)
+    op = MarginalLogp(family, tol)
+    constants = pt.constant(as_matrix(form)), pt.constant(table)
+    # an Op's outputs are a list, which the stubs leave a union
+    logp = op(a, b, *constants, state)[0]  # type: ignore[index]
+    return pt.reshape(logp, cells)
 
 
 def _normal_logp(params, forms, cells):
@@ -111,12 +184,14 @@ def _normal_logp(params, forms, cells):
             "a Normal confidential value can be marginalised against one release per cell; "
             "for several, use a discrete latent or combine the Gaussian releases first"
         )
-    kinds, released, coef = forms[0].kinds, forms[0].released, forms[0].coef
+    form = forms[0]
     mu, sigma = params
-    if np.all(kinds == GAUSSIAN):
-        return _normal_gaussian(mu, sigma, released.reshape(cells), coef[:, 0].reshape(cells) ** 2)
-    if np.all(kinds == LAPLACE):
-        return _normal_laplace(mu, sigma, released.reshape(cells), coef[:, 0].reshape(cells))
+    y, scale = form["released"].reshape(cells), form["scale"].reshape(cells)
+    published = not form["suppressed"].any()
+    if published and np.all(form["kind"] == GAUSSIAN):
+        return _normal_gaussian(mu, sigma, y, scale**2)
+    if published and np.all(form["kind"] == LAPLACE):
+        return _normal_laplace(mu, sigma, y, scale)
     raise ValueError(
         "a Normal confidential value needs Gaussian or Laplace noise with every cell published"
     )
@@ -148,7 +223,7 @@ def _random(latent: Latent, mechanisms, cells):
     def random(*params, rng=None, size=None):
         shape = tuple(size) if size is not None else cells
         s = latent.sample(params, rng, shape)
-        draws = [_observed(m, m.release(s, rng=rng)) for m in mechanisms]
+        draws = [_held(m, m.release(s, rng=rng)) for m in mechanisms]
         return draws[0] if len(draws) == 1 else np.stack(draws, axis=-1)
 
     return random

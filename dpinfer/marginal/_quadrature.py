@@ -40,7 +40,8 @@ import math
 
 import numpy as np
 
-from ..mechanisms._coordinate import GAUSSIAN, LAPLACE
+from ..noise.form import GAUSSIAN, LAPLACE, NO_TABLE, as_matrix, from_matrix
+from ..noise.terms import log_terms
 
 #: Gauss-Legendre nodes per piece
 NODES = 16
@@ -79,8 +80,8 @@ def noise_reach(kind: int, tol: float) -> float:
 
 def check_noise(forms) -> None:
     """Refuse releases the quadrature has no density for (suppressed cells, other noise)."""
-    kinds = {int(kind) for form in forms for kind in np.unique(form.kinds)}
-    if not kinds <= {GAUSSIAN, LAPLACE}:
+    kinds = {int(kind) for form in forms for kind in np.unique(form["kind"])}
+    if any(form["suppressed"].any() for form in forms) or not kinds <= {GAUSSIAN, LAPLACE}:
         raise ValueError(
             "a continuous confidential value other than the Normal can be marginalised against "
             "Gaussian or Laplace noise with every cell published"
@@ -97,8 +98,8 @@ def quadrature_logp(op, params, forms, cells, tol):
     tails = np.array([tol, *_QUANTILES, 1 - tol])
     points = [pm.icdf(latent, tails[None, :])]
     for form in forms:
-        y, scale = form.released[:, None], form.coef[:, 0][:, None]
-        gaussian = form.kinds[:, None] == GAUSSIAN
+        y, scale = form["released"][:, None], form["scale"][:, None]
+        gaussian = form["kind"][:, None] == GAUSSIAN
         reach = np.where(gaussian, noise_reach(GAUSSIAN, tol), noise_reach(LAPLACE, tol))
         # breakpoints at y and y +- (2/23, 1/4, 1/2, 1) of the reach: the noise's own pieces
         # are then exact to ~1e-15 with 16 nodes
@@ -113,7 +114,8 @@ def quadrature_logp(op, params, forms, cells, tol):
     median = held_fixed(points[0][:, None, _MEDIAN : _MEDIAN + 1])
     nodes, log_w = _pieces(left, right, median=median)
     flat = nodes.reshape((nodes.shape[0], -1))
-    log_f = pm.logp(latent, flat) + sum(_log_noise(form, flat) for form in forms)
+    # the nodes are held fixed, so the noise's terms are constants of the gradient
+    log_f = pm.logp(latent, flat) + sum(noise_terms(form, flat) for form in forms)
     terms = log_w.reshape(flat.shape) + log_f
     return pt.logsumexp(terms, axis=1).reshape(cells)
 
@@ -137,7 +139,8 @@ def _held_fixed_op():
     class HeldFixed(Op):
         __props__ = ()
 
-        def make_node(self, x):
+        # PyTensor's Ops name their inputs (the base class takes *inputs)
+        def make_node(self, x):  # type: ignore[override]
             x = as_tensor_variable(x)
             return Apply(self, [x], [x.type()])
 
@@ -182,10 +185,41 @@ def _pieces(left, right, *, median):
     return nodes, pt.switch(in_log, log_w_log, log_w_linear)
 
 
-def _log_noise(form, s):
-    import pytensor.tensor as pt
+def noise_terms(form: np.ndarray, s):
+    """Return ``log eta_i(y_i | s[i, k])``, row ``i`` a cell, as a PyTensor expression.
 
-    a, c = form.coef[:, 0][:, None], form.coef[:, 2][:, None]
-    distance = (form.released[:, None] - s) / a
-    gaussian = form.kinds[:, None] == GAUSSIAN
-    return c - pt.switch(gaussian, distance**2 / 2, abs(distance))
+    The compiled :func:`dpinfer.noise.terms.log_terms` of the release's form at
+    values ``s`` that the gradient does not pass through (the quadrature's
+    nodes, held fixed).
+    """
+    return _noise_terms_op()(s, as_matrix(form))
+
+
+@functools.cache
+def _noise_terms_op():
+    from pytensor.gradient import grad_not_implemented
+    from pytensor.graph.basic import Apply
+    from pytensor.graph.op import Op
+    from pytensor.tensor import as_tensor_variable
+
+    class NoiseTerms(Op):
+        __props__ = ()
+
+        # PyTensor's Ops name their inputs (the base class takes *inputs)
+        def make_node(self, s, form):  # type: ignore[override]
+            s = as_tensor_variable(s).astype("float64")
+            return Apply(self, [s, as_tensor_variable(form)], [s.type()])
+
+        def perform(self, node, inputs, outputs):
+            s, form = inputs
+            cells = from_matrix(form)
+            outputs[0][0] = log_terms(cells, NO_TABLE, np.ascontiguousarray(s))
+
+        def infer_shape(self, fgraph, node, shapes):
+            return [shapes[0]]
+
+        def grad(self, inputs, output_grads):
+            note = "the noise's terms at nodes held fixed"
+            return [grad_not_implemented(self, i, x, note) for i, x in enumerate(inputs)]
+
+    return NoiseTerms()

@@ -14,7 +14,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import log_ndtr, logsumexp, ndtri
+from scipy.special import logsumexp, ndtri
+
+from ..noise.discrete_gaussian import euler_maclaurin_log_cdf
 
 # Below this sigma the discrete Gaussian CDF is tabulated; above it the midpoint
 # Euler-Maclaurin series is used (its first omitted term is below 1e-18 there).
@@ -87,28 +89,12 @@ def _discrete_gaussian_table(sigma: float) -> tuple[np.ndarray, np.ndarray]:
     return support, np.logaddexp.accumulate(log_pmf)
 
 
-def discrete_gaussian_log_cdf(k, sigma: float) -> np.ndarray:
-    """``log F(k)`` for ``sigma > 50`` by the midpoint Euler-Maclaurin series."""
-    y = (np.asarray(k, dtype=float) + 0.5) / sigma
-    s2 = sigma**2
-    y2 = y * y
-    series = (
-        y / (24 * s2)
-        - 7 * y * (y2 - 3) / (5760 * s2**2)
-        + 31 * y * (y2 * y2 - 10 * y2 + 15) / (967680 * s2**3)
-    )
-    log_phi = -0.5 * y2 - 0.5 * math.log(2 * math.pi)
-    log_big_phi = log_ndtr(y)
-    # F = Phi (1 + series * phi / Phi); the ratio phi / Phi stays finite in the far tail
-    return log_big_phi + np.log1p(series * np.exp(log_phi - log_big_phi))
-
-
 def _asymptotic_lower_quantile(log_u: np.ndarray, sigma: float) -> np.ndarray:
     """Smallest ``k`` with ``log F(k) >= log u``, stepping from the normal quantile."""
     k = np.ceil(sigma * ndtri(np.exp(log_u)) - 0.5)
     for _ in range(8):
-        down = discrete_gaussian_log_cdf(k - 1, sigma) >= log_u
-        up = discrete_gaussian_log_cdf(k, sigma) < log_u
+        down = euler_maclaurin_log_cdf(k - 1, sigma) >= log_u
+        up = euler_maclaurin_log_cdf(k, sigma) < log_u
         if not (down.any() or up.any()):
             return k
         k = k - down + up
@@ -119,8 +105,8 @@ def _largest_at_most(log_v: np.ndarray, sigma: float) -> np.ndarray:
     """Largest ``m`` with ``log F(m) <= log v``: one below the smallest with ``F > v``."""
     m = np.floor(sigma * ndtri(np.exp(log_v)) - 0.5)
     for _ in range(8):
-        up = discrete_gaussian_log_cdf(m + 1, sigma) <= log_v
-        down = discrete_gaussian_log_cdf(m, sigma) > log_v
+        up = euler_maclaurin_log_cdf(m + 1, sigma) <= log_v
+        down = euler_maclaurin_log_cdf(m, sigma) > log_v
         if not (down.any() or up.any()):
             return m
         m = m + up - down

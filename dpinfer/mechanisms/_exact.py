@@ -5,7 +5,7 @@ comparison of uniform random bits with a rational, so no floating-point
 rounding enters the output distribution. Parameters are exact rationals (a
 float converts to one exactly); all arithmetic is on Python integers.
 
-This module is the reference: the compiled kernels of :mod:`._exact_kernels`
+This module is the reference: the compiled loops of :mod:`._exact_compiled`
 run the same algorithm on the same bit stream, consuming the same bits, and
 hand a draw back here when its integers outgrow 64/128 bits. A Bernoulli of
 a rational ``num / den`` is decided lazily: the bits of a uniform integer
@@ -22,7 +22,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from . import _exact_kernels as kernels
+from . import _exact_compiled as compiled
 from ._bits import BitReader, WordSource
 
 __all__ = [
@@ -35,9 +35,9 @@ __all__ = [
     "uniform_below",
 ]
 
-# Largest parameters the kernels take: products stay below 2**63 (or 2**127 for the
+# Largest parameters the compiled loops take: products stay below 2**63 (or 2**127 for the
 # discrete Gaussian's acceptance denominator); larger ones run in the reference.
-_KERNEL_LIMIT = 2**62
+_COMPILED_LIMIT = 2**62
 _DENOMINATOR_LIMIT = 2**126
 _MASK64 = 2**64 - 1
 _MAX_WORDS = 1 << 20  # words of random bits held at once
@@ -148,7 +148,7 @@ def discrete_gaussian(n: int, d: int, r: BitReader) -> int:
             return y
 
 
-# --- batches: the compiled kernels, with the reference for draws they hand back -----------
+# --- batches: the compiled loops, with the reference for draws they hand back -----------
 
 
 def sample_discrete_laplace(scale, size: int, source: WordSource, cells=None) -> np.ndarray:
@@ -161,19 +161,20 @@ def sample_discrete_laplace(scale, size: int, source: WordSource, cells=None) ->
     """
     scales, cells = _groups(scale, cells)
     ts = [(f.numerator, f.denominator) for f in scales]
-    ok = np.array([t < _KERNEL_LIMIT and s < _KERNEL_LIMIT for t, s in ts])
+    ok = np.array([t < _COMPILED_LIMIT and s < _COMPILED_LIMIT for t, s in ts])
     t_arr = np.array([t if good else 0 for (t, _), good in zip(ts, ok, strict=True)], np.uint64)
     s_arr = np.array([s if good else 1 for (_, s), good in zip(ts, ok, strict=True)], np.uint64)
     kt = np.array([(t - 1).bit_length() for t, _ in ts], np.int64)
 
-    def kernel(words, pos, out, start):
-        return kernels.run_discrete_laplace(words, pos, t_arr, s_arr, kt, ok, cells, out, start)
+    def loop(words, pos, out, start):
+        return compiled.run_discrete_laplace(words, pos, t_arr, s_arr, kt, ok, cells, out, start)
 
     def reference(i, r):
-        return discrete_laplace(*ts[cells[i % cells.size]], r)
+        t, s = ts[cells[i % cells.size]]
+        return discrete_laplace(t, s, r)
 
     bits = max(2 * (t - 1).bit_length() + 16 for t, _ in ts)
-    return _drive(kernel if ok.any() else None, reference, size, source, bits)
+    return _drive(loop if ok.any() else None, reference, size, source, bits)
 
 
 def sample_discrete_gaussian(sigma2, size: int, source: WordSource, cells=None) -> np.ndarray:
@@ -184,30 +185,31 @@ def sample_discrete_gaussian(sigma2, size: int, source: WordSource, cells=None) 
     """
     variances, cells = _groups(sigma2, cells)
     nds = [(f.numerator, f.denominator) for f in variances]
-    columns = [_gaussian_kernel_args(n, d) for n, d in nds]
+    columns = [_gaussian_loop_args(n, d) for n, d in nds]
     ok = np.array([c is not None for c in columns])
-    filler = (0, 1, 1, 0, 1, 0, 0)  # parameters of a group the kernel hands back unread
+    filler = (0, 1, 1, 0, 1, 0, 0)  # parameters of a group the loop hands back unread
     rows = [c if c is not None else filler for c in columns]
     n_arr, t_arr, td, dhi, dlo = (np.array(col, np.uint64) for col in list(zip(*rows))[:5])
     kden, kt = (np.array(col, np.int64) for col in list(zip(*rows))[5:])
 
-    def kernel(words, pos, out, start):
-        return kernels.run_discrete_gaussian(
+    def loop(words, pos, out, start):
+        return compiled.run_discrete_gaussian(
             words, pos, n_arr, t_arr, td, dhi, dlo, kden, kt, ok, cells, out, start
         )
 
     def reference(i, r):
-        return discrete_gaussian(*nds[cells[i % cells.size]], r)
+        n, d = nds[cells[i % cells.size]]
+        return discrete_gaussian(n, d, r)
 
     bits = max(3 * math.isqrt(n // d).bit_length() + 32 for n, d in nds)
-    return _drive(kernel if ok.any() else None, reference, size, source, bits)
+    return _drive(loop if ok.any() else None, reference, size, source, bits)
 
 
-def _gaussian_kernel_args(n: int, d: int) -> tuple | None:
-    """Return the kernel's integers for ``sigma^2 = n / d``, or None if they would overflow."""
+def _gaussian_loop_args(n: int, d: int) -> tuple | None:
+    """Return the loop's integers for ``sigma^2 = n / d``, or None if they would overflow."""
     t = math.isqrt(n // d) + 1
     den = 2 * n * d * t * t
-    if max(n, d, t * d) >= _KERNEL_LIMIT or den >= _DENOMINATOR_LIMIT:
+    if max(n, d, t * d) >= _COMPILED_LIMIT or den >= _DENOMINATOR_LIMIT:
         return None
     return (n, t, t * d, den >> 64, den & _MASK64, (den - 1).bit_length(), (t - 1).bit_length())
 
@@ -224,15 +226,15 @@ def _groups(param, cells) -> tuple[list[Fraction], np.ndarray]:
 
 
 def _drive(
-    kernel: Callable | None,
+    loop: Callable | None,
     reference: Callable[[int, BitReader], int],
     size: int,
     source: WordSource,
     bits_per_draw: int,
 ) -> np.ndarray:
-    """Run ``kernel`` over one word stream; replay or hand over the draws it returns.
+    """Run ``loop`` over one word stream; replay or hand over the draws it returns.
 
-    A draw the kernel cannot finish (out of words) restarts from its first bit
+    A draw the loop cannot finish (out of words) restarts from its first bit
     on a longer stream; a draw that would overflow runs in ``reference(i, reader)``
     (``i`` the draw's index) from its first bit. Either way it consumes the same
     bits and gives the same value.
@@ -241,18 +243,18 @@ def _drive(
     words = source.words(_words_for(size, bits_per_draw))
     pos = i = 0
     while i < size:
-        status = kernels.BAIL
-        if kernel is not None:
+        status = compiled.BAIL
+        if loop is not None:
             done_before, pos_before = i, pos
-            i, pos, status = kernel(words, pos, out, i)
+            i, pos, status = loop(words, pos, out, i)
             if i > done_before:
                 bits_per_draw = max(1, (pos - pos_before) // (i - done_before) + 1)
-        if status == kernels.OUT_OF_BITS:
+        if status == compiled.OUT_OF_BITS:
             first = pos // 64
             more = source.words(_words_for(size - i, bits_per_draw))
             words = np.concatenate([words[first:], more])
             pos -= 64 * first
-        elif status == kernels.BAIL:
+        elif status == compiled.BAIL:
             reader = BitReader(words, pos, source)
             out[i] = _as_int64(reference(i, reader))
             words, pos, i = reader.words, reader.pos, i + 1

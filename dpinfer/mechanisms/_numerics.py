@@ -15,8 +15,6 @@ leaves the int64 range instead of wrapping around.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .._validate import bad_entries
@@ -27,7 +25,6 @@ __all__ = [
     "checked_add",
     "difference",
     "float_spacing",
-    "fsum_or_inf",
 ]
 
 _TWO_53 = 2.0**53
@@ -107,19 +104,6 @@ def checked_add(name: str, value: np.ndarray, noise: np.ndarray) -> np.ndarray:
 def float_spacing(x) -> np.ndarray:
     """Return the gap between ``|x|`` and the next float64: the resolution near ``x``."""
     return np.spacing(np.abs(np.asarray(x, dtype=float)))
-
-
-def fsum_or_inf(values) -> float:
-    """Return the exact sum of non-negative floats, rounded once (``inf`` beyond the range).
-
-    ``math.fsum`` raises OverflowError where the sum leaves the range; for
-    non-negative terms the exact sum then exceeds every float, so ``inf`` is its rounding.
-    """
-    values = [float(v) for v in values]
-    try:
-        return math.fsum(values)
-    except OverflowError:
-        return math.inf
 
 
 def beyond_float(arr: np.ndarray) -> bool:

@@ -7,7 +7,13 @@ import math
 import numpy as np
 
 from .. import _validate
-from ._numerics import fsum_or_inf
+from .._numbers import (
+    FLOAT_SCALE_MAX,
+    FLOAT_SCALE_MIN,
+    check_range,
+    fsum_or_inf,
+)
+from ..accounting import Privacy, zcdp_gaussian
 
 
 def noise_array(name: str, value, event_shape) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -35,34 +41,6 @@ def broadcast_param(name: str, arr: np.ndarray, shape: tuple[int, ...]) -> np.nd
         ) from None
 
 
-#: Float noise scales must be normal float64 numbers: a subnormal scale keeps fewer than
-#: 53 significant bits, so its noise can be neither drawn nor scored faithfully.
-FLOAT_SCALE_MIN = float(np.finfo(float).tiny)
-#: Laplace draws reach 745 scales (inverse CDF at the smallest double), Gaussian ones 39;
-#: below this bound 1024 scales stay finite.
-FLOAT_SCALE_MAX = float(np.finfo(float).max) / 1024
-#: Integer noise of a larger scale can leave the int64 range of the releases: discrete
-#: Laplace draws beyond 2**63 have probability exp(-2**63 / scale), under exp(-1024) here.
-INTEGER_SCALE_MAX = 2.0**53
-
-
-def check_range(name: str, arr, lower: float, upper: float, *, why_low: str = "", why_high: str):
-    """Refuse a noise parameter below ``lower`` or above ``upper``, saying why."""
-    values = np.asarray(arr, dtype=float)
-    low, high = values < lower, values > upper
-    if np.any(low):
-        raise ValueError(
-            f"{name}={_shown(values[low])} is below {lower:.6g}, the smallest {name} "
-            f"supported: {why_low}"
-        )
-    if np.any(high):
-        raise ValueError(
-            f"{name}={_shown(values[high])} is above {upper:.6g}, the largest {name} "
-            f"supported: {why_high}"
-        )
-    return arr
-
-
 def check_float_scale(name: str, arr):
     """Refuse a Laplace or Gaussian scale outside the normal float64 numbers it can use."""
     return check_range(
@@ -87,27 +65,8 @@ def calibrated(cls, name: str, value, targets: str, **kwargs):
         raise ValueError(f"{targets} need {name}={shown!r}, which is refused: {err}") from None
 
 
-def bracket(fn, lo: float, hi: float, floor: float, ceiling: float, step: float):
-    """Widen ``[lo, hi]`` by ``step`` within ``[floor, ceiling]`` until ``fn(lo) >= 0 >= fn(hi)``.
-
-    For a decreasing ``fn`` (a delta against the log of a noise scale). Where the range
-    ends first, ``fn(lo) < 0`` or ``fn(hi) > 0`` remain for the caller to report.
-    """
-    lo = max(floor, lo)
-    hi = min(ceiling, max(lo, hi))
-    while fn(lo) < 0 and lo > floor:
-        lo = max(floor, lo - step)
-    while fn(hi) > 0 and hi < ceiling:
-        hi = min(ceiling, hi + step)
-    return lo, hi
-
-
-def _shown(values: np.ndarray):
-    return values[0].item() if values.size == 1 else values.tolist()
-
-
 def as_shape(event_shape) -> tuple[int, ...]:
-    """Return ``event_shape`` as a tuple of non-negative ints (an int means ``(int,)``)."""
+    """Return ``event_shape`` as a tuple of positive ints (an int means ``(int,)``)."""
     if isinstance(event_shape, str) or not (
         np.ndim(event_shape) == 0 or isinstance(event_shape, tuple | list)
     ):
@@ -118,6 +77,11 @@ def as_shape(event_shape) -> tuple[int, ...]:
     ):
         raise ValueError(f"event_shape must be a tuple of non-negative ints, got {event_shape!r}")
     dims = tuple(int(d) for d in dims)
+    if 0 in dims:
+        raise ValueError(
+            "event_shape must have positive entries: a release of no cells has no noise and "
+            f"no privacy guarantee to state, got {event_shape!r}"
+        )
     if math.prod(dims) > _validate.MAX_SIZE:
         raise ValueError(
             f"event_shape must have at most {_validate.MAX_SIZE:,} entries, got {event_shape!r}"
@@ -169,8 +133,6 @@ def gaussian_rho(sigma: np.ndarray, sensitivity) -> float:
     least noisy cell); an array bounds each cell. ``inf`` beyond the float64 range
     (see :func:`dpinfer.accounting.zcdp_gaussian`).
     """
-    from ..accounting import zcdp_gaussian
-
     if np.ndim(sensitivity):
         sens = np.asarray(sensitivity, float)
         with np.errstate(over="ignore", under="ignore", divide="ignore"):
@@ -216,7 +178,7 @@ def budget_per_cell(
     else:
         shape = as_shape(event_shape)
     sens = sensitivity_array(sensitivity, shape, integer=integer, l2=l2)
-    if sens.ndim and not arr.ndim:
+    if sens_shape and not arr.ndim:
         raise ValueError(
             f"{name} is a scalar but sensitivity is per cell: give {name} per cell too (the "
             f"split of the budget; the guarantee is their sum), got {name}={budget!r}"
@@ -248,11 +210,9 @@ def gaussian_privacy(mechanism, *, values: str):
     """Return the guarantee of Gaussian noise (continuous or discrete) for its sensitivity.
 
     rho-zCDP only without ``delta``; with it, the epsilon kept from calibration,
-    else ``mechanism._epsilon_at_delta(rho, sensitivity)``. ``values`` names what
+    else ``mechanism._epsilon_at_delta(rho, sensitivity, delta)``. ``values`` names what
     the neighbours change (see :func:`neighbouring`).
     """
-    from .base import Privacy
-
     sens = require_sensitivity(mechanism)
     rho = gaussian_rho(mechanism.sigma, sens)
     text = neighbouring(sens, values=values, norm="l2")
@@ -260,7 +220,7 @@ def gaussian_privacy(mechanism, *, values: str):
         return Privacy(rho=rho, neighbouring=text)
     eps = mechanism._calibrated_epsilon
     if eps is None:
-        eps = mechanism._epsilon_at_delta(rho, sens)
+        eps = mechanism._epsilon_at_delta(rho, sens, mechanism.delta)
     return Privacy(epsilon=eps, delta=mechanism.delta, rho=rho, neighbouring=text)
 
 

@@ -10,7 +10,7 @@ from pytensor.gradient import grad_not_implemented
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-from ._tails import discrete_gaussian_log_cdf as _numpy_discrete_gaussian_log_cdf
+from ..noise.discrete_gaussian import discrete_gaussian_log_cdf as _numpy_discrete_gaussian_log_cdf
 
 __all__ = ["discrete_gaussian_log_cdf", "log_ndtr"]
 
@@ -33,14 +33,15 @@ def log_ndtr(z):
 class DiscreteGaussianLogCDF(Op):
     """``log P(X <= x)`` for ``X ~ N_Z(0, sigma^2)``, elementwise over broadcast inputs.
 
-    The numbers come from :func:`dpinfer.mechanisms._tails.discrete_gaussian_log_cdf`.
+    The numbers come from :func:`dpinfer.noise.discrete_gaussian.discrete_gaussian_log_cdf`.
     The function of ``x`` is piecewise constant, so its gradient is 0 wherever
     it exists; a gradient in ``sigma`` is not implemented.
     """
 
     __props__ = ()
 
-    def make_node(self, x, sigma):
+    # PyTensor's Ops name their inputs (the base class takes *inputs)
+    def make_node(self, x, sigma):  # type: ignore[override]
         x, sigma = pt.broadcast_arrays(pt.as_tensor_variable(x), pt.as_tensor_variable(sigma))
         out = pt.TensorType("float64", shape=x.type.shape)()
         return Apply(self, [x, sigma], [out])

@@ -1,12 +1,13 @@
-"""The shared interface of privacy mechanisms: ``Privacy`` and ``Mechanism``.
+"""The shared interface of privacy mechanisms: ``Mechanism``.
 
 A mechanism is the public noise distribution ``eta(s_dp | s)`` of a release
 ``s_dp`` given a confidential value ``s``. A family writes its formula once,
 in :meth:`Mechanism._log_density` (elementwise, over an array namespace so the
 same expression serves numpy and PyTensor), :meth:`Mechanism._sample`,
 :meth:`Mechanism._quantile` (the inverse CDF behind ``release_from_uniform``) and
-:attr:`Mechanism.privacy`. Shapes, validation, ``rng`` handling and the PyMC
-plumbing live here.
+:attr:`Mechanism.privacy`. Shapes, validation and ``rng`` handling live
+here; the array namespaces in :mod:`._namespaces`, the PyMC plumbing in
+:mod:`._pymc`, the additive families' base in :mod:`._additive`.
 """
 
 from __future__ import annotations
@@ -14,220 +15,27 @@ from __future__ import annotations
 import abc
 import copy
 import math
-from dataclasses import dataclass
-from types import SimpleNamespace
+from typing import TYPE_CHECKING, Self
 
 import numpy as np
-import scipy.special as sc
+from numpy.typing import ArrayLike
 
 from .. import _validate
 from .._rng import RNGLike, as_generator
-from ._numerics import beyond_float, difference, float_spacing
+from ..accounting import Privacy
+from ._namespaces import NUMPY, pytensor_namespace
+from ._numerics import beyond_float, float_spacing
+from ._pymc import observe
 
-__all__ = ["AdditiveNoise", "Mechanism", "Privacy"]
+if TYPE_CHECKING:
+    from pytensor.tensor.variable import TensorVariable
 
-
-def _numpy_discrete_gaussian_log_cdf(x, sigma):
-    from ._tails import discrete_gaussian_log_cdf
-
-    return discrete_gaussian_log_cdf(x, sigma)
-
-
-# The elementwise operations a family's ``_log_density`` may use, for NumPy and PyTensor;
-# ``is_integer`` and ``as_float`` let :func:`._numerics.difference` keep int64 exact.
-NUMPY = SimpleNamespace(
-    abs=np.abs,
-    log=np.log,
-    log1p=np.log1p,
-    gammaln=sc.gammaln,
-    square=np.square,
-    exp=np.exp,
-    floor=np.floor,
-    where=np.where,
-    log_ndtr=sc.log_ndtr,
-    discrete_gaussian_log_cdf=_numpy_discrete_gaussian_log_cdf,
-    as_float=lambda x: np.asarray(x, dtype=float),
-    is_integer=lambda x: np.asarray(x).dtype.kind in "iu",
-)
+__all__ = ["Mechanism", "Privacy"]
 
 # Below this fraction of the noise scale, float64 rounding of a value moves a Laplace
 # log-density by at most 0.01 nats (a Gaussian one by 0.01 |z|): a 1% change of a weight,
 # under the Monte Carlo error of any run with an ESS below 10,000.
 RESOLUTION_FRACTION = 0.01
-
-
-def _pytensor_namespace() -> SimpleNamespace:
-    import pytensor.tensor as pt
-
-    from . import _pytensor_ops
-
-    return SimpleNamespace(
-        abs=pt.abs,
-        log=pt.log,
-        log1p=pt.log1p,
-        gammaln=pt.gammaln,
-        square=pt.square,
-        exp=pt.exp,
-        floor=pt.floor,
-        where=pt.switch,
-        log_ndtr=_pytensor_ops.log_ndtr,
-        discrete_gaussian_log_cdf=_pytensor_ops.discrete_gaussian_log_cdf,
-        as_float=lambda x: pt.cast(x, "float64"),
-        is_integer=lambda x: str(x.dtype).startswith(("int", "uint")),
-    )
-
-
-@dataclass(frozen=True)
-class Privacy:
-    r"""A differential privacy guarantee, computed from mechanism parameters.
-
-    Three notions share this class: pure :math:`\varepsilon`-DP (``delta == 0``),
-    approximate :math:`(\varepsilon, \delta)`-DP, and :math:`\rho`-zCDP alone
-    (``epsilon=None``: a zero-concentrated guarantee that states no
-    :math:`(\varepsilon, \delta)` pair until a delta is chosen, as the discrete
-    Gaussian releases of the 2020 US Census and of Wikimedia are stated).
-
-    Parameters
-    ----------
-    epsilon : float or None
-        Privacy-loss bound; ``inf`` means no guarantee. None for a guarantee
-        stated in zCDP only (then ``rho`` is required and ``delta`` is 0).
-    delta : float, default 0
-        Failure probability of approximate DP; 0 for pure DP.
-    rho : float, optional
-        Zero-concentrated DP parameter, where the mechanism has one; ``inf``
-        (beyond the float64 range) means no guarantee.
-    neighbouring : str, optional
-        The neighbouring relation under which the guarantee holds.
-
-    Notes
-    -----
-    :meth:`to_approx` gives the :math:`(\varepsilon, \delta)` guarantee implied
-    at a chosen delta (for rho-zCDP, Bun & Steinke 2016, Proposition 1.3:
-    :math:`\varepsilon = \rho + 2\sqrt{\rho \log(1/\delta)}`); :meth:`to_zcdp`
-    the zCDP one (pure :math:`\varepsilon`-DP is :math:`\varepsilon^2/2`-zCDP,
-    Proposition 1.4). Composition is :func:`dpinfer.accounting.compose`.
-
-    References
-    ----------
-    .. [1] Bun and Steinke (2016). Concentrated differential privacy:
-       simplifications, extensions, and lower bounds. TCC.
-
-    Examples
-    --------
-    >>> Privacy(epsilon=0.5).notion
-    'pure'
-    >>> Privacy(epsilon=1.0, delta=1e-6, rho=0.08).notion
-    'approximate'
-    >>> zcdp = Privacy(rho=0.015)
-    >>> zcdp.notion, str(zcdp)
-    ('zCDP', '0.015-zCDP')
-    >>> print(zcdp.to_approx(1e-7))
-    (0.998405, 1e-07)-DP, 0.015-zCDP
-    """
-
-    epsilon: float | None = None
-    delta: float = 0.0
-    rho: float | None = None
-    neighbouring: str = ""
-
-    def __post_init__(self):
-        # frozen: the checked values (plain floats) are written through object.__setattr__
-        rho = None if self.rho is None else _validate.positive_or_inf("rho", self.rho)
-        if self.epsilon is None:
-            if rho is None:
-                raise ValueError(
-                    "Privacy needs epsilon (or rho, for a guarantee stated in zCDP only), "
-                    "got epsilon=None and rho=None"
-                )
-            if self.delta != 0:
-                raise ValueError(
-                    "a guarantee stated in zCDP only (epsilon=None) has no delta; got "
-                    f"delta={self.delta!r} (use to_approx(delta) for an (epsilon, delta) pair)"
-                )
-            epsilon = None
-        else:
-            epsilon = _validate.positive_or_inf("epsilon", self.epsilon)
-        checked = {"epsilon": epsilon, "delta": _validate.delta("delta", self.delta), "rho": rho}
-        if not isinstance(self.neighbouring, str):
-            raise TypeError(f"neighbouring must be a str, got {self.neighbouring!r}")
-        for key, value in checked.items():
-            object.__setattr__(self, key, value)
-
-    @property
-    def notion(self) -> str:
-        """``'zCDP'`` (rho only), ``'pure'`` (``delta == 0``) or ``'approximate'``."""
-        if self.epsilon is None:
-            return "zCDP"
-        return "pure" if self.delta == 0 else "approximate"
-
-    def to_approx(self, delta) -> Privacy:
-        r"""Return the :math:`(\varepsilon, \delta)` guarantee this one implies at ``delta``.
-
-        The smaller of the two conversions that apply: rho-zCDP gives
-        :math:`\rho + 2\sqrt{\rho \log(1/\delta)}` (Bun & Steinke 2016,
-        Proposition 1.3), and an :math:`(\varepsilon, \delta_0)` guarantee with
-        :math:`\delta_0 \le \delta` holds as it is.
-
-        Parameters
-        ----------
-        delta : float
-            The target delta, in (0, 1).
-
-        Returns
-        -------
-        Privacy
-            With ``epsilon`` and ``delta`` set, ``rho`` and ``neighbouring`` kept.
-
-        Examples
-        --------
-        >>> round(Privacy(rho=0.5).to_approx(1e-6).epsilon, 4)
-        5.7565
-        >>> Privacy(epsilon=0.3).to_approx(1e-6).epsilon
-        0.3
-        """
-        from ..accounting import zcdp_to_approx
-
-        dlt = _validate.probability_open("delta", delta)
-        candidates = []
-        if self.rho is not None:
-            candidates.append(zcdp_to_approx(self.rho, dlt))
-        if self.epsilon is not None and self.delta <= dlt:
-            candidates.append(self.epsilon)
-        if not candidates:
-            raise ValueError(
-                f"{self} implies no guarantee at the smaller delta={delta!r} (it states no rho)"
-            )
-        return Privacy(min(candidates), dlt, self.rho, self.neighbouring)
-
-    def to_zcdp(self) -> Privacy:
-        r"""Return the rho-zCDP guarantee this one implies (``epsilon=None``).
-
-        Its own ``rho`` where it states one; pure :math:`\varepsilon`-DP is
-        :math:`\varepsilon^2/2`-zCDP (Bun & Steinke 2016, Proposition 1.4);
-        approximate DP without a rho implies no zCDP guarantee (ValueError).
-
-        Examples
-        --------
-        >>> print(Privacy(epsilon=0.5).to_zcdp())
-        0.125-zCDP
-        """
-        if self.rho is not None:
-            return Privacy(rho=self.rho, neighbouring=self.neighbouring)
-        if self.delta == 0 and math.isfinite(self.epsilon):
-            # 0.5 eps eps: inf beyond the float range, where eps**2 raises OverflowError
-            return Privacy(rho=0.5 * self.epsilon * self.epsilon, neighbouring=self.neighbouring)
-        raise ValueError(
-            f"{self} implies no zCDP guarantee (approximate DP without a rho, or no guarantee)"
-        )
-
-    def __str__(self) -> str:
-        if self.epsilon is None:
-            return f"{self.rho:.6g}-zCDP"
-        text = f"({self.epsilon:.6g}, {self.delta:.3g})-DP"
-        if self.rho is not None:
-            text += f", {self.rho:.6g}-zCDP"
-        return text
 
 
 class Mechanism(abc.ABC):
@@ -296,7 +104,7 @@ class Mechanism(abc.ABC):
         """``log sup eta(s_dp | s)`` over releases and confidential values."""
 
     # --- generic faces ------------------------------------------------------------
-    def release(self, value, *, rng: RNGLike = None) -> np.ndarray:
+    def release(self, value: ArrayLike, *, rng: RNGLike = None) -> np.ndarray:
         """Release ``value`` through the mechanism (the curator's side).
 
         Parameters
@@ -327,6 +135,21 @@ class Mechanism(abc.ABC):
         return out
 
     @property
+    def noise_scale(self) -> np.ndarray | None:
+        """The noise scale of each cell (``event_shape``), or None for non-additive noise.
+
+        The scale ``b`` of Laplace noise, ``sigma`` of Gaussian noise, the scale
+        of the discrete families; a release whose float64 rounding is coarser than a
+        hundredth of it carries no noise worth the name (see :meth:`release`).
+        """
+        return self._noise_scale
+
+    @property
+    def has_inverse_cdf(self) -> bool:
+        """Whether the family defines its inverse CDF, so :meth:`release_from_uniform` works."""
+        return _writer(type(self), "_quantile") is not Mechanism
+
+    @property
     def _noise_scale(self) -> np.ndarray | None:
         """The noise scale of each coordinate (``event_shape``), or None for non-additive noise."""
         return None
@@ -355,7 +178,7 @@ class Mechanism(abc.ABC):
         """Return what :meth:`_sample` draws from; families with their own bits override it."""
         return as_generator(rng)
 
-    def release_from_uniform(self, value, u) -> np.ndarray:
+    def release_from_uniform(self, value: ArrayLike, u: ArrayLike) -> np.ndarray:
         r"""Release ``value`` as a function of uniforms: the inverse CDF, coordinate-wise.
 
         Parameters
@@ -410,7 +233,7 @@ class Mechanism(abc.ABC):
             "no release_from_uniform"
         )
 
-    def logpdf(self, released, value) -> np.ndarray:
+    def logpdf(self, released: ArrayLike, value: ArrayLike) -> np.ndarray:
         """Log density of a release given confidential values (the analyst's side).
 
         Parameters
@@ -440,7 +263,7 @@ class Mechanism(abc.ABC):
             terms = self._log_density(NUMPY, released, value)
             return self._sum_event(np.asarray(terms, dtype=float))
 
-    def log_max_density_at(self, released) -> float:
+    def log_max_density_at(self, released: ArrayLike) -> float:
         """``log sup_s eta(released | s)``: the bound rejection ABC divides by.
 
         Translation families attain :attr:`log_max_density` at every release;
@@ -449,14 +272,38 @@ class Mechanism(abc.ABC):
         self._check_released(released)
         return self.log_max_density
 
-    def _coordinate_form(self, released):
-        """Return the log-density at ``released`` as per-coordinate formulas, or None.
+    def cell_form(self, released: ArrayLike) -> np.ndarray | None:
+        """Return the per-cell form of a release, for compiled consumers, or None.
 
-        Families whose density is a sum of the formulas of
-        :mod:`dpinfer.mechanisms._coordinate` return a
-        :class:`~dpinfer.mechanisms._coordinate.CoordinateForm`; compiled
-        kernels then score confidential values without calling :meth:`logpdf`.
+        Parameters
+        ----------
+        released : array_like
+            One release, of shape ``event_shape`` (checked as :meth:`logpdf` checks it).
+
+        Returns
+        -------
+        numpy.ndarray or None
+            The noise law of every cell of ``released`` as a record of named
+            numbers (dtype :data:`dpinfer.noise.form.CELL`, one record per cell,
+            flat): the log-density is the sum over the cells of the compiled
+            :func:`dpinfer.noise.terms.term`. None for a family
+            without one, and for a subclass that rewrites the density but not
+            the form (which would otherwise be scored by its parent's formula).
+
+        Examples
+        --------
+        >>> import dpinfer as dp
+        >>> form = dp.DiscreteGaussian(2.0, event_shape=(3,)).cell_form([4, 9, 6])
+        >>> form["released"], form["scale"]
+        (array([4., 9., 6.]), array([2., 2., 2.]))
         """
+        released = self._check_released(released)
+        if _writer(type(self), "_cell_form") is not _writer(type(self), "_log_density"):
+            return None
+        return self._cell_form(released)
+
+    def _cell_form(self, released) -> np.ndarray | None:
+        """Return the family's per-cell form of a checked release (see :meth:`cell_form`)."""
         return None
 
     # --- the per-cell interface (see the class Notes) --------------------------------
@@ -466,7 +313,7 @@ class Mechanism(abc.ABC):
         mech, released = self._cells_of(released, cells)
         return np.asarray(mech._log_density(NUMPY, released, np.asarray(s)), dtype=float)
 
-    def _at_cells(self, cells) -> Mechanism:
+    def _at_cells(self, cells) -> Self:
         """Return a copy with its per-cell parameters gathered at the flat indices ``cells``."""
         cells = np.asarray(cells)
         k = max(1, math.prod(self.event_shape))
@@ -478,7 +325,7 @@ class Mechanism(abc.ABC):
             )
         out = copy.copy(self)
         names = self._cell_params
-        if np.ndim(getattr(self, "sensitivity", None)):  # per-cell bounds follow their cells
+        if np.ndim(getattr(self, "sensitivity", 0)):  # per-cell bounds follow their cells
             names = (*names, "sensitivity")
         for name in names:
             value = getattr(self, name)
@@ -494,7 +341,14 @@ class Mechanism(abc.ABC):
             return self, released
         return self._at_cells(cells), released.reshape(-1)[np.asarray(cells)]
 
-    def to_pymc(self, name: str, value, *, observed, tol: float = 1e-10):
+    def to_pymc(
+        self,
+        name: str,
+        value: TensorVariable | ArrayLike,
+        *,
+        observed: ArrayLike,
+        tol: float = 1e-10,
+    ) -> TensorVariable:
         """Add this mechanism's density as a likelihood term to the PyMC model in context.
 
         Parameters
@@ -522,6 +376,29 @@ class Mechanism(abc.ABC):
             The observed variable; ``pm.logp`` of it equals :meth:`logpdf`
             (with a tensor value) or the per-cell marginal log-likelihood.
 
+        Raises
+        ------
+        ValueError
+            If ``value`` (a tensor, array or distribution) does not have the
+            shape required, naming both shapes; a shape known only when the
+            model runs is checked then. If a release of a mechanism other than
+            :class:`~dpinfer.Thresholded` holds NaN.
+
+        Notes
+        -----
+        Posterior predictive draws of the returned variable
+        (``pm.sample_posterior_predictive``, ``pm.draw``) are releases: the
+        confidential value (drawn from the distribution, or the variable's
+        value) plus fresh noise of this mechanism, never confidential values
+        themselves (a suppressed cell of a :class:`~dpinfer.Thresholded`
+        release is drawn at its cut, as PyMC holds it).
+
+        The same cells released by several mechanisms are one call of
+        :func:`dpinfer.to_pymc` with every release; a call of this method per
+        release over one distribution sums a latent value out per release, as
+        if each release came from confidential values of its own, and warns
+        with :class:`~dpinfer.SharedLatentWarning`.
+
         Examples
         --------
         >>> import numpy as np, pymc as pm, dpinfer as dp
@@ -531,40 +408,50 @@ class Mechanism(abc.ABC):
         ...     obs = mech.to_pymc("cases", pm.Poisson.dist(mu=rate, shape=3),
         ...                        observed=np.array([4, 9, 6]))
         """
-        from ..marginal import is_unregistered_distribution
-        from ..marginal import to_pymc as marginal_to_pymc
+        return observe(self, name, value, observed=observed, tol=tol)
 
-        if is_unregistered_distribution(value):
-            return marginal_to_pymc(name, value, observed=[(self, observed)], tol=tol)
-        import pymc as pm
-
-        if not (isinstance(name, str) and name):
-            raise TypeError(f"name must be a non-empty str, got {name!r}")
-        observed, log_terms = self._pymc_log_terms(self._check_released(observed, "observed"))
-        n_event = len(self.event_shape)
-
-        def logp(x, v):
-            terms = log_terms(x, v)
-            for _ in range(n_event):
-                terms = terms.sum(axis=-1)
-            return terms
-
-        core = ",".join(f"e{i}" for i in range(n_event))
-        return pm.CustomDist(
-            name,
-            value,
-            logp=logp,
-            observed=observed,
-            signature=f"({core})->({core})",
-            dtype="int64" if self.discrete else "floatX",
-        )
+    def _as_observed(self, released: np.ndarray) -> np.ndarray:
+        """Return a release as a PyMC observed variable holds it (see :class:`Thresholded`)."""
+        return released
 
     def _pymc_log_terms(self, observed: np.ndarray):
         """Return the observed array PyMC holds and the PyTensor log-density terms ``(x, v)``."""
-        pt_ns = _pytensor_namespace()
+        pt_ns = pytensor_namespace()
         return observed, lambda x, v: self._log_density(pt_ns, x, v)
 
     # --- shape handling -----------------------------------------------------------
+    def check_released(self, released: ArrayLike, *, name: str = "released") -> np.ndarray:
+        """Return one release as :meth:`logpdf` reads it, or raise naming what is wrong.
+
+        Parameters
+        ----------
+        released : array_like
+            One release, of shape ``event_shape``.
+        name : str, default "released"
+            The parameter that error messages name.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 for the discrete families (and integers beyond ``2**53``), float64
+            otherwise; for :class:`~dpinfer.Thresholded`, float64 with NaN at
+            suppressed cells.
+
+        Raises
+        ------
+        ValueError
+            A shape other than ``event_shape``, a value the family cannot release
+            (NaN, non-finite, non-integer for a discrete family, out of range).
+        """
+        return self._check_released(released, name)
+
+    def check_value(self, value: ArrayLike) -> np.ndarray:
+        """Return confidential values ``(*batch, *event_shape)`` as :meth:`logpdf` reads them.
+
+        Errors name the shape and the positions of bad entries, never their values.
+        """
+        return self._check_value(value)
+
     def _check_released(self, released, name: str = "released") -> np.ndarray:
         """Return the release as int64 (discrete families) or float64, checked.
 
@@ -572,6 +459,8 @@ class Mechanism(abc.ABC):
         that :meth:`logpdf` is exact for every int64 release.
         """
         arr = _validate.numeric_array(name, released)
+        if arr.dtype.kind == "f" and np.isnan(arr).any():
+            raise ValueError(nan_release_message(self, name, np.isnan(arr)))
         keep_int = arr.dtype.kind in "iu" and (self.discrete or beyond_float(arr))
         if not keep_int:
             arr = _validate.finite_array(name, arr)
@@ -630,39 +519,17 @@ class Mechanism(abc.ABC):
         return {}
 
 
-class AdditiveNoise(Mechanism):
-    """Independent noise added to each cell: ``s_dp = s + X`` (the families a threshold can wrap).
-
-    Such a family also writes ``_log_noise_cdf(xp, x)``: ``log P(X_j <= x_j)``
-    elementwise over an array namespace, accurate in both tails. The density of
-    a cell is largest at zero noise, so ``sup_s eta_j(y_j | s)`` is the density
-    at ``s = y_j`` whatever ``y_j``.
-    """
-
-    @abc.abstractmethod
-    def _log_noise_cdf(self, xp, x):
-        """Elementwise ``log P(X_j <= x_j)``; ``xp`` is the numpy or PyTensor namespace."""
-
-    def _cell_log_cdf(self, cut, s, cells=None) -> np.ndarray:
-        """``log P(Y_j <= cut_j | s)`` elementwise, on numpy arrays (see the class Notes).
-
-        ``cut`` has the event shape (or the shape of ``cells``); ``s`` as in
-        :meth:`_cell_log_density`.
-        """
-        mech = self if cells is None else self._at_cells(cells)
-        return np.asarray(mech._log_noise_cdf(NUMPY, exact_gap(cut, s)), dtype=float)
-
-    def _cell_log_max(self) -> np.ndarray:
-        """``sup_s log eta_j(y_j | s)`` per cell (the density at zero noise), event-shaped."""
-        zero = np.zeros(self.event_shape)
-        terms = self._log_density(NUMPY, zero, zero)
-        return np.broadcast_to(np.asarray(terms, dtype=float), self.event_shape).copy()
+def _writer(cls: type, name: str) -> type:
+    """Return the class of ``cls``'s method resolution order that defines ``name``."""
+    return next(c for c in cls.__mro__ if name in vars(c))
 
 
-def exact_gap(cut, s) -> np.ndarray:
-    """``cut - s`` as floats, within 2 ulp of the exact value for int64 or float64 inputs.
-
-    Neither wraps around in int64 nor drops the last digits of integers beyond
-    2**53 (see :func:`._numerics.difference`).
-    """
-    return np.asarray(difference(NUMPY, np.asarray(cut), np.asarray(s)), dtype=float)
+def nan_release_message(mechanism: Mechanism, name: str, nan) -> str:
+    """Say where a release of a mechanism that publishes every cell has NaN, and what fits."""
+    kind = type(mechanism).__name__
+    return (
+        _validate.bad_entries(name, nan, "hold numbers, not NaN")
+        + f". A {kind} release publishes every cell; for a release whose suppressed cells "
+        f"are NaN, use dp.Thresholded({kind}(...), threshold=...), whose density scores a "
+        "suppressed cell as a noisy value below the threshold"
+    )

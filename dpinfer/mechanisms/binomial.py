@@ -7,10 +7,12 @@ import math
 import numpy as np
 import scipy.special as sc
 import scipy.stats as st
+from numpy.typing import ArrayLike
 
 from .. import _validate, accounting
-from ._coordinate import BINOMIAL, CoordinateForm
-from .base import NUMPY, Mechanism, Privacy
+from ..noise import form as cells
+from ._namespaces import NUMPY
+from .base import Mechanism, Privacy
 
 __all__ = ["BinomialRelease"]
 
@@ -55,7 +57,7 @@ class BinomialRelease(Mechanism):
 
     discrete = True
 
-    def __init__(self, *, n, m, population, length):
+    def __init__(self, *, n: int, m: float, population: int, length: int) -> None:
         # n trials per coordinate are drawn by NumPy's binomial (int64), so sizes are bounded
         self.n = _validate.size("n", n)
         self.m = _validate.positive_finite("m", m)
@@ -63,14 +65,16 @@ class BinomialRelease(Mechanism):
         self.event_shape = (_validate.size("length", length),)
 
     @classmethod
-    def from_privacy(cls, *, epsilon, n, population, length) -> BinomialRelease:
+    def from_privacy(
+        cls, *, epsilon: float, n: int, population: int, length: int
+    ) -> BinomialRelease:
         """Choose ``m = n L / epsilon`` so that Proposition 4 gives ``epsilon``."""
         eps = _validate.positive_finite("epsilon", epsilon)
         n = _validate.size("n", n)
         length = _validate.size("length", length)
         return cls(n=n, m=n * length / eps, population=population, length=length)
 
-    def success_probability(self, value):
+    def success_probability(self, value: ArrayLike) -> np.ndarray:
         """``(I + m) / (K + 2m)`` for confidential counts ``I``."""
         return (np.asarray(value) + self.m) / (self.population + 2 * self.m)
 
@@ -83,19 +87,17 @@ class BinomialRelease(Mechanism):
         )
         return log_choose + released * log_p + (self.n - released) * log_q
 
-    def _coordinate_form(self, released):
+    def _cell_form(self, released):
         r = np.asarray(released, dtype=float)
         log_choose = math.lgamma(self.n + 1) - sc.gammaln(r + 1) - sc.gammaln(self.n - r + 1)
         log_total = math.log(self.population + 2 * self.m)
-        return CoordinateForm.build(
-            BINOMIAL,
+        return cells.build(
+            cells.BINOMIAL,
             r,
-            a=self.m,
-            b=self.n - r,
-            c=log_choose - self.n * log_total,
-            d=self.population + self.m,
-            lower=0.0,
-            upper=self.population,
+            log_norm=log_choose - self.n * log_total,
+            trials=self.n,
+            pseudo_count=self.m,
+            population=self.population,
         )
 
     def _sample(self, value, rng):
@@ -130,7 +132,7 @@ class BinomialRelease(Mechanism):
         mode = math.floor((self.n + 1) * p_min)
         return self.event_shape[0] * float(st.binom.logpmf(mode, self.n, p_min))
 
-    def log_max_density_at(self, released) -> float:
+    def log_max_density_at(self, released: ArrayLike) -> float:
         """``log max_I eta(released | I)``: per coordinate, I nearest to ``s (K + 2m)/n - m``."""
         s = self._check_released(released)
         best = s / self.n * (self.population + 2 * self.m) - self.m

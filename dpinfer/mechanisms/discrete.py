@@ -7,27 +7,27 @@ import math
 from fractions import Fraction
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate, accounting
+from .._numbers import INTEGER_SCALE_MAX, check_range, fsum_or_inf
 from .._validate import integer_sensitivity as _integer_sensitivity
-from . import _exact
-from ._bits import word_source
-from ._coordinate import GAUSSIAN, LAPLACE, CoordinateForm
-from ._discrete_gaussian import (
+from ..accounting._discrete_gaussian import discrete_gaussian_epsilon, discrete_gaussian_sigma
+from ..noise import form as cells
+from ..noise.discrete_gaussian import (
     check_sigma,
     discrete_gaussian_log_normaliser,
     discrete_gaussian_sf,
-    epsilon_at,
-    solve_sigma,
 )
+from . import _exact
+from ._additive import AdditiveNoise
+from ._bits import word_source
 from ._discrete_quantiles import discrete_gaussian_quantile, discrete_laplace_quantile
-from ._numerics import checked_add, fsum_or_inf, scaled_difference
+from ._numerics import checked_add, scaled_difference
 from ._params import (
-    INTEGER_SCALE_MAX,
     as_shape,
     budget_per_cell,
     calibrated,
-    check_range,
     compact,
     gaussian_privacy,
     neighbouring,
@@ -37,7 +37,7 @@ from ._params import (
     sensitivity_array,
 )
 from ._tails import discrete_laplace_log_cdf
-from .base import AdditiveNoise, Privacy
+from .base import Privacy
 
 __all__ = ["DiscreteGaussian", "DiscreteLaplace", "discrete_gaussian_sf"]
 
@@ -54,15 +54,25 @@ class _IntegerNoise(AdditiveNoise):
 
     discrete = True
 
+    # set by each family
+    _param_name: str
+    _log_norm: np.ndarray
+    sensitivity: int | np.ndarray | None
+
     @staticmethod
     @abc.abstractmethod
-    def _exact_sampler(params, size: int, source, cells) -> np.ndarray:
+    def _exact_sampler(params, size: int, source, cells, /) -> np.ndarray:
         """``size`` exact draws given the rational parameter of each group and a bit source."""
 
     @staticmethod
     @abc.abstractmethod
     def _rational(value: float) -> Fraction:
         """Return one group's parameter (a float) as the exact rational the sampler uses."""
+
+    @staticmethod
+    @abc.abstractmethod
+    def _noise_quantile(u: np.ndarray, param: float, /) -> np.ndarray:
+        """Return the noise at uniforms ``u`` for one group's parameter."""
 
     @property
     @abc.abstractmethod
@@ -166,7 +176,13 @@ class DiscreteLaplace(_IntegerNoise):
     _param_name = "scale"
     _cell_params = ("scale", "_log_norm", "_log1p_p")
 
-    def __init__(self, scale, *, sensitivity=None, event_shape=None):
+    def __init__(
+        self,
+        scale: ArrayLike,
+        *,
+        sensitivity: ArrayLike | None = None,
+        event_shape: int | tuple[int, ...] | None = None,
+    ) -> None:
         self.scale, self.event_shape = noise_array("scale", scale, event_shape)
         check_range(
             "scale",
@@ -187,7 +203,13 @@ class DiscreteLaplace(_IntegerNoise):
         self._log1p_p = self._per_group(lambda t: math.log1p(math.exp(-1 / t)))
 
     @classmethod
-    def from_privacy(cls, *, epsilon, sensitivity, event_shape=None) -> DiscreteLaplace:
+    def from_privacy(
+        cls,
+        *,
+        epsilon: ArrayLike,
+        sensitivity: ArrayLike,
+        event_shape: int | tuple[int, ...] | None = None,
+    ) -> DiscreteLaplace:
         """Calibrate ``scale = sensitivity / epsilon``, cell by cell.
 
         ``sensitivity`` (the l1 sensitivity, an integer, or one per cell) is
@@ -222,8 +244,14 @@ class DiscreteLaplace(_IntegerNoise):
     def _log_noise_cdf(self, xp, x):
         return discrete_laplace_log_cdf(xp, xp.floor(x), self.scale, self._log1p_p)
 
-    def _coordinate_form(self, released):
-        return CoordinateForm.build(LAPLACE, released, a=self.scale, c=self._log_norm)
+    def _cell_form(self, released):
+        return cells.build(
+            cells.DISCRETE_LAPLACE,
+            released,
+            scale=self.scale,
+            log_norm=self._log_norm,
+            log1p_p=self._log1p_p,
+        )
 
     @property
     def privacy(self) -> Privacy:
@@ -296,7 +324,14 @@ class DiscreteGaussian(_IntegerNoise):
     _param_name = "sigma"
     _cell_params = ("sigma", "_log_norm")
 
-    def __init__(self, sigma, *, sensitivity=None, delta=None, event_shape=None):
+    def __init__(
+        self,
+        sigma: ArrayLike,
+        *,
+        sensitivity: ArrayLike | None = None,
+        delta: float | None = None,
+        event_shape: int | tuple[int, ...] | None = None,
+    ) -> None:
         self.sigma, self.event_shape = noise_array("sigma", sigma, event_shape)
         check_sigma(self.sigma)
         self.sensitivity = scalar_or_cells(
@@ -308,7 +343,14 @@ class DiscreteGaussian(_IntegerNoise):
         self._calibrated_epsilon = None
 
     @classmethod
-    def from_privacy(cls, *, epsilon, delta, sensitivity, event_shape=()) -> DiscreteGaussian:
+    def from_privacy(
+        cls,
+        *,
+        epsilon: float,
+        delta: float,
+        sensitivity: int,
+        event_shape: int | tuple[int, ...] | None = (),
+    ) -> DiscreteGaussian:
         """Smallest sigma whose exact delta(epsilon) is at most ``delta`` (scalar releases).
 
         ``sensitivity`` (the l2 sensitivity, an integer) is required, as in every
@@ -320,7 +362,7 @@ class DiscreteGaussian(_IntegerNoise):
         mech = calibrated(
             cls,
             "sigma",
-            solve_sigma(eps, dlt, sens, math.prod(as_shape(event_shape))),
+            discrete_gaussian_sigma(eps, dlt, sens, math.prod(as_shape(event_shape))),
             f"epsilon={epsilon!r}, delta={delta!r} and sensitivity={sensitivity!r}",
             sensitivity=sens,
             delta=dlt,
@@ -330,7 +372,13 @@ class DiscreteGaussian(_IntegerNoise):
         return mech
 
     @classmethod
-    def from_zcdp(cls, *, rho, sensitivity, event_shape=None) -> DiscreteGaussian:
+    def from_zcdp(
+        cls,
+        *,
+        rho: ArrayLike,
+        sensitivity: ArrayLike,
+        event_shape: int | tuple[int, ...] | None = None,
+    ) -> DiscreteGaussian:
         """Calibrate ``sigma = sensitivity / sqrt(2 rho)``, cell by cell, for rho-zCDP.
 
         As :meth:`Gaussian.from_zcdp`, with integer sensitivities (a scalar, or
@@ -365,19 +413,21 @@ class DiscreteGaussian(_IntegerNoise):
     def _log_noise_cdf(self, xp, x):
         return xp.discrete_gaussian_log_cdf(x, self.sigma)
 
-    def _coordinate_form(self, released):
-        return CoordinateForm.build(GAUSSIAN, released, a=self.sigma, c=self._log_norm)
+    def _cell_form(self, released):
+        return cells.build(
+            cells.DISCRETE_GAUSSIAN, released, scale=self.sigma, log_norm=self._log_norm
+        )
 
     @property
     def privacy(self) -> Privacy:
         """The guarantee for the declared sensitivity (see Notes)."""
         return gaussian_privacy(self, values="integer values")
 
-    def _epsilon_at_delta(self, rho: float, sens) -> float:
+    def _epsilon_at_delta(self, rho: float, sens, delta: float) -> float:
         if self._dimension == 1:
             one_sigma, one_sens = float(self.sigma.ravel()[0]), int(np.ravel(sens)[0])
-            return epsilon_at(one_sigma, self.delta, one_sens, 1)
-        return accounting.zcdp_to_approx(rho, self.delta)
+            return discrete_gaussian_epsilon(one_sigma, delta, one_sens, 1)
+        return accounting.zcdp_to_approx(rho, delta)
 
     @property
     def _dimension(self) -> int:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import ndtri
 
 from .. import _validate, accounting
-from ._coordinate import GAUSSIAN, CoordinateForm
+from ..noise import form as cells
+from ._additive import AdditiveNoise
 from ._numerics import scaled_difference
 from ._params import (
     budget_per_cell,
@@ -19,7 +21,7 @@ from ._params import (
     scalar_or_cells,
     sensitivity_array,
 )
-from .base import AdditiveNoise, Privacy
+from .base import Privacy
 
 __all__ = ["Gaussian"]
 
@@ -87,7 +89,14 @@ class Gaussian(AdditiveNoise):
 
     _cell_params = ("sigma", "_log_norm")
 
-    def __init__(self, sigma, *, sensitivity=None, delta=None, event_shape=None):
+    def __init__(
+        self,
+        sigma: ArrayLike,
+        *,
+        sensitivity: ArrayLike | None = None,
+        delta: float | None = None,
+        event_shape: int | tuple[int, ...] | None = None,
+    ) -> None:
         self.sigma, self.event_shape = noise_array("sigma", sigma, event_shape)
         check_float_scale("sigma", self.sigma)
         # log(1 / sqrt(2 pi sigma^2)) without squaring sigma, which under- or overflows
@@ -98,7 +107,13 @@ class Gaussian(AdditiveNoise):
 
     @classmethod
     def from_privacy(
-        cls, *, epsilon, delta, sensitivity, calibration="analytic", event_shape=()
+        cls,
+        *,
+        epsilon: float,
+        delta: float,
+        sensitivity: float,
+        calibration: str = "analytic",
+        event_shape: int | tuple[int, ...] | None = (),
     ) -> Gaussian:
         """Calibrate sigma for ``(epsilon, delta)``-DP at l2 ``sensitivity``.
 
@@ -112,8 +127,7 @@ class Gaussian(AdditiveNoise):
         event_shape : tuple of int
             Shape of a release.
         """
-        if calibration not in _CALIBRATIONS:
-            raise ValueError(f"calibration must be one of {_CALIBRATIONS}, got {calibration!r}")
+        calibration = _validate.choice("calibration", calibration, _CALIBRATIONS)
         solve = (
             accounting.gaussian_sigma_analytic
             if calibration == "analytic"
@@ -134,7 +148,13 @@ class Gaussian(AdditiveNoise):
         return mech
 
     @classmethod
-    def from_zcdp(cls, *, rho, sensitivity, event_shape=None) -> Gaussian:
+    def from_zcdp(
+        cls,
+        *,
+        rho: ArrayLike,
+        sensitivity: ArrayLike,
+        event_shape: int | tuple[int, ...] | None = None,
+    ) -> Gaussian:
         r"""Calibrate ``sigma = sensitivity / sqrt(2 rho)``, cell by cell, for rho-zCDP.
 
         Parameters
@@ -180,8 +200,8 @@ class Gaussian(AdditiveNoise):
     def _log_noise_cdf(self, xp, x):
         return xp.log_ndtr(x / self.sigma)
 
-    def _coordinate_form(self, released):
-        return CoordinateForm.build(GAUSSIAN, released, a=self.sigma, c=self._log_norm)
+    def _cell_form(self, released):
+        return cells.build(cells.GAUSSIAN, released, scale=self.sigma, log_norm=self._log_norm)
 
     def _sample(self, value, rng):
         return value + rng.standard_normal(size=value.shape) * self.sigma
@@ -202,13 +222,13 @@ class Gaussian(AdditiveNoise):
         """
         return gaussian_privacy(self, values="confidential values")
 
-    def _epsilon_at_delta(self, rho: float, sens) -> float:
+    def _epsilon_at_delta(self, rho: float, sens, delta: float) -> float:
         if not math.isfinite(rho):
             return math.inf  # rho beyond the float64 range: no guarantee
         if np.ndim(sens):
-            exact = accounting.gaussian_epsilon(self.delta, 1.0, math.sqrt(2 * rho))
+            exact = accounting.gaussian_epsilon(delta, 1.0, math.sqrt(2 * rho))
         else:
-            exact = accounting.gaussian_epsilon(self.delta, float(np.min(self.sigma)), sens)
+            exact = accounting.gaussian_epsilon(delta, float(np.min(self.sigma)), sens)
         # 0 when delta alone covers the mechanism; Privacy needs epsilon > 0, and any
         # larger epsilon also holds, so report 1e-12 as DiscreteGaussian does.
         return max(exact, 1e-12)

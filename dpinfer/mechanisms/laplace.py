@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ._coordinate import LAPLACE, CoordinateForm
-from ._numerics import fsum_or_inf, scaled_difference
+from .._numbers import fsum_or_inf
+from ..noise import form as cells
+from ._additive import AdditiveNoise
+from ._numerics import scaled_difference
 from ._params import (
     budget_per_cell,
     calibrated,
@@ -16,7 +19,7 @@ from ._params import (
     sensitivity_array,
 )
 from ._tails import laplace_log_cdf
-from .base import AdditiveNoise, Privacy
+from .base import Privacy
 
 __all__ = ["Laplace"]
 
@@ -71,13 +74,25 @@ class Laplace(AdditiveNoise):
     array([-2.383, -3.783])
     """
 
-    def __init__(self, scale, *, sensitivity=None, event_shape=None):
+    def __init__(
+        self,
+        scale: ArrayLike,
+        *,
+        sensitivity: ArrayLike | None = None,
+        event_shape: int | tuple[int, ...] | None = None,
+    ) -> None:
         self.scale, self.event_shape = noise_array("scale", scale, event_shape)
         check_float_scale("scale", self.scale)
         self.sensitivity = sensitivity_array(sensitivity, self.event_shape)
 
     @classmethod
-    def from_privacy(cls, *, epsilon, sensitivity, event_shape=None) -> Laplace:
+    def from_privacy(
+        cls,
+        *,
+        epsilon: ArrayLike,
+        sensitivity: ArrayLike,
+        event_shape: int | tuple[int, ...] | None = None,
+    ) -> Laplace:
         r"""Calibrate ``scale = sensitivity / epsilon``, cell by cell (l1 sensitivity).
 
         Parameters
@@ -125,8 +140,10 @@ class Laplace(AdditiveNoise):
     def _log_noise_cdf(self, xp, x):
         return laplace_log_cdf(xp, x / self.scale)
 
-    def _coordinate_form(self, released):
-        return CoordinateForm.build(LAPLACE, released, a=self.scale, c=-np.log(2 * self.scale))
+    def _cell_form(self, released):
+        return cells.build(
+            cells.LAPLACE, released, scale=self.scale, log_norm=-np.log(2 * self.scale)
+        )
 
     def _sample(self, value, rng):
         return value + rng.laplace(0.0, 1.0, size=value.shape) * self.scale

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate, accounting
 from .._rng import RNGLike, as_generator
@@ -91,7 +92,9 @@ class SparseVector:
     True
     """
 
-    def __init__(self, threshold, *, scale, c, sensitivity, resample=False):
+    def __init__(
+        self, threshold: float, *, scale: float, c: int, sensitivity: float, resample: bool = False
+    ) -> None:
         self.threshold = _validate.finite("threshold", threshold)
         self.scale = _validate.positive_finite("scale", scale)
         self.c = _validate.positive_int("c", c)
@@ -108,7 +111,15 @@ class SparseVector:
             )
 
     @classmethod
-    def from_privacy(cls, *, epsilon, threshold, c, sensitivity, resample=False) -> SparseVector:
+    def from_privacy(
+        cls,
+        *,
+        epsilon: float,
+        threshold: float,
+        c: int,
+        sensitivity: float,
+        resample: bool = False,
+    ) -> SparseVector:
         """Set ``b`` from Theorem 1 so the run is ``epsilon``-DP."""
         b = accounting.svt_scale(epsilon, sensitivity, c, resample=resample)
         try:
@@ -130,6 +141,21 @@ class SparseVector:
         )
 
     # The three noise and stopping rules, kept apart so that tests can plant bugs.
+    @property
+    def threshold_scale(self) -> float:
+        """The scale of the Laplace noise on the threshold."""
+        return self._threshold_scale()
+
+    @property
+    def query_scale(self) -> float:
+        """The scale of the Laplace noise on each query."""
+        return self._query_scale()
+
+    @property
+    def halts(self) -> bool:
+        """Whether the run stops after ``c`` positives (as the privacy guarantee needs)."""
+        return self._halts()
+
     def _threshold_scale(self) -> float:
         return self.scale
 
@@ -139,7 +165,7 @@ class SparseVector:
     def _halts(self) -> bool:
         return True
 
-    def run(self, queries, *, rng: RNGLike = None) -> SVTResult:
+    def run(self, queries: ArrayLike, *, rng: RNGLike = None) -> SVTResult:
         """Answer the queries in order until ``c`` positives.
 
         Parameters

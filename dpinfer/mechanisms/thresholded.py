@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Self
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate
+from ._additive import AdditiveNoise, exact_gap
+from ._namespaces import NUMPY, pytensor_namespace
 from ._numerics import difference
 from ._params import broadcast_param, compact
-from .base import NUMPY, AdditiveNoise, Mechanism, Privacy, _pytensor_namespace, exact_gap
+from .base import Mechanism, Privacy
 
 __all__ = ["Thresholded"]
 
@@ -95,15 +100,16 @@ class Thresholded(Mechanism):
     array([-11.924])
     """
 
-    def __init__(self, mechanism, *, threshold, publish: str = "at_least"):
+    def __init__(
+        self, mechanism: AdditiveNoise, *, threshold: ArrayLike, publish: str = "at_least"
+    ) -> None:
         if isinstance(mechanism, Thresholded) or not isinstance(mechanism, AdditiveNoise):
             raise TypeError(
                 "mechanism must be an additive noise mechanism (Laplace, Gaussian, "
                 f"DiscreteLaplace or DiscreteGaussian), got {type(mechanism).__name__}: "
                 f"{mechanism!r}"
             )
-        if publish not in _PUBLISH:
-            raise ValueError(f"publish must be one of {_PUBLISH}, got {publish!r}")
+        publish = _validate.choice("publish", publish, _PUBLISH)
         self.mechanism = mechanism
         self.event_shape = mechanism.event_shape
         self.publish = publish
@@ -132,9 +138,27 @@ class Thresholded(Mechanism):
         with np.errstate(invalid="ignore"):
             return y > self.threshold if self.publish == "above" else y >= self.threshold
 
-    def suppressed(self, released) -> np.ndarray:
+    def suppressed(self, released: ArrayLike) -> np.ndarray:
         """Which cells of a release are suppressed (NaN), as a boolean array of the event shape."""
         return np.isnan(self._check_released(released))
+
+    @property
+    def cut(self) -> np.ndarray:
+        """The cut :math:`c_j` of each cell: a noisy value is suppressed when at most it.
+
+        The threshold itself for the continuous families; for integer releases
+        the largest suppressed value (see Notes), int64 where it is exact.
+
+        Examples
+        --------
+        >>> import dpinfer as dp
+        >>> noise = dp.DiscreteLaplace(2.0, event_shape=(2,))
+        >>> dp.Thresholded(noise, threshold=[9.5, 10]).cut
+        array([9, 9])
+        >>> dp.Thresholded(noise, threshold=[9.5, 10], publish="above").cut
+        array([ 9, 10])
+        """
+        return self._cut
 
     # --- the curator's side -----------------------------------------------------------
     @property
@@ -195,15 +219,42 @@ class Thresholded(Mechanism):
         mech = self if cells is None else self._at_cells(cells)
         return mech._log_suppressed(np.asarray(s))
 
-    def _at_cells(self, cells) -> Thresholded:
+    def _cell_form(self, released):
+        """Return the inner form at the published values and cuts, suppressed cells marked."""
+        suppressed = np.isnan(released)
+        values = np.where(suppressed, self._cut, released)
+        self._refuse_impossible(suppressed, values)
+        inner = values.astype(np.int64 if self.discrete else float)
+        form = self.mechanism._cell_form(inner)
+        if form is None:  # an inner family without a per-cell form
+            return None
+        form["suppressed"] = suppressed.reshape(-1)
+        return form
+
+    def _refuse_impossible(self, suppressed: np.ndarray, values: np.ndarray) -> None:
+        """Refuse published cells below the threshold: their density is 0 whatever ``s`` is."""
+        impossible = ~suppressed & ~self._publishes(values)
+        if impossible.any():
+            raise ValueError(
+                "released has published cells below the threshold, impossible under this "
+                f"mechanism (positions {np.argwhere(impossible)[:5].tolist()}); check "
+                f"threshold= and publish={self.publish!r}"
+            )
+
+    def _at_cells(self, cells) -> Self:
         out = super()._at_cells(cells)
         out.mechanism = self.mechanism._at_cells(cells)
         return out
 
+    def _as_observed(self, released: np.ndarray) -> np.ndarray:
+        """Put a suppressed cell (NaN) at its cut: PyMC would impute a NaN observation."""
+        cut = np.broadcast_to(self._cut, self.event_shape)
+        return np.where(np.isnan(released), cut, released)
+
     def _pymc_log_terms(self, observed: np.ndarray):
         import pytensor.tensor as pt
 
-        pt_ns = _pytensor_namespace()
+        pt_ns = pytensor_namespace()
         mask = np.isnan(observed)
         # PyMC would impute NaN observations: suppressed cells hold their cut instead, and
         # the mask (a constant) picks their terms
@@ -224,7 +275,7 @@ class Thresholded(Mechanism):
         """``log sup`` of the density: per cell, the inner supremum or 1 (suppression)."""
         return float(np.sum(np.maximum(self.mechanism._cell_log_max(), 0.0)))
 
-    def log_max_density_at(self, released) -> float:
+    def log_max_density_at(self, released: ArrayLike) -> float:
         """``log sup_s eta(released | s)``: the inner supremum over published cells.
 
         A suppressed cell's probability tends to 1 as its confidential value
@@ -233,13 +284,7 @@ class Thresholded(Mechanism):
         """
         released = self._check_released(released)
         mask = np.isnan(released)
-        impossible = ~mask & ~self._publishes(np.where(mask, self._cut, released))
-        if impossible.any():
-            raise ValueError(
-                "released has published cells below the threshold, impossible under this "
-                f"mechanism (positions {np.argwhere(impossible)[:5].tolist()}); check "
-                f"threshold= and publish={self.publish!r}"
-            )
+        self._refuse_impossible(mask, np.where(mask, self._cut, released))
         return float(np.sum(self.mechanism._cell_log_max()[~mask]))
 
     @property

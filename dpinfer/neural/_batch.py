@@ -69,7 +69,7 @@ def _draw(estimator, context: torch.Tensor, per: int, prior):
     z = z.double().cpu().numpy()
     ok = np.all(np.isfinite(z), axis=2) & np.isfinite(log_q)
     if prior is not None and ok.any():
-        params, _ = estimator.space.unflatten(z[ok])
+        params, _ = estimator.space.batch_from_unconstrained(z[ok])
         ok[ok] = np.isfinite(np.asarray(prior.logpdf(params), dtype=float))
     return z, log_q, ok
 
@@ -94,7 +94,7 @@ def likelihood_chains(
     """
     gen = as_generator(seq)
     m = len(releases)
-    candidates = estimator.space.flatten(prior.sample(mcmc.initial_candidates, gen))
+    candidates = estimator.space.batch_to_unconstrained(prior.sample(mcmc.initial_candidates, gen))
     n_cand = len(candidates)
     log_w = estimator._log_lik(
         np.repeat(releases, n_cand, axis=0), np.tile(candidates, (m, 1))
@@ -132,7 +132,7 @@ def release_major(values: np.ndarray) -> np.ndarray:
 def unflatten_batch(space, z: np.ndarray):
     """Parameters (each ``(n, m, *shape)``) and log-Jacobians ``(n, m)`` of ``z`` ``(n, m, d)``."""
     n, m, d = z.shape
-    params, log_jac = space.unflatten(z.reshape(n * m, d))
+    params, log_jac = space.batch_from_unconstrained(z.reshape(n * m, d))
     return {k: v.reshape(n, m, *v.shape[1:]) for k, v in params.items()}, log_jac.reshape(n, m)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .. import _validate
 from .._rng import RNGLike, as_seed_sequence, child_sequence
@@ -20,8 +21,8 @@ from ._torch_rng import forked, generator
 
 
 def c2st(
-    a,
-    b,
+    a: ArrayLike,
+    b: ArrayLike,
     *,
     folds: int = 5,
     epochs: int = 100,

@@ -6,7 +6,6 @@ import numpy as np
 
 from .. import _validate
 from .._rng import as_seed_sequence, child_sequence
-from ..mechanisms.base import Mechanism
 from ..samplers._common import check_inputs, check_options
 from ._device import check_device
 from ._embeddings import embedding_builder
@@ -81,14 +80,13 @@ def setup(
             f"{pairs:,} training pairs, more than the {_validate.MAX_SIZE:,} that can fit in "
             "memory (every round trains on all simulations so far); reduce one of them"
         )
-    if noise not in NOISE:
-        raise ValueError(f"noise must be one of {NOISE}, got {noise!r}")
+    noise = _validate.choice("noise", noise, NOISE)
     qmc = noise == "rqmc"
     if qmc and not is_power_of_two(copies):
         raise ValueError(
             f"noise_copies must be a power of two with noise='rqmc' (Sobol points), got {copies!r}"
         )
-    if qmc and type(mechanism)._quantile is Mechanism._quantile:
+    if qmc and not mechanism.has_inverse_cdf:
         raise TypeError(
             f"{type(mechanism).__name__} has no release_from_uniform (inverse CDF), which "
             "noise='rqmc' needs; pass noise='mc' to privatise with independent releases"

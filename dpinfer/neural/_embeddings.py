@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -128,13 +129,9 @@ PRESETS = {"mlp": MLPEmbedding, "cnn": CNNEmbedding}
 
 def embedding_builder(embedding):
     """Normalise ``embedding=``: None, a preset name, a builder, or a torch module."""
-    if isinstance(embedding, str):
-        if embedding not in PRESETS:
-            raise ValueError(
-                f"embedding must be one of {tuple(PRESETS)}, a builder such as MLPEmbedding(), "
-                f"or a torch module, got {embedding!r}"
-            )
-        return PRESETS[embedding]()
+    if isinstance(embedding, str | list | tuple | np.ndarray):  # a name, or a container of one
+        also = "a builder such as MLPEmbedding(), or a torch module"
+        return PRESETS[_validate.choice("embedding", embedding, PRESETS, alternatives=also)]()
     if embedding is None or callable(embedding):
         return embedding
     raise TypeError(

@@ -9,8 +9,13 @@ back with ``torch.load(..., weights_only=True)``.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Self
+
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .. import _validate
 from .._rng import RNGLike, as_generator, as_seed_sequence, child_sequence
@@ -23,6 +28,12 @@ from ._mcmc import MCMC, Chains, random_walk_metropolis
 from ._result import neural_result, total_draws
 from ._torch_rng import forked
 
+if TYPE_CHECKING:
+    from .._parameter_space import ParameterSpace
+    from ..model import PriorLike
+    from ..results import InferenceData
+    from ._flows import ConditionalDensity
+
 __all__ = ["NeuralLikelihood", "NeuralPosterior", "load"]
 
 
@@ -32,7 +43,14 @@ class _Estimator:
     kind = ""
     method = ""  # the sampler that trains it, named in the results' attrs
 
-    def __init__(self, density, space, info: dict, flow_spec: dict | None, embedding_spec=None):
+    def __init__(
+        self,
+        density: ConditionalDensity,
+        space: ParameterSpace,
+        info: dict,
+        flow_spec: dict | None,
+        embedding_spec: dict | None = None,
+    ) -> None:
         self.density = density
         self.space = space
         self.info = info
@@ -54,7 +72,7 @@ class _Estimator:
         """The torch device the estimator evaluates and samples on."""
         return self.density.device
 
-    def to(self, device):
+    def to(self, device: str | torch.device) -> Self:
         """Move the estimator to ``device`` ("cpu", "cuda", "cuda:<index>"); return it.
 
         Sampling and density evaluations then run there (CUDA: untested here).
@@ -62,7 +80,7 @@ class _Estimator:
         self.density.to(check_device(device))
         return self
 
-    def save(self, path) -> None:
+    def save(self, path: str | os.PathLike) -> None:
         """Save the estimator to ``path`` (read back with :func:`dpinfer.neural.load`).
 
         The file holds the weights, the standardisations, the flow's settings,
@@ -117,7 +135,7 @@ class _Estimator:
                 "params must hold one array per parameter with a common leading batch axis "
                 f"and the parameter's shape after it {expected}, got shapes {shapes}"
             )
-        return self.space.flatten(arrays)
+        return self.space.batch_to_unconstrained(arrays)
 
     def _draws_result(self, params, released, root, chains, stats, *, batch=False, **attrs):
         """Build the InferenceData of draws given ``released`` (with ``batch``, each release)."""
@@ -162,7 +180,7 @@ class NeuralPosterior(_Estimator):
     kind = "posterior"
     method = "sppe"
 
-    def log_prob(self, params: dict, released) -> np.ndarray:
+    def log_prob(self, params: dict, released: ArrayLike) -> np.ndarray:
         """``log q(theta | released)`` of a batch of parameters (on their own scale).
 
         Parameters
@@ -178,7 +196,7 @@ class NeuralPosterior(_Estimator):
             Log densities, shape ``(n,)``.
         """
         z = self._params(params)
-        _, log_jac = self.space.unflatten(z)
+        _, log_jac = self.space.batch_from_unconstrained(z)
         context = self._tensor(self._released(released))
         with torch.no_grad():
             log_q = self.density.log_prob(self._tensor(z), context).double().cpu().numpy()
@@ -186,13 +204,13 @@ class NeuralPosterior(_Estimator):
 
     def sample(
         self,
-        released,
+        released: ArrayLike,
         *,
         draws: int = 4000,
         chains: int = 4,
-        prior=None,
+        prior: PriorLike | Mapping[str, Any] | None = None,
         rng: RNGLike = None,
-    ):
+    ) -> InferenceData:
         """Draw from the posterior estimate given a (new) release, without retraining.
 
         Parameters
@@ -251,20 +269,28 @@ class NeuralPosterior(_Estimator):
             params, released, root, chains, {"log_q": log_q}, support_rate=rate
         )
 
-    def draw(self, released: np.ndarray, n: int, seq, prior=None):
+    def draw(
+        self,
+        released: np.ndarray,
+        n: int,
+        seq: np.random.SeedSequence,
+        prior: PriorLike | None = None,
+    ) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray, float]:
         """Draw ``n`` times in the prior support; return ``z``, params, ``log q``, acceptance."""
         context = self._tensor(released)
-        kept, log_q, tried = [], [], 0
+        kept: list[np.ndarray] = []
+        log_q: list[np.ndarray] = []
+        tried = 0
         with forked(seq, self.device), torch.no_grad():
             while sum(len(k) for k in kept) < n:
                 want = n - sum(len(k) for k in kept)
-                z = self.density.sample(context, min(_SAMPLE_BATCH, 2 * want + 100))
-                log_z = self.density.log_prob(z, context).double().cpu().numpy()
-                z = z.double().cpu().numpy()
+                sample = self.density.sample(context, min(_SAMPLE_BATCH, 2 * want + 100))
+                log_z = self.density.log_prob(sample, context).double().cpu().numpy()
+                z = sample.double().cpu().numpy()
                 tried += len(z)
                 ok = np.all(np.isfinite(z), axis=1) & np.isfinite(log_z)
                 if prior is not None:
-                    params, log_jac = self.space.unflatten(z[ok])
+                    params, log_jac = self.space.batch_from_unconstrained(z[ok])
                     ok[ok] = np.isfinite(np.asarray(prior.logpdf(params), dtype=float))
                 kept.append(z[ok])
                 log_q.append(log_z[ok])
@@ -275,7 +301,7 @@ class NeuralPosterior(_Estimator):
                         "prior support; train longer or check the model"
                     )
         z = np.concatenate(kept)[:n]
-        params, log_jac = self.space.unflatten(z)
+        params, log_jac = self.space.batch_from_unconstrained(z)
         return z, params, np.concatenate(log_q)[:n] - log_jac, accepted / tried
 
 
@@ -295,7 +321,7 @@ class NeuralLikelihood(_Estimator):
     kind = "likelihood"
     method = "sple"
 
-    def log_prob(self, released, params: dict) -> np.ndarray:
+    def log_prob(self, released: ArrayLike, params: dict) -> np.ndarray:
         """``log q(released | theta)`` for a batch of parameters.
 
         Parameters
@@ -327,14 +353,14 @@ class NeuralLikelihood(_Estimator):
 
     def posterior(
         self,
-        released,
-        prior,
+        released: ArrayLike,
+        prior: PriorLike | Mapping[str, Any],
         *,
         draws: int = 4000,
         chains: int = 4,
         mcmc: MCMC | None = None,
         rng: RNGLike = None,
-    ):
+    ) -> InferenceData:
         """Sample ``pi(theta) q(released | theta)`` by random-walk Metropolis, without retraining.
 
         Parameters
@@ -374,14 +400,16 @@ class NeuralLikelihood(_Estimator):
         rate = run.acceptance_rate
         return self._draws_result(params, released, root, chains, stats, mcmc_acceptance_rate=rate)
 
-    def log_target(self, released: np.ndarray, prior):
+    def log_target(
+        self, released: np.ndarray, prior: PriorLike
+    ) -> Callable[[np.ndarray], np.ndarray]:
         """``z -> log pi(theta(z)) + log |J| + log q(released | theta(z))``.
 
         ``released`` is one release ``(k,)``, or one per row of ``z`` ``(n, k)``.
         """
 
         def target(z):
-            params, log_jac = self.space.unflatten(z)
+            params, log_jac = self.space.batch_from_unconstrained(z)
             lp = np.asarray(prior.logpdf(params), dtype=float) + log_jac
             ok = np.isfinite(lp)
             out = np.full(len(z), -np.inf)
@@ -393,10 +421,18 @@ class NeuralLikelihood(_Estimator):
 
         return target
 
-    def chains(self, released, prior, n_chains, per_chain, mcmc: MCMC, seq) -> Chains:
+    def chains(
+        self,
+        released: np.ndarray,
+        prior: PriorLike,
+        n_chains: int,
+        per_chain: int,
+        mcmc: MCMC,
+        seq: np.random.SeedSequence,
+    ) -> Chains:
         """Run ``n_chains`` chains from resampled prior draws; keep ``per_chain`` draws each."""
         gen = as_generator(seq)
-        candidates = self.space.flatten(prior.sample(mcmc.initial_candidates, gen))
+        candidates = self.space.batch_to_unconstrained(prior.sample(mcmc.initial_candidates, gen))
         log_w = self._log_lik(released, candidates)
         log_w[~np.isfinite(log_w)] = -np.inf
         if not np.isfinite(log_w).any():
@@ -409,10 +445,10 @@ class NeuralLikelihood(_Estimator):
         target = self.log_target(released, prior)
         return random_walk_metropolis(target, start, cov, per_chain, mcmc, gen)
 
-    def chain_draws(self, released, run: Chains) -> tuple[dict, dict]:
+    def chain_draws(self, released: np.ndarray, run: Chains) -> tuple[dict, dict]:
         """Parameters of the kept states (chain-major) and their per-draw statistics."""
         z = run.z.reshape(-1, run.z.shape[-1])
-        params, _ = self.space.unflatten(z)
+        params, _ = self.space.batch_from_unconstrained(z)
         stats = {
             "log_likelihood_estimate": self._log_lik(released, z),
             "lp": run.log_target.reshape(-1),
@@ -429,7 +465,12 @@ def _check_mcmc(mcmc) -> MCMC:
 
 
 def load(
-    path, *, flow=None, embedding=None, device="cpu", verify: bool = True
+    path: str | os.PathLike,
+    *,
+    flow: Callable | None = None,
+    embedding: Callable | torch.nn.Module | None = None,
+    device: str | torch.device = "cpu",
+    verify: bool = True,
 ) -> NeuralPosterior | NeuralLikelihood:
     """Load an estimator saved with ``estimator.save(path)``, checking what it reads.
 
@@ -484,4 +525,8 @@ def load(
     """
     verify = _validate.flag("verify", verify)
     kind, parts = read(path, flow, embedding, check_device(device), verify=verify)
-    return {"posterior": NeuralPosterior, "likelihood": NeuralLikelihood}[kind](*parts)
+    kinds: dict[str, type[NeuralPosterior] | type[NeuralLikelihood]] = {
+        "posterior": NeuralPosterior,
+        "likelihood": NeuralLikelihood,
+    }
+    return kinds[kind](*parts)

@@ -100,6 +100,7 @@ class SplineFlow:
         )
         univariate = partial(_Spline, bound=float(self.tail_bound), slope=1e-3)
         shapes = [(self.bins,), (self.bins,), (self.bins - 1,)]
+        hyper: dict[str, object]
         if features == 1:
             # one variable: zuko uses an element-wise transform with a plain network
             hyper = {"hidden_features": (self.hidden_features,) * (self.residual_blocks + 1)}
@@ -162,6 +163,12 @@ class ConditionalDensity(nn.Module):
         Maps standardised contexts ``(n, r)`` to the ``(n, k)`` features the
         flow is conditioned on; trained with the flow.
     """
+
+    # buffers (saved with the weights), registered in __init__
+    x_shift: torch.Tensor
+    x_scale: torch.Tensor
+    c_shift: torch.Tensor
+    c_scale: torch.Tensor
 
     def __init__(self, flow, x_shift, x_scale, c_shift, c_scale, embedding=None):
         super().__init__()

@@ -20,13 +20,13 @@ import hashlib
 import json
 import math
 import os
-import pickle
 import warnings
+import zipfile
 
 import torch
 
+from .._parameter_space import ParameterSpace
 from .._validate import MAX_SIZE
-from ..samplers._transforms import ParameterSpace
 from ._embeddings import PRESETS as EMBEDDINGS
 from ._embeddings import build_embedding, from_spec
 from ._flows import ConditionalDensity, SplineFlow, build_flow
@@ -58,7 +58,7 @@ def save(estimator, path) -> None:
         "kind": estimator.kind,
         "names": list(space.names),
         "shapes": {k: list(v) for k, v in space.shapes.items()},
-        "bounds": {k: list(v) for k, v in space.bounds().items()},
+        "bounds": {k: list(v) for k, v in space.bounds.items()},
         "info": estimator.info,
         "flow": estimator.flow_spec,
         "features": estimator.density.features,
@@ -94,7 +94,8 @@ def read(path, flow=None, embedding=None, device=None, *, verify: bool = True):
         saved = meta.get("embedding")
         net, conditions = _embedding(saved, embedding, meta["context"])
         density = _density(flow, meta["features"], meta["context"], state, net, conditions)
-        space = ParameterSpace.from_bounds(meta["names"], meta["shapes"], meta["bounds"])
+        shapes = {k: meta["shapes"][k] for k in meta["names"]}
+        space = ParameterSpace(shapes, support=meta["bounds"])
     except _Invalid as err:
         raise ValueError(
             f"{path!s} is not a valid saved dpinfer.neural estimator: {err}"
@@ -127,16 +128,37 @@ def _embedding(saved, given, context: int):
 
 
 def _load(path: str):
+    _check_archive(path)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # torch on unusual pickle protocols
             return torch.load(path, weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, AttributeError, ValueError) as err:
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        raise  # the path, not the file: said as it is
+    except Exception as err:  # whatever a damaged file makes torch raise
         raise _Invalid(
             f"torch.load(weights_only=True) refused it ({_reason(err)}); dpinfer saves "
-            "tensors, numbers and strings only, so a file holding other objects, or none, is "
-            "not one of its own"
+            "tensors, numbers and strings only, so a file holding other objects, or none, or "
+            "a damaged file, is not one of its own"
         ) from None
+
+
+def _check_archive(path: str) -> None:
+    """Refuse a zip archive (as torch saves) whose members fail their CRC-32 checks.
+
+    The digest covers what dpinfer reads; the checksums cover the rest of the
+    archive too (torch's own records), so that a damaged byte there is reported
+    as damage rather than as whatever torch makes of it.
+    """
+    try:
+        if not zipfile.is_zipfile(path):
+            return  # not an archive: torch.load says why it is not an estimator
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except Exception as err:  # a damaged archive, whatever zipfile raises
+        raise _Invalid(f"it is a damaged zip archive ({type(err).__name__}: {err})") from None
+    if bad is not None:
+        raise _Invalid(f"its archive member {bad!r} fails its CRC-32 check: the file is damaged")
 
 
 #: Lines of torch's message that are advice (some of it unsafe here), not the reason.

@@ -27,7 +27,7 @@ from ._flows import ConditionalDensity, SplineFlow, build_flow, standardisation
 from ._result import neural_result
 from ._simulations import Pool, prior_log_density, privatise, validation_mask
 from ._torch_rng import forked, generator
-from ._training import Training, fit, torch_threads
+from ._training import Fit, Training, fit, torch_threads
 
 # simulations per chunk handed to the executor
 SIMULATION_CHUNK = 1000
@@ -140,7 +140,7 @@ def run_rounds(setup: Setup, method, rounds: int, simulations: int, callback) ->
         progress_bar(method.label, total=rounds, enabled=setup.progressbar) as bar,
     ):
         threads = torch.get_num_threads()
-        z = setup.space.flatten(
+        z = setup.space.batch_to_unconstrained(
             setup.model.prior.sample(simulations, np.random.default_rng(setup.seq(PRIOR)))
         )
         for r in range(rounds):
@@ -151,7 +151,7 @@ def run_rounds(setup: Setup, method, rounds: int, simulations: int, callback) ->
                 draws = final.params
             else:
                 z = method.propose(setup, estimator, simulations, setup.seq(PROPOSE, r))
-                draws = setup.space.unflatten(z)[0]
+                draws = setup.space.batch_from_unconstrained(z)[0]
             run.close_round(time.perf_counter() - t0)
             bar.advance(1)
             if callback is not None and callback(run.info(r, estimator, draws)) and final is None:
@@ -175,8 +175,10 @@ class _Run:
 
     def __init__(self, setup: Setup, method, simulations: int):
         self.setup, self.method, self.simulations = setup, method, simulations
-        self.pool, self.records, self.density = Pool(), [], None
-        self.curves = {"train": [], "val": [], "round": []}
+        self.pool = Pool()
+        self.records: list[RoundRecord] = []
+        self.density: torch.nn.Module | None = None
+        self.curves: dict[str, list] = {"train": [], "val": [], "round": []}
         self.simulate = BatchSimulator(
             setup.model,
             setup.mechanism,
@@ -187,7 +189,7 @@ class _Run:
             score=_statistic,
         )
         self.start = time.perf_counter()
-        self._pending = None
+        self._pending: tuple[int, Fit, float, float] | None = None
 
     def train_round(self, r: int, z: np.ndarray, bar, rounds: int):
         """Simulate at ``z``, add to the pool, train; return the estimator."""
@@ -229,6 +231,8 @@ class _Run:
                 sampling_seconds=last.sampling_seconds + sampling_seconds
             )
             return
+        if self._pending is None:
+            raise RuntimeError("close_round needs a round trained by train_round")
         n, trained, sim_seconds, train_seconds = self._pending
         self.records.append(
             RoundRecord(
@@ -255,7 +259,7 @@ class _Run:
 
 
 def _add_round(setup: Setup, pool: Pool, simulate, z: np.ndarray, r: int) -> None:
-    params, log_jac = setup.space.unflatten(z)
+    params, log_jac = setup.space.batch_from_unconstrained(z)
     s = simulate(params)
     s_dp = privatise(
         setup.mechanism, s, setup.copies, setup.qmc, np.random.default_rng(setup.seq(NOISE, r))
@@ -280,19 +284,20 @@ def _statistic(s, rng):
 def history_attrs(run: dict, setup: Setup) -> dict:
     """Per-round and per-epoch training history as netCDF-storable attributes."""
     records = run["records"]
-    attrs = {
+    per_round = {
         f"round_{field}": np.array([getattr(rec, field) for rec in records], dtype=float)
         for field in RoundRecord._fields
     }
+    attrs: dict[str, object] = dict(per_round)
     attrs.update(
         {
             "rounds": len(records),
             "n_simulations": run["n_simulations"],
             "noise_copies": setup.copies,
             "noise": "rqmc" if setup.qmc else "mc",
-            "simulation_seconds": float(attrs["round_simulation_seconds"].sum()),
-            "training_seconds": float(attrs["round_training_seconds"].sum()),
-            "sampling_seconds": float(attrs["round_sampling_seconds"].sum()),
+            "simulation_seconds": float(per_round["round_simulation_seconds"].sum()),
+            "training_seconds": float(per_round["round_training_seconds"].sum()),
+            "sampling_seconds": float(per_round["round_sampling_seconds"].sum()),
             "wall_seconds": run["seconds"],
             "epoch_train_loss": np.array(run["curves"]["train"], dtype=float),
             "epoch_val_loss": np.array(run["curves"]["val"], dtype=float),

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from .. import _validate
 from ._flows import SplineFlow
 from ._training import Training
 
@@ -56,9 +57,7 @@ SETTINGS = MappingProxyType(PRESETS)
 
 def resolve(settings, **given) -> dict:
     """Return the preset ``settings`` with the options given explicitly (not None) over it."""
-    if not isinstance(settings, str) or settings not in PRESETS:
-        raise ValueError(f"settings must be one of {tuple(PRESETS)}, got {settings!r}")
-    preset = PRESETS[settings]
+    preset = PRESETS[_validate.choice("settings", settings, PRESETS)]
     return {
         name: getattr(preset, name) if value is None else value for name, value in given.items()
     }

@@ -1,7 +1,7 @@
 """Simulations of a sequential run: parameters, privatised copies and the growing pool.
 
 Parameters are handled on the unconstrained scale of
-:class:`dpinfer.samplers._transforms.ParameterSpace` (log or logit maps of
+:class:`dpinfer.likelihood.ParameterSpace` (log or logit maps of
 bounded scalar components), so flows over parameters never leave the prior
 support; the log prior density there carries the Jacobian.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..samplers._transforms import ParameterSpace
+from .._parameter_space import ParameterSpace
 from ._rqmc import scrambled_sobol
 
 
@@ -42,7 +42,7 @@ def prior_log_density(model, params: dict, log_jac: np.ndarray) -> np.ndarray:
 
 def space_for(model, rng: np.random.Generator) -> ParameterSpace:
     """Return the unconstrained parameter space of the model's prior."""
-    return ParameterSpace(model.prior, model.prior.sample(2, rng))
+    return ParameterSpace.from_prior(model.prior, model.prior.sample(2, rng))
 
 
 class Pool:

@@ -165,12 +165,12 @@ def fit(
             optimiser.step()
             total += float(value.detach()) * len(rows)
         train_loss = total / len(train)
-        value = evaluate(density, loss, data, val, options.batch_size, val_seed)
+        val_loss = evaluate(density, loss, data, val, options.batch_size, val_seed)
         train_curve.append(train_loss)
-        val_curve.append(value)
-        report(epoch, train_loss, value)
-        if value < best:
-            best, best_train, since = value, train_loss, 0
+        val_curve.append(val_loss)
+        report(epoch, train_loss, val_loss)
+        if val_loss < best:
+            best, best_train, since = val_loss, train_loss, 0
             best_state = copy.deepcopy(density.state_dict())
         else:
             since += 1

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from concurrent.futures import Executor
+from typing import TYPE_CHECKING
 
 import numpy as np
+import torch
+from numpy.typing import ArrayLike
 
 from .._rng import RNGLike
 from . import _losses
@@ -15,15 +19,23 @@ from ._estimators import NeuralLikelihood, _check_mcmc
 from ._result import problem_info, total_draws
 from ._sequential import Final, Setup, build_density, run_result, run_rounds
 
+if TYPE_CHECKING:
+    from ..mechanisms.base import Mechanism
+    from ..model import Model
+    from ..results import InferenceData
+    from ._mcmc import MCMC
+    from ._sequential import RoundInfo
+    from ._training import Training
+
 __all__ = ["sple"]
 
 RHAT_WARNING = 1.05
 
 
 def sple(
-    model,
-    mechanism,
-    released,
+    model: Model,
+    mechanism: Mechanism,
+    released: ArrayLike,
     *,
     rounds: int = 10,
     simulations: int = 1000,
@@ -32,15 +44,15 @@ def sple(
     draws: int = 4000,
     chains: int = 4,
     rng: RNGLike = None,
-    flow=None,
-    training=None,
-    mcmc=None,
+    flow: Callable | None = None,
+    training: Training | None = None,
+    mcmc: MCMC | None = None,
     noise: str = "rqmc",
-    device="cpu",
+    device: str | torch.device = "cpu",
     executor: Executor | None = None,
-    callback=None,
+    callback: Callable[[RoundInfo], object] | None = None,
     progressbar: bool = True,
-):
+) -> tuple[InferenceData, NeuralLikelihood]:
     r"""Estimate the likelihood of a DP release with a neural density, then sample the posterior.
 
     Each round draws ``simulations`` parameters from the proposal (the prior,
@@ -148,7 +160,7 @@ class _SPLE:
         self.mcmc, self.chains, self.draws = mcmc, chains, draws
         self.info = problem_info(run_setup.mechanism, dequantise=run_setup.dequantise)
         self.released = run_setup.released.reshape(-1).astype(float)
-        self.round_rhat = []
+        self.round_rhat: list[float] = []
 
     def build(self, run_setup: Setup, pool):
         s = pool.column("s")

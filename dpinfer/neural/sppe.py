@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Executor
+from typing import TYPE_CHECKING
 
 import numpy as np
+import torch
+from numpy.typing import ArrayLike
 
 from .. import _validate
 from .._rng import RNGLike
@@ -15,13 +19,20 @@ from ._result import problem_info, total_draws
 from ._sequential import Final, Setup, build_density, run_result, run_rounds
 from ._settings import resolve
 
+if TYPE_CHECKING:
+    from ..mechanisms.base import Mechanism
+    from ..model import Model
+    from ..results import InferenceData
+    from ._sequential import RoundInfo
+    from ._training import Training
+
 __all__ = ["sppe"]
 
 
 def sppe(
-    model,
-    mechanism,
-    released,
+    model: Model,
+    mechanism: Mechanism,
+    released: ArrayLike,
     *,
     rounds: int = 10,
     simulations: int = 1000,
@@ -30,16 +41,16 @@ def sppe(
     draws: int = 4000,
     chains: int = 4,
     rng: RNGLike = None,
-    flow=None,
-    training=None,
+    flow: Callable | None = None,
+    training: Training | None = None,
     atoms: int | None = None,
-    embedding=None,
+    embedding: str | Callable | torch.nn.Module | None = None,
     noise: str = "rqmc",
-    device="cpu",
+    device: str | torch.device = "cpu",
     executor: Executor | None = None,
-    callback=None,
+    callback: Callable[[RoundInfo], object] | None = None,
     progressbar: bool = True,
-):
+) -> tuple[InferenceData, NeuralPosterior]:
     r"""Estimate the posterior given a DP release with a neural posterior estimator (SPPE).
 
     Each round draws ``simulations`` parameters from the proposal (the prior,
@@ -221,7 +232,7 @@ class _SPPE:
         self.atoms, self.chains, self.draws = atoms, chains, draws
         self.info = problem_info(run_setup.mechanism, dequantise=False)
         self.context = run_setup.released.reshape(-1).astype(float)
-        self.support_rates = []
+        self.support_rates: list[float] = []
 
     def build(self, run_setup: Setup, pool):
         s = pool.column("s")

@@ -89,7 +89,7 @@ def _stop_if_stopped(_units) -> None:
     parallel.check_stopped()
 
 
-RULES = {
+RULES: dict[str, Callable[[np.ndarray], object]] = {
     "sum": np.sum,
     "mean": np.mean,
     "max": np.max,

@@ -28,7 +28,7 @@ def check_inputs(model, mechanism, released, *, needs_prior: bool = True) -> np.
     if needs_prior:
         model.require_prior("this sampler")
     check_mechanism(mechanism)
-    return mechanism._check_released(released)
+    return mechanism.check_released(released)
 
 
 def check_mechanism(mechanism) -> None:
@@ -74,7 +74,7 @@ def mechanism_constants(mechanism: Mechanism, prefix: str = "mechanism") -> dict
 
     A wrapped mechanism (``Thresholded``) adds its inner one's under ``{prefix}_inner``.
     """
-    out = {}
+    out: dict[str, object] = {}
     for key, value in vars(mechanism).items():
         if key.startswith("_") or value is None:
             continue
@@ -120,7 +120,7 @@ class AbcCall:
         model,
         mechanism,
         released,
-        total,
+        total: tuple[str, object],
         chains,
         *,
         rng,

@@ -97,14 +97,14 @@ def weighted_ess(values_by_chain: np.ndarray, log_w_by_chain: np.ndarray) -> flo
     mean is the average of the chains' means.
     """
     chains = len(values_by_chain)
-    means, variances, var_of_mean = [], [], 0.0
+    means, variances = [], []
+    var_of_mean = np.zeros(np.shape(values_by_chain)[2:])
     for values, log_w in zip(values_by_chain, log_w_by_chain, strict=True):
         w, mean, var = _weighted_moments(values, log_w)
         means.append(mean)
         variances.append(var)
         var_of_mean = var_of_mean + (w**2) @ (values - mean) ** 2
-    means = np.array(means)
-    posterior_var = np.mean(variances, axis=0) + means.var(axis=0)
+    posterior_var = np.mean(variances, axis=0) + np.var(means, axis=0)
     return _ess(posterior_var, var_of_mean / chains**2)
 
 

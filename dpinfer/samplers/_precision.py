@@ -57,7 +57,7 @@ def _warn(message: str, stacklevel: int) -> None:
 
 def coarse_release_message(sampler, mechanism, released, *, float_simulations: bool):
     """Say how float64 rounding at the release swamps the mechanism noise, or return None."""
-    scale = mechanism._noise_scale
+    scale = mechanism.noise_scale
     if scale is None or (mechanism.discrete and not float_simulations):
         return None
     released = np.asarray(released)

@@ -19,15 +19,20 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import Executor
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
 from .. import _validate, parallel
 from .._rng import RNGLike, as_seed_sequence
 from ._common import check_count, check_inputs, check_options
 from ._precision import density_bound_message, nan_density_message
+
+if TYPE_CHECKING:
+    from ..mechanisms.base import Mechanism
+    from ..model import Model
 
 __all__ = ["AcceptanceRate", "estimate_acceptance_rate"]
 
@@ -111,9 +116,9 @@ class AcceptanceRate(NamedTuple):
 
 
 def estimate_acceptance_rate(
-    model,
-    mechanism,
-    released,
+    model: Model,
+    mechanism: Mechanism,
+    released: ArrayLike,
     *,
     simulations: int = 100_000,
     rng: RNGLike = None,
@@ -189,9 +194,10 @@ def estimate_acceptance_rate(
     batch_size = check_count("batch_size", batch_size)
     log_bound = mechanism.log_max_density_at(released)
     sizes = [min(batch_size, simulations - lo) for lo in range(0, simulations, batch_size)]
+    prior = model.require_prior("estimate_acceptance_rate")
 
     def task(index, chunk_rng):
-        params = model.prior.sample(sizes[index], chunk_rng)
+        params = prior.sample(sizes[index], chunk_rng)
         log_accept, _ = log_acceptance(model, mechanism, released, log_bound, params, chunk_rng)
         return log_sums(log_accept)
 

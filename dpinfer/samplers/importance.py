@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
 from concurrent.futures import Executor
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
 from .. import _validate, parallel
@@ -17,6 +20,11 @@ from . import _mcse, _weights
 from ._common import AbcCall, check_count
 from ._precision import warn_if_coarse_release, warn_if_unresolved_log_weights
 from .rejection import SimulationBudgetExceeded
+
+if TYPE_CHECKING:
+    from ..mechanisms.base import Mechanism
+    from ..model import Model, PriorLike
+    from ..results import InferenceData
 
 __all__ = ["ESS_WARNING_FRACTION", "importance_abc"]
 
@@ -32,20 +40,20 @@ ESS_WARNING_FRACTION = 0.05
 
 
 def importance_abc(
-    model,
-    mechanism,
-    released,
+    model: Model,
+    mechanism: Mechanism,
+    released: ArrayLike,
     *,
     draws: int,
     chains: int = 4,
-    proposal=None,
+    proposal: PriorLike | Mapping[str, Any] | None = None,
     target_ess: float | None = None,
     max_simulations: int = 10**7,
     rng: RNGLike = None,
     batch_size: int = 100_000,
     executor: Executor | None = None,
     progressbar: bool = True,
-):
+) -> InferenceData:
     r"""Weighted posterior draws given a DP release, by importance sampling.
 
     Each particle draws ``theta`` from the proposal ``g`` (the prior by
@@ -141,7 +149,7 @@ def importance_abc(
     max_simulations = check_count("max_simulations", max_simulations)
     target = None if target_ess is None else _validate.positive_finite("target_ess", target_ess)
     proposal = None if proposal is None else as_prior(proposal, name="proposal")
-    if proposal is not None and not model.prior.has_logpdf:
+    if proposal is not None and not model.require_prior("importance_abc").has_logpdf:
         raise ValueError("importance_abc with a proposal needs a prior with a logpdf")
     root = as_seed_sequence(rng)
     warn_if_coarse_release("importance_abc", mechanism, released, float_simulations=False)
@@ -225,7 +233,8 @@ class _ParticleStream:
     def __init__(self, model, mechanism, released, proposal, root):
         self.model, self.mechanism, self.released = model, mechanism, released
         self.proposal, self.root = proposal, root
-        self.next_chunk, self.n, self.names = 0, 0, None
+        self.next_chunk, self.n = 0, 0
+        self.names: list[str] = []  # the parameters, known from the first round on
         self.float_simulations = False
 
     def round(self, size: int, batch_size: int, executor) -> _Round:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import Executor
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import parallel
 from .._progress import progress_bar
@@ -21,6 +23,11 @@ from .acceptance import (
     log_acceptance,
     log_sums,
 )
+
+if TYPE_CHECKING:
+    from ..mechanisms.base import Mechanism
+    from ..model import Model
+    from ..results import InferenceData
 
 __all__ = ["SimulationBudgetExceeded", "rejection_abc"]
 
@@ -41,9 +48,9 @@ class SimulationBudgetExceeded(RuntimeError):
 
 
 def rejection_abc(
-    model,
-    mechanism,
-    released,
+    model: Model,
+    mechanism: Mechanism,
+    released: ArrayLike,
     *,
     draws: int,
     chains: int = 4,
@@ -52,7 +59,7 @@ def rejection_abc(
     max_simulations: int = 10**9,
     executor: Executor | None = None,
     progressbar: bool = True,
-):
+) -> InferenceData:
     r"""Draw exactly from the posterior given a DP release, by rejection ABC.
 
     Each proposal draws ``theta`` from the prior and a confidential statistic
@@ -180,14 +187,14 @@ def rejection_abc(
 
     names = [k for k in accepted[0] if not k.startswith("_")]
     posterior = {k: v[:draws] for k, v in stack_draws(accepted, names).items()}
-    rate = n_acc / n_sim
+    accepted_share = n_acc / n_sim
     return call.result(
         posterior,
         root=root,
         n_simulations=n_sim,
-        acceptance_rate=rate,
+        acceptance_rate=accepted_share,
         ess=float(draws),
-        log_evidence=math.log(rate) + log_bound if rate > 0 else -math.inf,
+        log_evidence=math.log(accepted_share) + log_bound if accepted_share > 0 else -math.inf,
         log_max_density=log_bound,
     )
 

@@ -10,10 +10,8 @@ import numpy as np
 import pandas as pd
 
 from dpinfer import census
+from dpinfer.example import Example, Option, Report, Result, folder, integer, new_figure, subset
 from dpinfer.results import to_inference_data
-
-from .._example import Example, Option, folder, integer, subset
-from .._report import Report, Result, new_figure
 
 METHODS = ("naive", "gls", "posterior")
 AXES = {"votingage": 2, "hispanic": 2}

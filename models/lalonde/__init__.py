@@ -39,6 +39,8 @@ truncation correction is needed.
 exactly, naive); :mod:`._exact` the exact log-likelihood by one-dimensional
 integrals; :mod:`._mle` the maximum likelihood fits; :mod:`._run` the
 command-line example and its report. Every public name is imported here.
+:mod:`.survey` is a second, smaller model on the same convolutions (the mean
+and variance of one survey's incomes), a test bed for Monte Carlo EM.
 
 Examples
 --------
@@ -65,13 +67,10 @@ from ._data import (
     release,
     simulate_statistics,
 )
-from ._exact import _gamma_laplace as _gamma_laplace
-from ._exact import _normal_laplace as _normal_laplace
 from ._exact import exact_log_likelihood, exact_mle
 from ._mle import MLE_MAX_ITERATIONS, MLE_SCHEDULE, likelihood, mle, naive_mle
 from ._reference import naive_posterior, naive_statistics, pymc_reference, statistics_posterior
 from ._run import EXAMPLE, MEAN_RANGE, PILOT_SIMULATIONS, VARIANCE_RANGE, run, run_example
-from ._run import _exact_sampler as _exact_sampler
 
 __all__ = [
     "EXAMPLE",

@@ -3,7 +3,7 @@
 Each released coordinate is a statistic plus independent Laplace noise, so its
 density is a one-dimensional convolution: in closed form for a normal statistic
 (:func:`_normal_laplace`), by adaptive quadrature for a scaled chi-square one
-(:func:`_gamma_laplace`). :mod:`dpinfer.models._survey` uses both too.
+(:func:`_gamma_laplace`). :mod:`.survey` uses both too.
 """
 
 from __future__ import annotations

@@ -8,10 +8,13 @@ release (:func:`naive_posterior`).
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
 import numpy as np
+
+from dpinfer import validate
 
 from ._data import N_CONTROL, N_TREATED, PARAMETERS, REFERENCE, mechanism
 
@@ -95,21 +98,40 @@ def statistics_posterior(
     Returns
     -------
     arviz.InferenceData
-    """
-    import pymc as pm
 
+    Notes
+    -----
+    The model of given statistics is built once per process (the last few are
+    kept), so that NUTS compiles it once however often those statistics are
+    fitted (Gong's original analysis, repeated over seeds).
+    """
     from dpinfer.reference import sample_nuts
 
-    stats = np.asarray(statistics, dtype=float)
     # the statistics are the confidential data's: messages name shapes and positions only
+    stats = validate.numeric_array("statistics", statistics, confidential=True)
     if stats.shape != (4,):
         raise ValueError(f"statistics must be 4 numbers, got shape {stats.shape}")
-    if not np.all(np.isfinite(stats)):
-        bad = np.flatnonzero(~np.isfinite(stats)).tolist()
-        raise ValueError(f"statistics must be finite; not finite at positions {bad}")
+    stats = validate.finite_array("statistics", stats, confidential=True)
     if not np.all(stats[2:] > 0):
         bad = (2 + np.flatnonzero(~(stats[2:] > 0))).tolist()
-        raise ValueError(f"the sample variances must be positive; not at positions {bad}")
+        raise ValueError(
+            f"statistics: the sample variances must be positive (positions 2 and 3); not at "
+            f"positions {bad}"
+        )
+    pymc_model = _statistics_model(tuple(stats.tolist()))
+    return sample_nuts(
+        pymc_model,
+        var_names=list(PARAMETERS),
+        observed=stats,
+        attrs={"model": "statistics observed exactly", "reference": REFERENCE},
+        **_nuts_options(draws, tune, chains, rng, progressbar, nuts_kwargs),
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _statistics_model(stats: tuple[float, ...]):
+    import pymc as pm
+
     with pm.Model() as pymc_model:
         tau, mu, sig_t, sig_c = _pymc_priors()
         pm.Normal("ybar_t", mu + tau, sig_t / math.sqrt(N_TREATED), observed=stats[0])
@@ -119,13 +141,7 @@ def statistics_posterior(
             ("s2_c", sig_c, N_CONTROL, stats[3]),
         ):
             pm.Gamma(name, alpha=(n - 1) / 2, beta=(n - 1) / (2 * sig**2), observed=value)
-    return sample_nuts(
-        pymc_model,
-        var_names=list(PARAMETERS),
-        observed=stats,
-        attrs={"model": "statistics observed exactly", "reference": REFERENCE},
-        **_nuts_options(draws, tune, chains, rng, progressbar, nuts_kwargs),
-    )
+    return pymc_model
 
 
 def naive_posterior(released, *, min_variance: float = 0.01, **kwargs):

@@ -5,22 +5,26 @@ from __future__ import annotations
 import math
 
 import dpinfer as dp
-from dpinfer import _validate
-from dpinfer._rng import as_seed_sequence
-
-from .._budget import plan_sampler
-from .._example import Example, Option, between, integer, vector
-from .._report import (
+from dpinfer import validate
+from dpinfer.example import (
+    Example,
+    Option,
     Report,
     Result,
+    between,
     draw_rows,
     idata_draws,
+    integer,
     mle_interval_notes,
     mle_rows,
     nuts_note,
+    plan_sampler,
     save_run,
     smc_note,
+    vector,
 )
+from dpinfer.random import as_seed_sequence
+
 from ._data import PARAMETERS, STATISTICS, confidential_statistics, mechanism, model, release
 from ._exact import exact_mle
 from ._mle import MLE_MAX_ITERATIONS, MLE_SCHEDULE, mle, naive_mle
@@ -103,7 +107,7 @@ def run(
     draws : int, default 4000
         Rejection ABC draws (about 2 million simulations per 1000 draws). A
         pilot of :data:`PILOT_SIMULATIONS` prior simulations predicts the
-        cost first; past :data:`~dpinfer.models._budget.REJECTION_BUDGET`
+        cost first; past :data:`~dpinfer.example.REJECTION_BUDGET`
         simulations (a release far from the data), exact ``smc_abc`` with
         ``draws`` particles runs instead, and the notes say so.
     nuts_draws : int, default 1000
@@ -130,7 +134,7 @@ def run(
     truth = confidential_statistics()
     demo = released is None
     released = (
-        release(rng=seeds[0]) if demo else _validate.finite_array("released", released, shape=(4,))
+        release(rng=seeds[0]) if demo else validate.finite_array("released", released, shape=(4,))
     )
     nuts = {
         "draws": nuts_draws,

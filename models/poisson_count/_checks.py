@@ -9,8 +9,8 @@ import numpy as np
 import scipy.stats as st
 
 import dpinfer as dp
+from dpinfer.example import mle_interval_notes, mle_rows
 
-from .._report import mle_interval_notes, mle_rows
 from ._mle import mle
 
 #: Importance ABC (when rejection would exceed its budget): the effective sample size

@@ -14,7 +14,7 @@ import scipy.special as sc
 import scipy.stats as st
 
 import dpinfer as dp
-from dpinfer import _validate
+from dpinfer import validate
 
 #: The release of Gong's Section 5.1.
 RELEASED = 37.4
@@ -124,13 +124,11 @@ def log_likelihood(
     True
     """
     theta = _check_theta(theta)
-    x = _validate.finite("released", released)
-    eps = _validate.positive_finite("epsilon", epsilon)
-    if method == "incomplete_gamma":
-        return _loglik_closed_form(theta, x, eps)
-    if method == "sum":
+    x = validate.finite("released", released)
+    eps = validate.positive_finite("epsilon", epsilon)
+    if validate.choice("method", method, ("incomplete_gamma", "sum")) == "sum":
         return _loglik_sum(theta, x, eps)
-    raise ValueError(f"method must be 'incomplete_gamma' or 'sum', got {method!r}")
+    return _loglik_closed_form(theta, x, eps)
 
 
 def log_evidence(
@@ -158,8 +156,8 @@ def log_evidence(
     rate of rejection ABC, ``pi(s_dp) / (epsilon / 2)`` (Gong 2022, Appendix B).
     """
     alpha, beta = _check_prior(alpha, beta)
-    x = _validate.finite("released", released)
-    eps = _validate.positive_finite("epsilon", epsilon)
+    x = validate.finite("released", released)
+    eps = validate.positive_finite("epsilon", epsilon)
     return _log_evidence(alpha, beta, eps, x)
 
 
@@ -309,7 +307,7 @@ def _log_evidence(alpha, beta, eps, x):
 
 
 def _check_prior(alpha, beta) -> tuple[float, float]:
-    return _validate.positive_finite("alpha", alpha), _validate.positive_finite("beta", beta)
+    return validate.positive_finite("alpha", alpha), validate.positive_finite("beta", beta)
 
 
 def _check_theta(theta) -> np.ndarray:

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import scipy.stats as st
 
-from dpinfer import _validate
+from dpinfer import validate
 from dpinfer.grid import GridPosterior
 
 from ._likelihood import (
@@ -126,8 +126,8 @@ class ExactPosterior(GridPosterior):
         released: float = RELEASED,
     ):
         self.alpha, self.beta = _check_prior(alpha, beta)
-        eps = self.epsilon = _validate.positive_finite("epsilon", epsilon)
-        x = self.released = _validate.finite("released", released)
+        eps = self.epsilon = validate.positive_finite("epsilon", epsilon)
+        x = self.released = validate.finite("released", released)
         log_z = _log_evidence(self.alpha, self.beta, eps, x)
         prior = st.gamma(self.alpha, scale=1.0 / self.beta)
         lower, upper = _bounds(self.alpha, self.beta, eps, log_z)
@@ -191,7 +191,7 @@ def naive_posterior(*, alpha: float = 25.0, beta: float = 1.0, released: float =
     31.2
     """
     alpha, beta = _check_prior(alpha, beta)
-    x = _validate.finite("released", released)
+    x = validate.finite("released", released)
     if not alpha + x > 0:
         raise ValueError(
             f"the naive posterior Gamma(alpha + released, beta + 1) is undefined for "
@@ -232,9 +232,9 @@ def count_support(
     (0, True)
     """
     alpha, beta = _check_prior(alpha, beta)
-    eps = _validate.positive_finite("epsilon", epsilon)
-    x = _validate.finite("released", released)
-    tol = _validate.positive_finite("tol", tol)
+    eps = validate.positive_finite("epsilon", epsilon)
+    x = validate.finite("released", released)
+    tol = validate.positive_finite("tol", tol)
     log_z = _log_evidence(alpha, beta, eps, x)
     nb = st.nbinom(alpha, beta / (1.0 + beta))
     start = max(math.ceil(x) - 1, 0)

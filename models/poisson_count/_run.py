@@ -8,19 +8,24 @@ import math
 
 import scipy.stats as st
 
-from dpinfer._rng import as_seed_sequence
-
-from .._budget import SamplerPlan, plan_sampler
-from .._example import Example, Option, between, choice, integer
-from .._report import (
+from dpinfer.example import (
+    Example,
+    Option,
     Report,
     Result,
+    SamplerPlan,
+    between,
+    choice,
     density_figure,
     distribution_rows,
     draw_rows,
     idata_draws,
+    integer,
+    plan_sampler,
     save_run,
 )
+from dpinfer.random import as_seed_sequence
+
 from ._checks import _abc_checks, _mcem, _mle_row, _sample
 from ._likelihood import EPSILON, RELEASED, _check_prior, _log_evidence, mechanism, model
 from ._mle import exact_mle, naive_mle
@@ -101,7 +106,7 @@ def run(
     The cost of rejection ABC is known before it runs: its acceptance rate is
     the closed-form evidence over the largest Laplace density. When
     ``draws`` would need more than
-    :data:`~dpinfer.models._budget.REJECTION_BUDGET` simulations, exact
+    :data:`~dpinfer.example.REJECTION_BUDGET` simulations, exact
     importance ABC runs instead (:func:`dpinfer.importance_abc`, with a Gamma
     proposal matched to the closed-form posterior, variance doubled, until an
     ESS of ``min(draws, 2000)``), and the report says so. A release whose
@@ -229,7 +234,7 @@ def run_example(out_dir, *, seed=None, progressbar: bool = True, **options) -> s
 
     Writes ``posterior.nc`` (the ABC result), ``summary.csv``, ``summary.json``,
     ``poisson_count.png`` and ``manifest.json`` (last); see
-    :func:`dpinfer.models._report.save_run`. This is ``dpinfer run poisson-count``.
+    :func:`dpinfer.example.save_run`. This is ``dpinfer run poisson-count``.
     """
     result, manifest = save_run(
         EXAMPLE, out_dir, {**EXAMPLE.defaults(), **options}, seed=seed, progressbar=progressbar

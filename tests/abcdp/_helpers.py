@@ -9,7 +9,6 @@ import numpy as np
 import scipy.stats as st
 
 import dpinfer as dp
-from dpinfer.distances import RandomFeatureMMD
 from dpinfer.mechanisms.svt import SparseVector
 
 # the module (``dpinfer.samplers.abcdp`` the attribute is the function of the same name)
@@ -41,35 +40,6 @@ def location_model(n: int) -> dp.Model:
         {"mu": st.norm(0, 2)},
         simulate=lambda p, r: p["mu"][:, None, None] + r.normal(size=(len(p["mu"]), n, 1)),
     )
-
-
-def sampler_calls(observed, model, *, n_proposals: int = 60) -> dict:
-    """The three ABCDP samplers on the model path, each as ``call(rng, privacy_rng)``."""
-    common = dict(model=model, n_proposals=n_proposals, epsilon_abc=0.3, progressbar=False)
-    distance = RandomFeatureMMD(10, 1.0, rng=2)
-    return {
-        "abcdp": lambda rng, prng: dp.abcdp(
-            observed, distance, epsilon_total=2.0, c=3, rng=rng, privacy_rng=prng, **common
-        ),
-        "rejection_abcdp_gaussian": lambda rng, prng: dp.rejection_abcdp_gaussian(
-            observed,
-            distance,
-            epsilon_total=50.0,
-            distance_bound=2.0,
-            rng=rng,
-            privacy_rng=prng,
-            **common,
-        ),
-        "soft_abcdp": lambda rng, prng: dp.soft_abcdp(
-            observed,
-            distance,
-            epsilon_total=2.0,
-            delta_total=1e-5,
-            rng=rng,
-            privacy_rng=prng,
-            **common,
-        ),
-    }
 
 
 def neighbours(n: int = 10) -> tuple[np.ndarray, np.ndarray]:

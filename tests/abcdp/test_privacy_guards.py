@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from samplers._sampler_registry import by_name, family  # tests/ is on the path
 
 import dpinfer as dp
 from dpinfer.distances import MMD, GaussianKernel, RandomFeatureMMD, median_heuristic
 from dpinfer.distances.provenance import leaked_settings
 from dpinfer.mechanisms.svt import SparseVector
 
-from ._helpers import Recording, abcdp_module, capture, location_model, sampler_calls
+from ._helpers import Recording, abcdp_module, capture, location_model
 
 N = 40
 
@@ -49,33 +50,30 @@ DERIVED = {
 }
 
 
-@pytest.mark.parametrize("sampler", ["abcdp", "rejection_abcdp_gaussian", "soft_abcdp"])
+@pytest.mark.parametrize("sampler", family("abcdp"), ids=str)
 @pytest.mark.parametrize("case", list(DERIVED))
-def test_privacy_seed_equal_to_or_derived_from_the_public_seed_is_refused(data, sampler, case):
-    observed, _, model = data
+def test_privacy_seed_equal_to_or_derived_from_the_public_seed_is_refused(sampler, case):
     rng, privacy_rng = DERIVED[case]()
     with pytest.raises(ValueError, match="privacy_rng"):
-        sampler_calls(observed, model)[sampler](rng, privacy_rng)
+        sampler.run(rng=rng, privacy_rng=privacy_rng)
 
 
-@pytest.mark.parametrize("sampler", ["abcdp", "rejection_abcdp_gaussian", "soft_abcdp"])
-def test_an_independent_privacy_seed_runs_and_is_never_published(data, sampler):
-    observed, _, model = data
+@pytest.mark.parametrize("sampler", family("abcdp"), ids=str)
+def test_an_independent_privacy_seed_runs_and_is_never_published(sampler):
     secret = 987654321987654321
-    out = sampler_calls(observed, model)[sampler](7, np.random.SeedSequence(secret))
+    out = sampler.run(rng=7, privacy_rng=np.random.SeedSequence(secret))
     assert out.posterior.attrs["seed"] == "7"
     assert out.posterior.attrs["privacy_noise"] == "seeded"
     published = " ".join(str(v) for group in out.groups() for v in out[group].attrs.values())
     assert str(secret) not in published and str(secret)[:9] not in published
 
 
-def test_privacy_rng_of_a_wrong_type_is_refused_by_name(data):
-    observed, _, model = data
-    call = sampler_calls(observed, model)["abcdp"]
+def test_privacy_rng_of_a_wrong_type_is_refused_by_name():
+    abcdp = by_name("abcdp")
     with pytest.raises(TypeError, match="privacy_rng must be None, an int"):
-        call(7, "7")
+        abcdp.run(rng=7, privacy_rng="7")
     with pytest.raises(ValueError, match="privacy_rng must be a non-negative integer"):
-        call(7, -3)
+        abcdp.run(rng=7, privacy_rng=-3)
 
 
 def test_companion_without_the_guard_the_published_seed_rebuilds_the_run(monkeypatch, data):
@@ -104,7 +102,7 @@ def test_companion_without_the_guard_the_published_seed_rebuilds_the_run(monkeyp
     )
     monkeypatch.undo()
     with pytest.raises(ValueError, match="rebuild the privacy noise"):
-        sampler_calls(observed, model)["abcdp"](7, 7)
+        by_name("abcdp").run(rng=7, privacy_rng=7)
 
 
 # --- settings computed from the confidential observations ----------------------------------

@@ -13,10 +13,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from samplers._sampler_registry import by_name  # tests/ is on the path
 
-from dpinfer.samplers._privacy_seed import check_privacy_rng, seed_words
-
-from ._helpers import location_model, sampler_calls
+from dpinfer.samplers.abcdp._privacy_seed import check_privacy_rng, seed_words
 
 SEEDS = st.integers(min_value=0, max_value=2**96)
 
@@ -131,10 +130,8 @@ def test_companion_comparing_the_entropy_as_text_misses_list_spellings():
     ids=["default_rng([7])", "SeedSequence([7])", "PCG64([7])", "rng=SeedSequence([7])"],
 )
 def test_the_reported_spellings_are_refused_by_abcdp(rng, privacy_rng):
-    observed = np.random.default_rng(3).normal(size=(20, 1))
-    call = sampler_calls(observed, location_model(20), n_proposals=50)["abcdp"]
     with pytest.raises(ValueError, match="rebuild the privacy noise"):
-        call(rng, privacy_rng)
+        by_name("abcdp").run(rng=rng, privacy_rng=privacy_rng)
 
 
 def test_the_message_never_shows_the_privacy_seed():

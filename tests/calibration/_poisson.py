@@ -18,13 +18,8 @@ import warnings
 
 import numpy as np
 import scipy.stats as st
-import xarray as xr
 
 import dpinfer as dp
-
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", FutureWarning)  # ArviZ's notice of its 1.0 refactor
-    import arviz as az
 
 SHAPE, RATE, SCALE = 4.0, 0.4, 4.0
 COUNTS = np.arange(400)
@@ -55,8 +50,16 @@ def posterior(theta: np.ndarray, chains: int = 4):
     """An InferenceData of the draws ``(n, *shape)`` in ``chains`` chains, built directly.
 
     A tenth of the cost of :func:`dpinfer.results.to_inference_data` (no diagnostics):
-    what a user's own sampler might return, without ``attrs['ess']``.
+    what a user's own sampler might return, without ``attrs['ess']``. ArviZ and xarray are
+    imported here, not with the module: the sampler registry's records use the model in
+    executor workers, which need neither.
     """
+    import xarray as xr
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # ArviZ's notice of its 1.0 refactor
+        import arviz as az
+
     by_chain = theta.reshape(chains, -1, *theta.shape[1:])
     dims = ("chain", "draw", *(f"theta_dim_{i}" for i in range(theta.ndim - 1)))
     return az.InferenceData(posterior=xr.Dataset({"theta": (dims, by_chain)}))

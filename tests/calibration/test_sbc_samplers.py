@@ -1,9 +1,11 @@
-"""``dp.sbc`` on every sampler of the library: each passes, and the planted bugs fail.
+"""``dp.sbc`` on the samplers of the registry: each passes, and the planted bugs fail.
 
-The problem is ``_poisson``'s model (a Poisson count, Gamma(4, rate 0.4) prior) released
-with Laplace noise of scale ``NOISE = 6`` (ABCDP: uniform noise on (-12, 12), see
-:func:`_abcdp`). For each sampler, three SBC runs with the same settings (replicates,
-seed, sampler options), which the module fixture computes once:
+The samplers are those of ``samplers/_sampler_registry.py`` with a ``Calibration`` (the
+others say there why not). The problem is ``_poisson``'s model (a Poisson count,
+Gamma(4, rate 0.4) prior) released with Laplace noise of scale ``NOISE = 6`` (ABCDP, whose
+non-private limit is exact for uniform noise: uniform noise on (-12, 12)). For each
+sampler, three SBC runs with the same settings (replicates, seed, sampler options), which
+the module fixture computes once:
 
 * ``correct``: the sampler as a user would call it; must pass, ``p > 1e-3``;
 * ``shrunk``: the same draws (the correct run's, reused: the replicates and the sampler's
@@ -38,10 +40,9 @@ a wrong one.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
+from samplers._sampler_registry import SAMPLERS, Problem  # tests/ is on the path
 
 import dpinfer as dp
 
@@ -51,65 +52,17 @@ P_LIMIT = 1e-3
 SEED = 11
 REPLICATES = 100
 NOISE = 6.0
-SAMPLERS = ["rejection", "importance", "smc", "da_mcmc", "abcdp"]
-QUIET = {"progressbar": False}
+CALIBRATED = [case for case in SAMPLERS if case.supports("sbc")]
 
 
-class UniformNoise:
-    """``s + U(-h, h)``: the noise for which ABC with tolerance ``h`` is exact (Wilkinson 2013)."""
-
-    event_shape = ()
-
-    def __init__(self, h):
-        self.h = h
-
-    def release(self, value, *, rng=None):
-        return np.asarray(value, dtype=float) + rng.uniform(-self.h, self.h)
-
-
-def _abcdp(tolerance: float):
-    # ABCDP's non-private limit (epsilon_total = inf) is rejection ABC with the hard
-    # tolerance epsilon_abc: exact for a release with uniform noise on (-h, h) when the
-    # tolerance is h. With privacy noise its draws target no posterior of this model, so
-    # SBC does not apply there.
-    pseudo = dp.Model(
-        prior=_poisson.model().prior,
-        simulate=lambda p, rng: rng.poisson(p["theta"])[:, None, None] * 1.0,
-    )
+def _sampler(case, noise):
+    """``sample(released, rng)``: ``case`` run for a release through ``noise``."""
 
     def sample(released, rng):
-        return dp.abcdp(
-            np.reshape(released, (1, 1)),
-            dp.distances.ClippedL2(1e6),
-            epsilon_total=math.inf,
-            epsilon_abc=tolerance,
-            c=100,
-            model=pseudo,
-            n_proposals=20_000,
-            rng=rng,
-            **QUIET,
-        )
+        problem = Problem(mechanism=noise, released=released)
+        return case.run(problem, settings=case.sbc.options, rng=rng, **case.sbc.kernel(noise))
 
     return sample
-
-
-def _sampler(name: str, mech):
-    """``sample(released, rng)`` for sampler ``name`` whose kernel is ``mech``."""
-    model = _poisson.model()
-    if name == "rejection":
-        return lambda r, rng: dp.rejection_abc(
-            model, mech, r, draws=100, batch_size=20_000, rng=rng, **QUIET
-        )
-    if name == "importance":
-        return lambda r, rng: dp.importance_abc(
-            model, mech, r, draws=200, target_ess=150, batch_size=4000, rng=rng, **QUIET
-        )
-    if name == "smc":
-        return lambda r, rng: dp.smc_abc(model, mech, r, particles=100, chains=1, rng=rng, **QUIET)
-    records = _poisson.record_model()
-    return lambda r, rng: dp.da_mcmc(
-        records, mech, r, n=1, draws=100, tune=30, chains=2, rng=rng, **QUIET
-    )
 
 
 def _cached(sample):
@@ -144,21 +97,16 @@ def _shrunk(sample, factor=0.6):
     return shrunk
 
 
-@pytest.fixture(scope="module", params=SAMPLERS)
+@pytest.fixture(scope="module", params=CALIBRATED, ids=str)
 def runs(request):
-    name = request.param
-    if name == "abcdp":
-        release = UniformNoise(2 * NOISE)
-        correct, ignores_noise = _abcdp(2 * NOISE), _as_count(_abcdp(0.5))
-    else:
-        release = dp.Laplace(NOISE, sensitivity=1.0)
-        correct = _sampler(name, release)
-        ignores_noise = _as_count(_sampler(name, dp.Laplace(NOISE / 24, sensitivity=1.0)))
-    correct = _cached(correct)
+    case = request.param
+    release = case.sbc.noise(NOISE)
+    correct = _cached(_sampler(case, release))
+    ignores_noise = _as_count(_sampler(case, case.sbc.noise(NOISE / 24)))
     samplers = {"correct": correct, "shrunk": _shrunk(correct), "ignores_noise": ignores_noise}
     model = _poisson.model()
-    return name, {
-        kind: dp.sbc(fn, model, release, replicates=REPLICATES, rng=SEED, **QUIET)
+    return case.name, {
+        kind: dp.sbc(fn, model, release, replicates=REPLICATES, rng=SEED, progressbar=False)
         for kind, fn in samplers.items()
     }
 

@@ -13,19 +13,19 @@ import numpy as np
 import pytest
 
 import dpinfer as dp
-from dpinfer.marginal import _kernels as K
-from dpinfer.marginal._cells import Cells, release_cells
+from dpinfer.marginal import _families as F
+from dpinfer.marginal._forms import joined_form, release_form
 from dpinfer.marginal._sweep import marginal_cells
 
 from ._brute import log_marginal
 
 TOL = 1e-10
 FAMILIES = {
-    "poisson": K.POISSON,
-    "binomial": K.BINOMIAL_LATENT,
-    "negative_binomial": K.NEGATIVE_BINOMIAL,
-    "geometric": K.GEOMETRIC,
-    "discrete_uniform": K.DISCRETE_UNIFORM,
+    "poisson": F.POISSON,
+    "binomial": F.BINOMIAL,
+    "negative_binomial": F.NEGATIVE_BINOMIAL,
+    "geometric": F.GEOMETRIC,
+    "discrete_uniform": F.DISCRETE_UNIFORM,
 }
 MECHANISMS = {
     "discrete gaussian": (dp.DiscreteGaussian(3.0), 37),
@@ -45,16 +45,17 @@ PARAMETERS = {
 
 def kernel(family, a, b, pairs, tol=TOL):
     """The kernel on one cell: (log-likelihood, score a, score b, terms)."""
-    cells = [
-        release_cells(m, np.reshape(r, m.event_shape), latent_discrete=True) for m, r in pairs
-    ]
+    form, table = joined_form(
+        [release_form(m, np.reshape(r, m.event_shape), latent_discrete=True) for m, r in pairs]
+    )
     out = [np.empty(1) for _ in range(3)]
     terms = np.empty(1, dtype=np.int64)
     marginal_cells(
         FAMILIES[family],
         np.array([float(a)]),
         np.array([float(b)]),
-        *Cells.stack(cells),
+        form,
+        table,
         tol,
         np.full(1, np.nan),
         *out,

@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 
 import dpinfer as dp
-from dpinfer.marginal import _kernels as K
 from dpinfer.marginal import _poisson as P
-from dpinfer.marginal._cells import Cells, release_cells
+from dpinfer.marginal._families import POISSON
+from dpinfer.marginal._forms import joined_form, release_form
 from dpinfer.marginal._op import MarginalLogp
 from dpinfer.marginal._sweep import marginal_sweep
+from dpinfer.noise.form import as_matrix
 
 from ._brute import log_marginal
 
@@ -42,11 +43,12 @@ def reference(mech, rate):
 
 
 def constants(pairs, cells=1):
+    """The joined form of the releases and its log-CDF tables, for ``cells`` equal cells."""
     forms = [
-        release_cells(m, np.full((cells, *m.event_shape), r), latent_discrete=True)
+        release_form(m, np.full((cells, *m.event_shape), r), latent_discrete=True)
         for m, r in pairs
     ]
-    return Cells.stack(forms)
+    return joined_form(forms)
 
 
 def sweep(rates, pairs, state, tol=TOL):
@@ -55,7 +57,7 @@ def sweep(rates, pairs, state, tol=TOL):
     n = rates.size
     out = [np.empty(n) for _ in range(3)]
     terms = np.empty(n, dtype=np.int64)
-    marginal_sweep(K.POISSON, rates, np.zeros(n), *constants(pairs, n), tol, state, *out, terms)
+    marginal_sweep(POISSON, rates, np.zeros(n), *constants(pairs, n), tol, state, *out, terms)
     return out[0], out[1], terms
 
 
@@ -148,31 +150,51 @@ def test_a_cell_sums_the_same_alone_and_among_others():
         assert sweep([rate], pairs, alone)[0][0] == together[i]
 
 
-def op_logp(op, rate, pairs):
-    node_inputs = [np.array([rate]), np.zeros(1), *constants(pairs)]
-    storage = [[None] for _ in range(3)]
+def op_logp(op, rate, pairs, state):
+    """``op.perform`` on one cell: (log-likelihood, the state output)."""
+    form, table = constants(pairs)
+    node_inputs = [np.array([rate]), np.zeros(1), as_matrix(form), table, state]
+    storage = [[None] for _ in range(4)]
     op.perform(None, node_inputs, storage)
-    return storage[0][0][0]
+    return storage[0][0][0], storage[3][0]
 
 
-def test_the_op_does_not_reuse_the_state_of_other_releases():
-    op = MarginalLogp(K.POISSON, TOL)
+def test_the_op_threads_the_state_it_is_given():
+    # the state is an input and an output of the Op (updated in place), never kept on it:
+    # two tables share one Op and keep their own states
+    op = MarginalLogp(POISSON, TOL)
     first = [(dp.DiscreteGaussian(1.0), 40)]
     second = [(dp.DiscreteGaussian(1.0), 400)]
+    states = {id(first): fresh(1), id(second): fresh(1)}
     for pairs in (first, first, second, second, first):
-        reference = log_marginal("poisson", 41.0, 0, pairs)
-        assert op_logp(op, 41.0, pairs) == pytest.approx(reference, abs=2 * TOL)
+        state = states[id(pairs)]
+        logp, out = op_logp(op, 41.0, pairs, state)
+        assert out is state
+        assert logp == pytest.approx(log_marginal("poisson", 41.0, 0, pairs), abs=2 * TOL)
+    # from its second evaluation on, each cell is summed from its own kept mode
+    assert all(state[0, P.AT] == state[0, P.MODE] for state in states.values())
+    assert op == MarginalLogp(POISSON, TOL) and not hasattr(op, "_state")
 
 
-def test_the_op_keeps_its_state_for_equal_copies_of_the_releases():
-    # a backend that copies the graph's constants at every call keeps the mode search's work
-    op = MarginalLogp(K.POISSON, TOL)
-    pairs = [(dp.DiscreteGaussian(1.0), 40)]
-    op_logp(op, 41.0, pairs)
-    kept = op._state
-    again = op_logp(op, 41.0, pairs)  # constants() builds new arrays with the same values
-    assert op._state is kept and kept[0, P.AT] == kept[0, P.MODE]
-    assert again == pytest.approx(log_marginal("poisson", 41.0, 0, pairs), abs=2 * TOL)
+def test_a_model_keeps_each_tables_state_in_its_graph():
+    # the state is a shared variable of the compiled graph, which the evaluations update in
+    # place; it moves the work, not the result (beyond the sums' tolerance)
+    import pymc as pm
+
+    mech = dp.DiscreteGaussian(1.0)
+    with pm.Model() as model:
+        rate = pm.Gamma("rate", 40.0, 1.0)
+        mech.to_pymc("y", pm.Poisson.dist(rate, shape=2), observed=np.array([40, 44]))
+    logp = model.compile_logp(vars=[model["y"]], sum=False)
+    (state,) = [v for v in logp.f.get_shared() if v.name == "marginal_state"]
+    assert np.isnan(state.get_value()).all()
+    first = logp({"rate_log__": np.log(41.0)})[0]
+    kept = state.get_value(borrow=True)
+    assert not np.isnan(kept[:, P.MODE]).any()  # the modes found, kept for the next call
+    np.testing.assert_allclose(logp({"rate_log__": np.log(41.0)})[0], first, atol=2 * TOL)
+    assert np.array_equal(kept[:, P.AT], kept[:, P.MODE])  # summed from them
+    reference = [log_marginal("poisson", 41.0, 0, [(mech, r)]) for r in (40, 44)]
+    np.testing.assert_allclose(first, reference, atol=2 * TOL)
 
 
 def test_companion_a_state_of_other_releases_is_caught():

@@ -23,7 +23,9 @@ Each row gives
 - ``exact(mech, j, released_j, value_j)``: coordinate ``j`` of the log-density for
   Python int or float inputs of any size, computed in exact rationals
   (:class:`fractions.Fraction`) up to one rounding, and the sum of the magnitudes of
-  the terms it adds (the scale of a rounding error), as ``(term, magnitude)``.
+  the terms it adds (the scale of a rounding error), as ``(term, magnitude)``;
+- ``inner``: for a :class:`~dpinfer.Thresholded` row, the row of the noise it wraps (its
+  releases hold NaN at suppressed cells, a second kind of outcome beside the values).
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ class Case:
     ppf: Callable[[dp.Mechanism, np.ndarray, np.ndarray], np.ndarray] | None = None
     exact: Callable[[dp.Mechanism, int, Any, Any], tuple[float, float]] | None = None
     per_cell: bool = False  # a vector row whose cells have laws of their own
+    inner: Case | None = None  # a Thresholded row: the row of the noise it wraps
 
     def __str__(self) -> str:
         return self.name
@@ -225,6 +228,11 @@ def _perturb_binomial(mech, f):
     )
 
 
+def suppresses(case: Case) -> bool:
+    """Whether the row's releases have suppressed cells (NaN) beside published values."""
+    return case.inner is not None
+
+
 def with_planted_quantile(case: Case, mech: dp.Mechanism, factor: float) -> dp.Mechanism:
     """A copy of ``mech`` whose inverse CDF uses the noise parameter times ``factor``."""
     wrong = case.perturb(mech, factor)
@@ -248,6 +256,10 @@ def oracle_quantile(case: Case, mech: dp.Mechanism, value, u) -> np.ndarray:
     accurate to about 1e-15.
     """
     value, u = np.broadcast_arrays(np.asarray(value), np.asarray(u, dtype=float))
+    if suppresses(case):  # the inner noise's quantile, suppressed below the threshold
+        inner = oracle_quantile(case.inner, mech.mechanism, value, u).astype(float)
+        keep = inner > mech.threshold if mech.publish == "above" else inner >= mech.threshold
+        return np.where(keep, inner, np.nan)
     if not mech.discrete:
         return case.ppf(mech, value, u)
     lo, hi = case.normalisation_range
@@ -424,10 +436,113 @@ _DISCRETE_GAUSSIAN = Case(
 )
 
 
+# --- thresholded rows: the inner law above the threshold, its log-CDF at the cut below ---
+
+
+def _dgaussian_log_cdf(sigma: float, x) -> np.ndarray:
+    """``log P(X <= x)`` for ``X ~ N_Z(0, sigma^2)``, by a brute-force cumulative sum."""
+    half = int(60 * sigma) + 60
+    support = np.arange(-half, half + 1)
+    log_cdf = np.logaddexp.accumulate(discrete_gaussian_logpmf_bruteforce(support, sigma))
+    at = np.clip(np.floor(np.asarray(x, dtype=float)).astype(np.int64) + half, -1, support.size)
+    return np.where(at < 0, -np.inf, log_cdf[np.clip(at, 0, support.size - 1)])
+
+
+def _thresholded(inner: Case, *, threshold: float, publish: str, log_cdf, **row) -> Case:
+    """A row of ``Thresholded(inner row's mechanism, threshold, publish)`` (scalar noise)."""
+
+    def make(event_shape):
+        return dp.Thresholded(inner.make(event_shape), threshold=threshold, publish=publish)
+
+    def cut(mech):
+        if not mech.discrete:
+            return threshold
+        return math.floor(threshold) if publish == "above" else math.ceil(threshold) - 1
+
+    def oracle(mech, released, value):
+        released, value = np.broadcast_arrays(np.asarray(released, dtype=float), value)
+        suppressed = np.isnan(released)
+        shown = np.where(suppressed, threshold + 1, released)
+        if mech.discrete:
+            shown = shown.astype(np.int64)
+        published = inner.oracle(mech.mechanism, shown, value)
+        ok = shown > threshold if publish == "above" else shown >= threshold
+        below = log_cdf(mech.mechanism, cut(mech) - np.asarray(value, dtype=float))
+        return np.where(suppressed, below, np.where(ok, published, -np.inf))
+
+    def grid(released):
+        # the published cells at their releases, the suppressed ones far below (probability 1)
+        far = np.where(np.isnan(released), threshold - 10_000, released)
+        return inner.value_grid(far.astype(np.int64) if inner.make(()).discrete else far)
+
+    def candidates(mech):
+        return [np.full(mech.event_shape, np.nan), np.full(mech.event_shape, threshold + 1.0)]
+
+    return Case(
+        make=make,
+        oracle=oracle,
+        perturb=lambda mech, f: dp.Thresholded(
+            inner.perturb(mech.mechanism, f), threshold=threshold, publish=publish
+        ),
+        draw_values=inner.draw_values,
+        value_grid=grid,
+        translation=False,
+        release_candidates=candidates,
+        inner=inner,
+        **row,
+    )
+
+
+def _nan_code(x):
+    """A release as a number an audit can count: suppressed cells as -10^6."""
+    return np.where(np.isnan(x), -1e6, x)
+
+
 def _vector_row(family: Case, **row) -> Case:
     """A row of vectors whose cells have their own scales: ``family``'s references, row's rest."""
     return replace(family, event_shapes=((3,),), **row)
 
+
+_THRESHOLDED_DISCRETE_GAUSSIAN = _thresholded(
+    _DISCRETE_GAUSSIAN,
+    name="Thresholded-DiscreteGaussian",
+    threshold=3,
+    publish="at_least",
+    log_cdf=lambda inner, x: _dgaussian_log_cdf(float(np.ravel(inner.sigma)[0]), x),
+    audit=AuditSetup(
+        make=lambda: dp.Thresholded(
+            dp.DiscreteGaussian.from_privacy(epsilon=1.0, delta=1e-5, sensitivity=1),
+            threshold=3,
+        ),
+        a=0,
+        b=1,
+        n_select=15_000,
+        n_test=25_000,
+        code=_nan_code,
+        planted_factor=0.25,
+    ),
+    gof_size=20_000,
+    gof_value=0,
+    normalisation_range=(-300, 301),
+)
+_THRESHOLDED_LAPLACE = _thresholded(
+    _LAPLACE,
+    name="Thresholded-Laplace",
+    threshold=1.0,
+    publish="above",
+    log_cdf=lambda inner, x: st.laplace.logcdf(x, scale=float(np.ravel(inner.scale)[0])),
+    audit=AuditSetup(
+        make=lambda: dp.Thresholded(
+            dp.Laplace.from_privacy(epsilon=1.0, sensitivity=1.0), threshold=1.0
+        ),
+        a=0.0,
+        b=1.0,
+        n_select=100_000,
+        n_test=200_000,
+        code=_nan_code,
+    ),
+    gof_value=0.5,
+)
 
 CASES: list[Case] = [
     _LAPLACE,
@@ -531,6 +646,8 @@ CASES: list[Case] = [
         # so it is attained on the diagonal releases (r, ..., r)
         release_candidates=lambda mech: [np.full(mech.event_shape, r) for r in range(mech.n + 1)],
     ),
+    _THRESHOLDED_DISCRETE_GAUSSIAN,
+    _THRESHOLDED_LAPLACE,
 ]
 
 IDS = [c.name for c in CASES]

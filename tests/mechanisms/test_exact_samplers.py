@@ -1,6 +1,6 @@
-"""The exact discrete samplers: compiled kernels against the reference, the pmf, and the bits.
+"""The exact discrete samplers: compiled loops against the reference, the pmf, and the bits.
 
-The kernels must give the reference algorithm's output on the same bit stream, bit for
+The compiled loops must give the reference algorithm's output on the same bit stream, bit for
 bit (including the draws they hand back to it and the draws replayed on a longer stream);
 their releases must follow the pmf (Pearson chi-square on half a million draws); and curator
 releases with ``rng=None`` must draw every bit from the operating system.
@@ -43,7 +43,7 @@ def _fast(kind, param: Fraction, size: int, seed: int) -> np.ndarray:
     return sample(param, size, _bits.GeneratorWords(np.random.default_rng(seed)))
 
 
-# --- the kernels are the reference, bit for bit -----------------------------------------
+# --- the compiled loops are the reference, bit for bit --------------------------------------
 
 SAME_STREAM = [
     (LAPLACE, Fraction(1)),
@@ -60,7 +60,7 @@ SAME_STREAM = [
 @pytest.mark.parametrize(
     ("kind", "param"), SAME_STREAM, ids=[f"{k}-{float(p):.6g}" for k, p in SAME_STREAM]
 )
-def test_kernels_reproduce_the_reference_on_the_same_stream(kind, param):
+def test_compiled_loops_reproduce_the_reference_on_the_same_stream(kind, param):
     np.testing.assert_array_equal(_fast(kind, param, 2_000, 5), _reference(kind, param, 2_000, 5))
 
 
@@ -86,7 +86,7 @@ def test_draws_handed_back_to_the_reference_continue_the_same_stream(
     monkeypatch.setattr(_exact, draw, counted)
     fast = _fast(kind, param, 1_000, 6)
     monkeypatch.setattr(_exact, draw, original)
-    assert 10 < len(calls) < 300  # the kernel bailed out on some draws, not all
+    assert 10 < len(calls) < 300  # the compiled loop bailed out on some draws, not all
     np.testing.assert_array_equal(fast, _reference(kind, param, 1_000, 6))
 
 
@@ -97,7 +97,7 @@ def test_draws_replayed_on_a_longer_stream_are_unchanged(kind):
     n, d = param.numerator, param.denominator
     t = math.isqrt(n // d) + 1
     source = _bits.GeneratorWords(np.random.default_rng(7))
-    # one group of parameters, every cell in it (the per-cell kernels' scalar case)
+    # one group of parameters, every cell in it (the per-cell loops' scalar case)
     groups = (np.array([True]), np.zeros(1, np.int64))
     if kind == LAPLACE:
         args = (
@@ -105,14 +105,14 @@ def test_draws_replayed_on_a_longer_stream_are_unchanged(kind):
             np.array([d], np.uint64),
             np.array([(n - 1).bit_length()], np.int64),
         )
-        run, ref = _exact.kernels.run_discrete_laplace, _exact.discrete_laplace
+        run, ref = _exact.compiled.run_discrete_laplace, _exact.discrete_laplace
     else:
         den = 2 * n * d * t * t
         ints = (n, t, t * d, den >> 64, den & (2**64 - 1))
         bits = ((den - 1).bit_length(), (t - 1).bit_length())
         args = tuple(np.array([a], np.uint64) for a in ints)
         args += tuple(np.array([b], np.int64) for b in bits)
-        run, ref = _exact.kernels.run_discrete_gaussian, _exact.discrete_gaussian
+        run, ref = _exact.compiled.run_discrete_gaussian, _exact.discrete_gaussian
     out = _exact._drive(
         lambda words, pos, o, start: run(words, pos, *args, *groups, o, start),
         lambda i, r: ref(n, d, r),
@@ -123,8 +123,8 @@ def test_draws_replayed_on_a_longer_stream_are_unchanged(kind):
     np.testing.assert_array_equal(out, _reference(kind, param, 500, 7))
 
 
-def test_parameters_beyond_the_kernels_run_in_the_reference():
-    # sigma = 0.01: sigma^2 = n / 2**66, too wide for the kernels; the reference serves
+def test_parameters_beyond_the_compiled_loops_run_in_the_reference():
+    # sigma = 0.01: sigma^2 = n / 2**66, too wide for the compiled loops; the reference serves
     mech = dp.DiscreteGaussian(0.01)
     draws = mech.release(np.zeros(200, dtype=np.int64), rng=1)
     assert np.all(draws == 0)  # P(|x| >= 1) = 2 exp(-5000), about 1e-2171
@@ -140,7 +140,7 @@ def test_parameters_beyond_the_kernels_run_in_the_reference():
 PER_CELL = [
     (LAPLACE, [Fraction(1 / 0.3), Fraction(2.0**40), Fraction(0.37)], [0, 1, 2, 0, 1]),
     (GAUSSIAN, [Fraction(3.7306**2), Fraction(0.3**2), Fraction(1e4**2)], [2, 0, 0, 1]),
-    # a group beyond the kernels (sigma^2 = 0.01^2: n / 2**66) beside two within them
+    # a group beyond the compiled loops (sigma^2 = 0.01^2: n / 2**66) beside two within them
     (GAUSSIAN, [Fraction(0.01**2), Fraction(2.5**2), Fraction(1.0)], [1, 0, 2, 1]),
 ]
 
@@ -156,7 +156,7 @@ def _reference_cells(kind, params, cells, size, seed):
 
 
 @pytest.mark.parametrize(("kind", "params", "cells"), PER_CELL, ids=["laplace", "gauss", "bail"])
-def test_per_cell_kernels_reproduce_the_reference_on_the_same_stream(kind, params, cells):
+def test_per_cell_compiled_loops_reproduce_the_reference_on_the_same_stream(kind, params, cells):
     sample = _exact.sample_discrete_laplace if kind == LAPLACE else _exact.sample_discrete_gaussian
     source = _bits.GeneratorWords(np.random.default_rng(8))
     got = sample(params, 2_000, source, np.array(cells))

@@ -5,7 +5,7 @@ square of the difference overflowed; at 2**62 it wrapped to -0.92), and converti
 int64 values to float64 before subtracting lost their low bits. One generic property
 walks the registry: releases and confidential values drawn by hypothesis over the whole
 int64 and float64 ranges (mixed, huge, tiny, boundary values), scored by ``logpdf``,
-by the PyTensor expression behind ``to_pymc`` and by the compiled coordinate form of
+by the PyTensor expression behind ``to_pymc`` and by the compiled cell form of
 ``da_mcmc``, against each row's ``exact`` reference (rationals, rounded once).
 
 Tolerance: the log-density is a sum of terms (per coordinate, a normaliser and the
@@ -29,8 +29,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import dpinfer as dp
-from dpinfer.mechanisms.base import _pytensor_namespace
-from dpinfer.samplers._da_kernels import density_with
+from dpinfer.mechanisms._namespaces import pytensor_namespace
+from dpinfer.samplers.da._da_kernels import log_density
 
 RTOL = 1e-13
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -147,7 +147,7 @@ def test_pytensor_density_is_exact_for_int64_and_float64_input(case):
         if mech.discrete and released.dtype.kind == "f":
             released = released.astype(np.int64)
         values = np.broadcast_to(values.reshape(-1, *([1] * len(shape))), (len(big), *shape))
-        pt_ns = _pytensor_namespace()
+        pt_ns = pytensor_namespace()
         expr = mech._log_density(pt_ns, pt.as_tensor(released), pt.as_tensor(values))
         got = np.asarray(expr.eval(), dtype=float)
         got = got.reshape(len(big), -1).sum(axis=1)
@@ -156,8 +156,8 @@ def test_pytensor_density_is_exact_for_int64_and_float64_input(case):
 
 
 @pytest.mark.parametrize("case", ADDITIVE, ids=lambda c: c.name)
-def test_compiled_coordinate_form_is_exact_for_float64_input(case):
-    # da_mcmc scores running sums (float64) through the numba kernel of the coordinate form
+def test_compiled_cell_form_is_exact_for_float64_input(case):
+    # da_mcmc scores running sums (float64) through the numba kernel of the cell form
     mech = case.make(case.event_shapes[-1])
 
     @EXAMPLES
@@ -165,10 +165,10 @@ def test_compiled_coordinate_form_is_exact_for_float64_input(case):
     def prop(data):
         kinds = st.just(INTEGRAL_FLOAT if mech.discrete else FLOAT64)
         released, values = _batch(data.draw, mech, kinds)
-        form = mech._coordinate_form(released)
-        got = density_with(form, np.ascontiguousarray(values.reshape(len(values), -1)))
+        form = mech.cell_form(released)
+        got = log_density(form, np.ascontiguousarray(values.reshape(len(values), -1)))
         ref, mag = _reference(case, mech, released, values)
-        assert_exact(got, ref, mag, f"{case.name} coordinate form")
+        assert_exact(got, ref, mag, f"{case.name} cell form")
 
     prop()
 

@@ -16,6 +16,7 @@ from _mechanism_registry import (
     case_shape_ids,
     case_shapes,
     oracle_quantile,
+    suppresses,
     with_planted_quantile,
     with_planted_sampler,
 )
@@ -96,23 +97,38 @@ def test_logpdf_oracle_companion_detects_wrong_parameter(case, event_shape):
 # --- normalisation ---------------------------------------------------------------------
 
 
+def _log_suppressed(case, mech, value):
+    """``log P(suppressed | value)``: the mass of the outcome NaN (-inf for other rows)."""
+    if not suppresses(case):
+        return -np.inf
+    return float(mech.logpdf(np.full(mech.event_shape, np.nan), value))
+
+
 def _log_total_mass(case, mech, value):
-    """``log`` of the integral (sum) of ``exp(logpdf(., value))`` over one coordinate."""
+    """``log`` of the integral (sum) of ``exp(logpdf(., value))`` over one coordinate.
+
+    A thresholded row's outcomes are the published values and the suppressed state.
+    """
     if mech.discrete:
         lo, hi = case.normalisation_range
         shift = int(np.ravel(value)[0]) if case.translation else 0
         logs = [mech.logpdf(np.full(mech.event_shape, k + shift), value) for k in range(lo, hi)]
-        return float(logsumexp(logs))
+        return float(logsumexp([*logs, _log_suppressed(case, mech, value)]))
     v = float(value)
     peak = mech.log_max_density
 
     def density(x):
         return np.exp(float(mech.logpdf(x, v)) - peak)
 
-    # Split at the mode (the Laplace kink); the infinite ranges are mapped by quad.
-    left, _ = si.quad(density, -np.inf, v, epsabs=1e-13, epsrel=1e-12, limit=200)
-    right, _ = si.quad(density, v, np.inf, epsabs=1e-13, epsrel=1e-12, limit=200)
-    return float(np.log(left + right) + peak)
+    # Split at the mode (the Laplace kink) and at a threshold (a jump); the infinite
+    # ranges are mapped by quad.
+    cuts = sorted({v, *([float(mech.threshold)] if suppresses(case) else [])})
+    ends = [-np.inf, *cuts, np.inf]
+    mass = sum(
+        si.quad(density, a, b, epsabs=1e-13, epsrel=1e-12, limit=200)[0]
+        for a, b in zip(ends[:-1], ends[1:], strict=True)
+    )
+    return float(np.logaddexp(np.log(mass) + peak, _log_suppressed(case, mech, value)))
 
 
 def _normalisation_case(case):
@@ -178,11 +194,15 @@ def _gof_one(case, mech, draws, value):
 
     KS against the CDF integrated from ``logpdf`` for continuous families; Pearson's
     chi-square on integer bins (expected count >= 5, tails pooled) for discrete ones.
+    A thresholded row's suppressed draws (NaN) are one more bin (its published ones, if
+    continuous, are binned at 20 quantiles of their law).
     """
     es = mech.event_shape
     n = draws.size
     v = np.ravel(value)[0]
     value = np.broadcast_to(value, es)
+    if suppresses(case) and not mech.discrete:
+        return _gof_thresholded_continuous(case, mech, draws, float(v))
     if not mech.discrete:
         span = draws.max() - draws.min()
         grid, cdf = _cdf_from_logpdf(mech, float(v), draws.min() - span, draws.max() + span)
@@ -191,20 +211,26 @@ def _gof_one(case, mech, draws, value):
     shift = int(v) if case.translation else 0
     support = np.arange(lo, hi) + shift
     pmf = np.exp([float(mech.logpdf(np.full(es, k), value)) for k in support])
+    suppressed = np.isnan(draws)
+    n_suppressed, expect_suppressed = (
+        suppressed.sum(),
+        n * np.exp(_log_suppressed(case, mech, value)),
+    )
+    draws = draws[~suppressed].astype(np.int64)
     expected = n * pmf
     core = np.flatnonzero(expected >= 5)
     k_lo, k_hi = support[core[0]], support[core[-1]]
     inner = (support >= k_lo) & (support <= k_hi)
     observed = np.concatenate(
         [
-            [np.count_nonzero(draws < k_lo)],
+            [n_suppressed, np.count_nonzero(draws < k_lo)],
             np.bincount(draws[(draws >= k_lo) & (draws <= k_hi)] - k_lo, minlength=core.size),
             [np.count_nonzero(draws > k_hi)],
         ]
     )
     exp_bins = np.concatenate(
         [
-            [expected[support < k_lo].sum()],
+            [expect_suppressed, expected[support < k_lo].sum()],
             expected[inner],
             [expected[support > k_hi].sum()],
         ]
@@ -214,6 +240,24 @@ def _gof_one(case, mech, draws, value):
     observed, exp_bins = observed[keep], exp_bins[keep]
     exp_bins *= n / exp_bins.sum()  # the pmf outside the range is below 1e-30
     return st.chisquare(observed, exp_bins).pvalue
+
+
+def _gof_thresholded_continuous(case, mech, draws, value):
+    """Chi-square: the suppressed count, and the published draws at 20 quantile bins."""
+    threshold = float(mech.threshold)
+    published = draws[~np.isnan(draws)]
+    top = max(published.max(), threshold) + 40 * float(np.ravel(mech.mechanism.scale)[0])
+    grid, cdf = _cdf_from_logpdf(mech, value, threshold, top)
+    edges = np.interp(np.linspace(0, 1, 21)[1:-1], cdf, grid)
+    observed = np.concatenate(
+        [
+            [draws.size - published.size],
+            np.bincount(np.searchsorted(edges, published), minlength=20),
+        ]
+    )
+    p_suppressed = np.exp(_log_suppressed(case, mech, np.array(value)))
+    expected = draws.size * np.concatenate([[p_suppressed], np.full(20, (1 - p_suppressed) / 20)])
+    return st.chisquare(observed, expected).pvalue
 
 
 @by_unit_case
@@ -243,10 +287,12 @@ def test_to_pymc_matches_logpdf(case, event_shape):
     value = case.draw_values(rng, event_shape)
     released = mech.release(value, rng=rng)
     expected = float(mech.logpdf(released, value))
+    # the value PyMC scores: a suppressed cell's number is ignored (its term is the mask's)
+    scored = np.where(np.isnan(released), 0, released) if suppresses(case) else released
 
     with pm.Model():  # the confidential value as a constant
         obs = mech.to_pymc("s_dp", value, observed=released)
-        got = pm.logp(obs, released).sum().eval(mode="FAST_COMPILE")
+        got = pm.logp(obs, scored).sum().eval(mode="FAST_COMPILE")
     np.testing.assert_allclose(got, expected, rtol=1e-10)
 
     with pm.Model():  # the confidential value as a random variable of the model
@@ -255,11 +301,16 @@ def test_to_pymc_matches_logpdf(case, event_shape):
         else:
             theta = pm.Normal("theta", 0.0, 10.0, shape=event_shape)
         obs = mech.to_pymc("s_dp", theta, observed=released)
-        got = pm.logp(obs, released).sum().eval({theta: value}, mode="FAST_COMPILE")
+        got = pm.logp(obs, scored).sum().eval({theta: value}, mode="FAST_COMPILE")
     np.testing.assert_allclose(got, expected, rtol=1e-10)
 
 
 # --- shapes and broadcasting -----------------------------------------------------------
+
+
+def _release_kind(case, mech):
+    """Integers for discrete families; floats otherwise and for thresholded rows (NaN)."""
+    return "i" if mech.discrete and not suppresses(case) else "f"
 
 
 @by_case_shape
@@ -271,7 +322,7 @@ def test_release_shapes(case, event_shape):
         value = case.draw_values(rng, (*batch, *event_shape))
         out = mech.release(value, rng=rng)
         assert out.shape == (*batch, *event_shape)
-        assert out.dtype.kind == ("i" if mech.discrete else "f")
+        assert out.dtype.kind == _release_kind(case, mech)
 
 
 @by_case_shape
@@ -308,12 +359,19 @@ def test_wrong_shapes_raise(case, event_shape):
             mech.release(bad_values, rng=rng)
         with pytest.raises(ValueError, match=r"value must have shape .*got shape \(\)"):
             mech.release(values.reshape(-1)[0], rng=rng)
-    with pytest.raises(ValueError, match="released must be finite, got .*nan"):
-        mech.logpdf(np.full(event_shape, np.nan), values)
+    if not suppresses(case):  # NaN is a suppressed cell of a thresholded release
+        with pytest.raises(
+            ValueError, match=r"released must hold numbers, not NaN.*dp\.Thresholded"
+        ):
+            mech.logpdf(np.full(event_shape, np.nan), values)
+    with pytest.raises(
+        ValueError, match=r"released must be finite( or NaN \(a suppressed cell\))?, got .*inf"
+    ):
+        mech.logpdf(np.full(event_shape, np.inf), values)
     with pytest.raises(ValueError, match="value must be finite"):
         mech.release(np.full(event_shape, np.inf), rng=rng)
     if mech.discrete:
-        with pytest.raises(ValueError, match=r"released must hold integers, got .*0\.5"):
+        with pytest.raises(ValueError, match=r"released must hold integers(, got .*0\.5| or NaN)"):
             mech.logpdf(np.full(event_shape, 0.5), values)
         # the value is confidential: its count, shape and positions, not 1.5
         with pytest.raises(ValueError, match=r"value must hold integers: .* (is|are) not") as err:
@@ -425,6 +483,8 @@ def test_release_from_uniform_matches_oracle_quantile(case, event_shape):
         np.testing.assert_array_equal(got, expected)
     else:
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    if suppresses(case):  # the two kinds of outcome both appear
+        assert np.isnan(got).any() and not np.isnan(got).all()
 
 
 @by_case_shape
@@ -444,9 +504,10 @@ def test_release_from_uniform_shapes_and_monotonicity(case, event_shape):
     u = np.sort(rng.random((5, 7, *event_shape)), axis=1)
     out = mech.release_from_uniform(values, u)
     assert out.shape == (5, 7, *event_shape)
-    assert out.dtype.kind == ("i" if mech.discrete else "f")
-    # an inverse CDF is non-decreasing in u, coordinate by coordinate
-    assert np.all(np.diff(out, axis=1) >= 0)
+    assert out.dtype.kind == _release_kind(case, mech)
+    # an inverse CDF is non-decreasing in u, coordinate by coordinate (suppressed: lowest)
+    ranked = np.where(np.isnan(out), -np.inf, out)
+    assert np.all(ranked[:, 1:] >= ranked[:, :-1])
     single = mech.release_from_uniform(values[2, 0], u[2, 3])
     np.testing.assert_array_equal(single, out[2, 3])
 

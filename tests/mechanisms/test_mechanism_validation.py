@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import dpinfer as dp
+from dpinfer import accounting
 
 NAN, INF = math.nan, math.inf
 
@@ -274,3 +275,45 @@ def test_from_privacy_requires_the_sensitivity(fn, kwargs):
     # the declared sensitivity, so every family asks for it.
     with pytest.raises(TypeError, match="sensitivity"):
         fn(**kwargs)
+
+
+# --- event shapes with no cells, sensitivities beyond the float64 integers -----------------------
+
+
+@pytest.mark.parametrize("event_shape", [0, (0,), (2, 0), (0, 3)], ids=str)
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda es: dp.Laplace(1.0, sensitivity=1.0, event_shape=es),
+        lambda es: dp.Gaussian(1.0, sensitivity=1.0, delta=1e-6, event_shape=es),
+        lambda es: dp.DiscreteLaplace(1.0, sensitivity=1, event_shape=es),
+        lambda es: dp.DiscreteGaussian(1.0, sensitivity=1, event_shape=es),
+        lambda es: dp.DiscreteGaussian.from_privacy(
+            epsilon=1.0, delta=1e-5, sensitivity=1, event_shape=es
+        ),
+        lambda es: dp.DiscreteLaplace.from_privacy(epsilon=1.0, sensitivity=1, event_shape=es),
+        lambda es: dp.Gaussian.from_zcdp(rho=0.5, sensitivity=1.0, event_shape=es),
+    ],
+    ids=["Laplace", "Gaussian", "DiscreteLaplace", "DiscreteGaussian", "DG.from_privacy",
+         "DL.from_privacy", "G.from_zcdp"],
+)  # fmt: skip
+def test_an_event_shape_of_no_cells_is_refused_when_the_mechanism_is_built(make, event_shape):
+    # built, such a mechanism failed only in .privacy, with NumPy's "zero-size array to
+    # reduction operation minimum which has no identity"
+    with pytest.raises(ValueError, match=r"event_shape must have positive entries.*no cells"):
+        make(event_shape)
+
+
+@pytest.mark.parametrize("bits", [40, 53, 62, 70, 200])
+@pytest.mark.parametrize("sigma", [1.0, 3.7, 1e5])
+def test_a_huge_sensitivity_has_a_discrete_gaussian_guarantee_without_a_huge_array(bits, sigma):
+    # the exact delta(epsilon) summed the pmf from -2**(bits - 1) on: 4 TiB at 2**40,
+    # "Maximum allowed size exceeded" at 2**70
+    sens = 2**bits
+    eps = dp.DiscreteGaussian(sigma, sensitivity=sens, delta=1e-6).privacy.epsilon
+    rho = accounting.zcdp_gaussian(sigma, sens)
+    # from the mean privacy loss rho (delta would be about 1/2 there) to the zCDP bound,
+    # which it is where float64 cannot hold Theorem 7's thresholds to a lattice step
+    cap = accounting.zcdp_to_approx(rho, 1e-6)
+    assert rho <= eps <= cap
+    assert (eps == cap) == (sens * 2.0**-52 > 1e-3 * min(sigma, 1.0))

@@ -99,7 +99,7 @@ def test_naive_statistics_floor_negative_variances():
 
 
 def test_statistics_posterior_names_positions_never_the_confidential_values():
-    for stats, expected in (([6.0, np.nan, 51.5, 30.0], "positions [1]"), ([6.0, 4.0], "(2,)")):
+    for stats, expected in (([6.0, np.nan, 51.5, 30.0], "position [1]"), ([6.0, 4.0], "(2,)")):
         with pytest.raises(ValueError, match=re.escape(expected)) as info:
             ll.statistics_posterior(stats)
         assert "51.5" not in str(info.value) and "6.0" not in str(info.value)
@@ -188,7 +188,9 @@ def test_a_release_rejection_abc_cannot_afford_switches_to_smc_abc_and_says_so()
     # draws; the pilot predicts it and smc_abc runs instead, with a note saying why
     seeds = np.random.SeedSequence(1).spawn(2)
     released = np.array([30.0, 20.0, 900.0, 600.0])
-    idata, label, notes, numbers = ll._exact_sampler(released, 100, seeds[0], seeds[1], False)
+    idata, label, notes, numbers = run_module._exact_sampler(
+        released, 100, seeds[0], seeds[1], False
+    )
     assert label == "smc_abc" and idata.posterior.attrs["method"] == "smc_abc"
     assert "more than its budget" in notes[0] and "smc_abc is used instead" in notes[0]
     assert numbers["predicted_acceptance_rate"] < 1e-8

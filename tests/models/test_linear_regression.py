@@ -16,7 +16,7 @@ import pytest
 import dpinfer as dp
 from dpinfer.compare import compare_posteriors
 from dpinfer.models import linear_regression as lr
-from dpinfer.models._linear_regression_posteriors import _gram
+from dpinfer.models.linear_regression._posteriors import _gram
 
 Z_LIMIT = 4.0  # a two-sided |z| > 4 has probability 6.3e-5 under the normal approximation
 INTERVAL = (0.025, 0.5, 0.975)  # quantiles compared: the 95% interval and the median
@@ -323,7 +323,7 @@ def reference():
 
 @pytest.fixture(scope="module")
 def smc():
-    """Exact SMC-ABC with 2000 particles at the published release (about 5 s)."""
+    """Exact SMC-ABC with 2000 particles at the published release."""
     return dp.smc_abc(
         lr.model(), lr.mechanism(), lr.RELEASED, particles=2000, rng=31, progressbar=False
     )

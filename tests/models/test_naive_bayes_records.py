@@ -15,7 +15,7 @@ import scipy.stats as st
 from scipy.special import betaln
 
 from dpinfer.models import naive_bayes as nb
-from dpinfer.models._naive_bayes_data import _column
+from dpinfer.models.naive_bayes._data import _column
 
 
 def _brute_force_means(released, epsilon, n):

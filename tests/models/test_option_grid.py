@@ -32,9 +32,8 @@ import scipy.stats as st
 
 import dpinfer as dp
 from dpinfer import cli
+from dpinfer.example import Example, Option, Report, Result, between, discover, draw_rows, save_run
 from dpinfer.models import poisson_count as pc
-from dpinfer.models._example import Example, Option, between, discover
-from dpinfer.models._report import Report, Result, draw_rows, save_run
 from dpinfer.outputs import read_manifest
 
 EXAMPLES = discover()
@@ -114,7 +113,7 @@ def test_the_command_line_refuses_before_creating_the_folder(name, tmp_path, cap
 @pytest.mark.parametrize(
     ("argv", "names"),
     [
-        # section 5: killed by the kernel after 115 s, and a traceback after 111 s, on main
+        # out of range: refused before any simulation, naming the option and its range
         (["poisson-count", "--epsilon", "1e-12"], ["--epsilon", "from 0.05 to 10"]),
         (["poisson-count", "--release", "1e300"], ["--release", "from -1,000 to 1,000,000"]),
         # in range, but the release is implausible under the prior: the cost is predicted
@@ -206,7 +205,7 @@ def _importance_mean_within(printed, exact_mean, exact_sd) -> bool:
 
 
 def test_the_readme_command_switches_to_importance_abc_and_completes(readme_run):
-    # the README's command ended in SimulationBudgetExceeded after 73-104 s on main
+    # rejection ABC would exceed its simulation budget at the README's release
     status, printed, out = readme_run
     assert status == 0 and read_manifest(out)["complete"]
     assert any("importance_abc is used instead" in note for note in printed["notes"])

@@ -129,7 +129,7 @@ def _rhos():
 
 
 def test_bad_analysis_is_refused_by_name(table):
-    message = "analysis must be one of published, zero, exact; got 'naive'"
+    message = "analysis must be one of 'published', 'zero', 'exact', got 'naive'"
     with pytest.raises(ValueError, match=message):
         pv.pymc_model(table["released"], pv.mechanism(days=DAYS), analysis="naive")
 

@@ -38,7 +38,7 @@ Z_LIMIT = 4.0  # |z| > 4 has probability 6e-5 under a correct sampler (normal ap
 
 @pytest.fixture(scope="module")
 def abc_runs():
-    """Rejection ABC, 4000 draws for every setting (about 10 s in all)."""
+    """Rejection ABC, 4000 draws for every setting."""
     out = {}
     for i, (alpha, eps, x) in enumerate(SETTINGS):
         out[(alpha, eps, x)] = dp.rejection_abc(

@@ -362,9 +362,9 @@ def test_bad_types_raise_type_error():
 
 
 def test_bad_model_and_release_options():
-    with pytest.raises(ValueError, match=r"simulator must be 'exact' or 'approx', got 'ode'"):
+    with pytest.raises(ValueError, match=r"simulator must be one of 'exact', 'approx', got 'ode'"):
         sir.model(simulator="ode")
-    with pytest.raises(ValueError, match=r"simulator must be 'exact' or 'approx', got 'ode'"):
+    with pytest.raises(ValueError, match=r"simulator must be one of 'exact', 'approx', got 'ode'"):
         sir.simulate_release(sir.TRUTH, simulator="ode", rng=0)
     with pytest.raises(ValueError, match=r"give epsilon or m, not both.*epsilon=1\.0, m=5\.0"):
         sir.simulate_release(sir.TRUTH, epsilon=1.0, m=5.0, rng=0)

@@ -18,7 +18,7 @@ import scipy.integrate as si
 import scipy.stats as st
 
 from dpinfer.models import tuberculosis as tb
-from dpinfer.models._tuberculosis_simulator import _simulate
+from dpinfer.models.tuberculosis._simulator import _simulate
 
 Z_MAX = 4.5  # two-sided normal tail 6.8e-6 per comparison
 KS_LEVEL = 1e-3  # a correct sampler fails one KS test with probability 0.1%
@@ -74,8 +74,8 @@ SMALL = {"R1": 1.5, "t1": 0.2, "R2": 0.1, "beta": 0.5}  # about one observation 
 
 
 @pytest.mark.parametrize("params", [tb.TRUTH, SMALL], ids=["truth", "small"])
-def test_kernel_statistics_match_the_numpy_ones_on_the_raw_record(params):
-    """The same generator state gives the same run through both kernels."""
+def test_compiled_statistics_match_the_numpy_ones_on_the_raw_record(params):
+    """The same generator state gives the same run through both compiled loops."""
     n_empty = 0
     for seed in range(12):
         stats = tb.simulate(params, rng=seed)
@@ -390,7 +390,7 @@ def test_run_takes_its_privacy_noise_from_os_entropy_not_from_the_seed(small_run
     ],
 )
 def test_run_resolves_the_reduced_and_the_paper_setting(options, n_values, proposals, scope):
-    from dpinfer.models.tuberculosis import _setting, _setting_lines
+    from dpinfer.models.tuberculosis._run import _setting, _setting_lines
 
     resolved = _setting(
         options.get("records"), options.get("proposals"), options.get("full", False)
@@ -411,10 +411,11 @@ def _table_without_warnings(**options):
         return table, tb.summarise_errors(table)
 
 
-def _summary_fields(text, setting):
-    """The summary row of ``setting`` after its name: MAE, s.e., paper, per parameter, accepted."""
-    row = next(line for line in text.splitlines() if setting in line)
-    return row.split()[1 + len(setting.split()) :]
+def _summary_fields(text, setting, *, part=0):
+    """A summary row of ``setting`` after its name: of the runs' errors (part 0: runs, mean,
+    s.e., sd, the quantiles, paper, rank) or per parameter (part 1: errors, accepted)."""
+    rows = [line for line in text.splitlines() if f" {setting} " in f"{line} "]
+    return rows[part].split()[1 + len(setting.split()) :]
 
 
 def test_a_private_run_that_accepts_nothing_is_nan_in_the_table_without_warnings():
@@ -425,7 +426,8 @@ def test_a_private_run_that_accepts_nothing_is_nan_in_the_table_without_warnings
     means = table["posterior_mean"].sel(n_records=10, public=0, setting="with resampling")
     assert means.isel(noise=0).isnull().all() and means.isel(noise=1).notnull().all()
     fields = _summary_fields(text, "with resampling")
-    assert fields[1] == "-" and float(fields[-1]) == 5.0  # no s.e. from one run
+    assert fields[0] == "1" and fields[2] == "-"  # one finite run, so no s.e.
+    assert float(_summary_fields(text, "with resampling", part=1)[-1]) == 5.0  # accepted
 
 
 def test_a_public_repetition_whose_runs_accept_nothing_leaves_the_others_s_e():
@@ -436,8 +438,59 @@ def test_a_public_repetition_whose_runs_accept_nothing_leaves_the_others_s_e():
     )
     accepted = table["n_accepted"].sel(n_records=10, noise=0)
     assert accepted.sel(setting="with resampling").values.tolist() == [10, 0]
-    assert _summary_fields(text, "with resampling")[1] == "-"
+    assert _summary_fields(text, "with resampling")[2] == "-"
     mae = table["abs_error"].sel(n_records=10, noise=0).mean("parameter")
     for name in ("without resampling", "non-private"):
         se = np.std(mae.sel(setting=name).values, ddof=1) / math.sqrt(2)
-        assert float(_summary_fields(text, name)[1]) == pytest.approx(se, abs=1e-3)
+        assert float(_summary_fields(text, name)[2]) == pytest.approx(se, abs=1e-3)
+
+
+def _synthetic_table(public=4, noise=25, seed=0):
+    """An error table of known errors: the runs' errors spread as single runs do."""
+    import xarray as xr
+
+    rng = np.random.default_rng(seed)
+    n_values, k = [100, 1000], len(tb.PARAMETERS)
+    shape = (2, len(tb.SETTINGS), public, noise)
+    errors = rng.gamma(4.0, 0.8, (*shape, k)) / np.array([1, 1, 1, 2.0])[:k]
+    errors[:, 2] = errors[:, 2, :, :1]  # the non-private run has no noise: one per public set
+    dims = ("n_records", "setting", "public", "noise")
+    return xr.Dataset(
+        {
+            "abs_error": ((*dims, "parameter"), errors),
+            "n_accepted": (dims, np.full(shape, 10)),
+        },
+        coords={
+            "n_records": n_values,
+            "setting": list(tb.SETTINGS),
+            "parameter": list(tb.PARAMETERS),
+        },
+    )
+
+
+def test_the_summary_gives_the_spread_of_single_runs_beside_the_papers_single_runs():
+    table = _synthetic_table()
+    text = tb.summarise_errors(table)
+    for n, setting, paper in ((1000, "without resampling", 2.10), (100, "with resampling", 4.71)):
+        runs = table["abs_error"].sel(n_records=n, setting=setting).mean("parameter").values
+        row = next(line for line in text.splitlines() if line.split()[:1] == [str(n)]
+                   and f" {setting} " in line)  # fmt: skip
+        fields = row.split()[1 + len(setting.split()) :]
+        assert int(fields[0]) == runs.size == 100  # 4 public sets x 25 noise draws
+        public_means = runs.mean(axis=1)
+        se = np.std(public_means, ddof=1) / 2
+        assert [float(f) for f in fields[1:4]] == pytest.approx(
+            [runs.mean(), se, np.std(runs, ddof=1)], abs=6e-3
+        )
+        quantiles = np.quantile(runs, tb.QUANTILES)
+        assert [float(f) for f in fields[4:9]] == pytest.approx(quantiles, abs=6e-3)
+        assert float(fields[9]) == paper
+        assert float(fields[10]) == pytest.approx(np.mean(runs <= paper), abs=6e-3)
+    assert "ONE run of the authors' code with unseeded numpy randomness" in " ".join(text.split())
+
+
+def test_the_non_private_row_counts_one_run_per_public_set_and_has_no_paper_number():
+    text = tb.summarise_errors(_synthetic_table(public=3, noise=7))
+    fields = _summary_fields(text, "non-private")
+    assert fields[0] == "3" and fields[-2:] == ["-", "-"]
+    assert "3 public set(s) x 7 noise draw(s)" in " ".join(text.split())

@@ -1,4 +1,8 @@
-"""SPPE and SPLE: results, reproducibility, saving and re-use, validation of every argument."""
+"""SPPE and SPLE: results, saving and re-use, validation of every argument.
+
+Their reproducibility (the same seed giving the same result, another seed another) is
+checked with every other sampler's, over the sampler registry (``samplers/test_executors.py``).
+"""
 
 from __future__ import annotations
 
@@ -53,10 +57,6 @@ def sple_two_rounds():
     return _sple(rounds=2)
 
 
-def _posterior_arrays(idata):
-    return {k: np.asarray(v) for k, v in idata.posterior.data_vars.items()}
-
-
 # --- results ---------------------------------------------------------------------------
 
 
@@ -86,18 +86,6 @@ def test_sple_reports_rhat_of_real_chains(sple_two_rounds):
     attrs = sple_two_rounds[0].attrs
     assert np.isfinite(attrs["rhat_max"]) and 0 < attrs["mcmc_acceptance_rate"] < 1
     assert np.asarray(attrs["round_rhat_max"]).shape == (2,)
-
-
-# --- reproducibility and randomness --------------------------------------------------
-
-
-@pytest.mark.parametrize("run", [_sppe, _sple], ids=["sppe", "sple"])
-def test_same_seed_same_result_and_another_seed_differs(run):
-    first, second, other = run(rng=5)[0], run(rng=5)[0], run(rng=6)[0]
-    for name, arr in _posterior_arrays(first).items():
-        np.testing.assert_array_equal(arr, _posterior_arrays(second)[name])
-    np.testing.assert_array_equal(first.attrs["epoch_val_loss"], second.attrs["epoch_val_loss"])
-    assert not np.array_equal(_posterior_arrays(first)["a"], _posterior_arrays(other)["a"])
 
 
 # --- saving, loading and re-use on a new release ----------------------------------------
@@ -260,7 +248,7 @@ def test_option_classes_validate_their_fields(make, match):
 def test_new_release_is_checked_by_the_estimators(sppe_two_rounds, sple_two_rounds):
     with pytest.raises(ValueError, match=r"released must have shape \(2,\)"):
         sppe_two_rounds[1].sample([1.0])
-    with pytest.raises(ValueError, match="released must be finite"):
+    with pytest.raises(ValueError, match="released must (be finite|hold numbers, not NaN)"):
         sple_two_rounds[1].log_prob([np.nan, 1.0], {"a": [0.0], "b": [0.0]})
     with pytest.raises(ValueError, match="params must be a dict with keys"):
         sppe_two_rounds[1].log_prob({"a": [0.0]}, [1.0, 2.0])

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 
-from dpinfer.neural import NeuralPosterior, _io, load, sppe
+from dpinfer.neural import NeuralPosterior, SplineFlow, Training, _io, load, sppe
 
 from . import _toy
 
@@ -222,3 +222,77 @@ def test_load_and_save_check_their_arguments(saved, tmp_path):
         estimator.save(None)
     with pytest.raises(FileNotFoundError):
         load(tmp_path / "missing.pt")
+
+
+# --- every single-byte flip of a saved file -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_saved(tmp_path_factory):
+    """A saved estimator of about 7 KB: a one-transform flow with 2 hidden features."""
+    flow = SplineFlow(transforms=1, hidden_features=2, residual_blocks=1, bins=2)
+    settings = TINY | {"flow": flow, "training": Training(max_epochs=1, batch_size=50)}
+    _, estimator = sppe(_toy.model(), _toy.mechanism(), _toy.RELEASED, **settings)
+    path = tmp_path_factory.mktemp("small") / "posterior.pt"
+    estimator.save(path)
+    return path, estimator
+
+
+def _flip_positions(data: bytes) -> list[int]:
+    """Every byte of the zip's central directory and end record (where a flip once gave a
+    bare KeyError, OSError or IndexError), and every 5th byte before them."""
+    directory = data.find(b"PK\x01\x02")
+    assert 0 < directory < len(data) - 22
+    return sorted({*range(0, directory, 5), *range(directory, len(data))})
+
+
+def _same_estimator(loaded, original) -> bool:
+    got, want = loaded.density.state_dict(), original.density.state_dict()
+    return (
+        set(got) == set(want)
+        and all(torch.equal(got[k], want[k]) for k in want)
+        and loaded.info == original.info
+        and loaded.space.names == original.space.names
+        and loaded.space.shapes == original.space.shapes
+    )
+
+
+def test_every_single_byte_flip_is_refused_by_a_value_error_or_changes_nothing(
+    small_saved, tmp_path
+):
+    # 2 of 3 flips are refused (digest, CRC-32, zip structure, torch); the others hit bytes
+    # no reader uses (the alignment padding and timestamps of the zip's local headers) and
+    # load the very same estimator. Before, 101 of the 7,237 flips raised KeyError,
+    # OSError or IndexError from inside torch.load.
+    path, _ = small_saved
+    original, data = load(path), path.read_bytes()
+    positions = _flip_positions(data)
+    assert len(positions) > 2_500  # about 2,700 of the 7,237 bytes
+    flipped, outcomes, wrong = tmp_path / "flipped.pt", {"refused": 0, "same": 0}, []
+    for i in positions:
+        damaged = bytearray(data)
+        damaged[i] ^= 0xFF
+        flipped.write_bytes(damaged)
+        try:
+            loaded = load(flipped)
+        except ValueError as err:
+            assert "is not a valid saved dpinfer.neural estimator" in str(err), (i, err)
+            outcomes["refused"] += 1
+            continue
+        except Exception as err:  # the bug under test: anything but dpinfer's ValueError
+            wrong.append((i, f"{type(err).__name__}: {err}"))
+            continue
+        if _same_estimator(loaded, original):
+            outcomes["same"] += 1
+        else:
+            wrong.append((i, "loaded a different estimator"))
+    assert not wrong, wrong[:10]
+    assert outcomes["refused"] > outcomes["same"] > 0
+
+
+def test_companion_the_flip_check_sees_a_changed_estimator(small_saved, tmp_path):
+    # a file whose weights were changed and re-digested loads, and _same_estimator says so
+    path, _ = small_saved
+    edited = _rewrite(path, tmp_path / "e.pt", state=_set("x_scale", 2.0))
+    assert not _same_estimator(load(edited), load(path))
+    assert _same_estimator(load(path), load(path))

@@ -76,9 +76,13 @@ def test_explicit_options_override_the_named_settings():
     assert idata.attrs["settings"] == "paper"
 
 
-@pytest.mark.parametrize("settings", ["fast", None, 1])
-def test_unknown_settings_are_refused(settings):
-    with pytest.raises(ValueError, match=re.escape(f"got {settings!r}")):
+@pytest.mark.parametrize(
+    ("settings", "error"), [("fast", ValueError), (None, TypeError), (1, TypeError)]
+)
+def test_unknown_settings_are_refused(settings, error):
+    with pytest.raises(
+        error, match=r"^settings must be one of .*got .*" + re.escape(repr(settings))
+    ):
         sppe(_toy.model(), _toy.mechanism(), _toy.RELEASED, settings=settings, **TINY)
 
 

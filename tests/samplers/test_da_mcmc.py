@@ -12,7 +12,6 @@ record's ``t(x_i)``, must fail the same check.
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
@@ -20,7 +19,9 @@ import pytest
 import scipy.stats as st
 
 import dpinfer as dp
-from dpinfer.samplers import _da_kernels
+from dpinfer.noise.form import NO_TABLE
+from dpinfer.noise.terms import term
+from dpinfer.samplers.da import _da_kernels
 
 from ._da_references import (
     Z_LIMIT,
@@ -107,25 +108,25 @@ def test_bernoulli_records_match_the_exact_posterior(bernoulli_run, bernoulli_ex
 
 
 @numba.njit
-def _sweep_without_old_record(stats, total, proposals, log_u, kind, released, coef, lo, hi):
+def _sweep_without_old_record(stats, total, proposals, log_u, form):
     """The planted bug: the new sum is scored as ``T + t*``, the old record not removed."""
     n, k = stats.shape
     accepted = np.zeros(n, dtype=np.bool_)
     current = 0.0
     for j in range(k):
-        current += _da_kernels._term(kind, released[j], coef[j], lo[j], hi[j], total[j])
+        current += term(form, NO_TABLE, j, total[j])
     for i in range(n):
         new = 0.0
         for j in range(k):
             wrong = total[j] + proposals[i, j]
-            new += _da_kernels._term(kind, released[j], coef[j], lo[j], hi[j], wrong)
+            new += term(form, NO_TABLE, j, wrong)
         if log_u[i] < new - current:
             for j in range(k):
                 total[j] += proposals[i, j] - stats[i, j]
                 stats[i, j] = proposals[i, j]
             current = 0.0
             for j in range(k):
-                current += _da_kernels._term(kind, released[j], coef[j], lo[j], hi[j], total[j])
+                current += term(form, NO_TABLE, j, total[j])
             accepted[i] = True
     return accepted, current
 
@@ -217,18 +218,18 @@ def test_speculative_blocks_reproduce_the_compiled_kernel():
 def test_speculative_sweep_makes_the_kernel_decisions(mechanism):
     # Random sweeps over three-coordinate integer statistics (a third of the offers equal the
     # record they replace, so the sum does not move): same accepted records, same sum.
-    from dpinfer.samplers._da_records import speculative_sweep
+    from dpinfer.samplers.da._records import speculative_sweep
 
     rng = np.random.default_rng(6)
     released = np.array([30.5, 12.0, 61.2])
-    form = mechanism._coordinate_form(released)
+    form = mechanism.cell_form(released)
     for _ in range(20):
         stats = rng.integers(0, 3, size=(300, 3)).astype(float)
         proposals = np.where(rng.random((300, 1)) < 1 / 3, stats, rng.integers(0, 3, (300, 3)))
         total = stats.sum(axis=0) + rng.normal(0, 2, size=3)
         log_u = -rng.standard_exponential(300)
         a_stats, a_total = stats.copy(), total.copy()
-        kernel = _da_kernels.sweep_with(form, a_stats, a_total, proposals, log_u)
+        kernel = _da_kernels.record_sweep(a_stats, a_total, proposals, log_u, form)
         b_stats, b_total = stats.copy(), total.copy()
         blocks = speculative_sweep(
             lambda t: mechanism.logpdf(released, t), b_stats, b_total, proposals, log_u
@@ -306,33 +307,6 @@ def test_arviz_summary_has_finite_rhat_without_warnings(bernoulli_run, recwarn):
     summary = az.summary(bernoulli_run, var_names=["p"])
     assert np.isfinite(summary["r_hat"]).all() and np.isfinite(summary["ess_bulk"]).all()
     assert not [w for w in recwarn if "arviz" in str(w.filename)]
-
-
-def _small(rng, executor=None):
-    return run_bernoulli(rng=rng, draws=60, tune=20, chains=3, executor=executor)
-
-
-def test_same_seed_same_draws_under_any_executor(process_pool):
-    serial = _small(2024)
-    again = _small(2024)
-    with ThreadPoolExecutor(2) as pool:
-        threads = _small(2024, pool)
-    processes = _small(2024, process_pool)
-    for other in (again, threads, processes):
-        np.testing.assert_array_equal(serial.posterior["p"].values, other.posterior["p"].values)
-        np.testing.assert_array_equal(
-            serial.sample_stats["record_acceptance_rate"].values,
-            other.sample_stats["record_acceptance_rate"].values,
-        )
-    assert not np.array_equal(serial.posterior["p"].values, _small(2025).posterior["p"].values)
-    # chains are distinct runs, not copies
-    p = serial.posterior["p"].values
-    assert not np.array_equal(p[0], p[1])
-
-
-def test_progress_bar_runs():
-    idata = run_bernoulli(draws=5, tune=5, chains=2, progressbar=True)
-    assert idata.posterior["p"].shape == (2, 5)
 
 
 # --- a model built from PyMC ------------------------------------------------------------------

@@ -28,7 +28,7 @@ from dpinfer.compare import compare_posteriors
 from dpinfer.models import linear_regression as lr
 from dpinfer.models import naive_bayes as nb
 from dpinfer.results import effective_sample_size, to_inference_data
-from dpinfer.samplers import _da_kernels
+from dpinfer.samplers.da import _da_kernels
 
 from ._da_references import QUANTILES, Z_LIMIT, check_draws, max_abs_z
 from .test_da_mcmc import _sweep_without_old_record

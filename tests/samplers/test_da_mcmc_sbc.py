@@ -10,7 +10,7 @@ long chain of this model the autocorrelation of ``p`` is 0.26 at lag 1 and -0.01
 4). The seed is fixed, so the outcome is deterministic. The planted bug (the old record
 left out of the acceptance ratio) must fail the same test.
 
-The chains run through ``_run_chain`` of ``dpinfer.samplers.da_mcmc``, the code every chain
+The chains run through ``_run_chain`` of ``dpinfer.samplers.da``, the code every chain
 of ``da_mcmc`` runs, to skip building an InferenceData per replication.
 """
 
@@ -22,12 +22,12 @@ import numpy as np
 import scipy.stats as st
 
 import dpinfer as dp
-from dpinfer.samplers import _da_kernels
+from dpinfer.samplers.da import _da_kernels
 
 from .test_da_mcmc import _sweep_without_old_record, bernoulli_model
 
 # the module (the package exports the function of the same name)
-da_module = importlib.import_module("dpinfer.samplers.da_mcmc")
+da_module = importlib.import_module("dpinfer.samplers.da")
 
 N_RECORDS = 20
 SCALE = 1.0  # Laplace noise on the count: epsilon = 1

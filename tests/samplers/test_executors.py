@@ -1,7 +1,12 @@
-"""Reproducibility: the same seed gives the same draws under any executor.
+"""Reproducibility, for every sampler of the registry: the same seed gives the same run.
 
-Also: every accepted form of ``rng``, the global numpy random state left alone,
-and the progress bar switch.
+The same run serially, again, from a ``SeedSequence`` of the seed, under a thread pool,
+a process pool and a dask cluster; every accepted form of ``rng``, with numpy's global
+random state left alone; ``rng=None`` drawing fresh entropy; and the progress bar
+switch. "The same run" is every draw, weight, per-stage and per-chain record and
+simulation count (:func:`outcome`); a companion shows the comparison sees one changed
+draw. Each sampler runs on the registry's cheap problem, with settings that split its
+simulations over several executor tasks (checked with a counting thread pool).
 """
 
 from __future__ import annotations
@@ -9,143 +14,211 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pymc  # noqa: F401 - here, outside any test: PyMC binds sys.stderr when first imported
 import pytest
-import scipy.stats as st
 
 import dpinfer as dp
 
 from ._helpers import global_state_equal
+from ._sampler_registry import SAMPLERS, by_name, family, result_data, theta_draws
 
-SIGMA = 1.0
-S_DP = 1.3
-SAMPLERS = ("rejection", "importance")
-
-
-def _model():
-    # A lambda simulator: executors receive it through cloudpickle.
-    return dp.Model(
-        prior={"theta": st.norm(0.0, 1.0)},
-        simulate=lambda p, rng: p["theta"] + rng.standard_normal(p["theta"].shape),
-    )
+SEED = 2024
+EXECUTOR_CASES = [case for case in SAMPLERS if case.supports("executors")]
+PROCESS_CASES = [case for case in SAMPLERS if case.supports("process_executors")]
+REPRODUCIBLE = [case for case in SAMPLERS if case.supports("reproducibility")]
+MULTI_CHAIN = [case for case in REPRODUCIBLE if case.options.get("chains", 1) > 1]
 
 
-def _run(sampler, *, rng, executor=None, progressbar=False):
-    kwargs = dict(rng=rng, batch_size=500, executor=executor, progressbar=progressbar)
-    if sampler == "rejection":
-        return dp.rejection_abc(_model(), dp.Gaussian(SIGMA), S_DP, draws=1500, **kwargs)
-    return dp.importance_abc(_model(), dp.Gaussian(SIGMA), S_DP, draws=1700, **kwargs)
+def _timing(key: str) -> bool:
+    return key == "created_at" or key.endswith("_seconds")
 
 
-def _draws(idata):
-    return idata.posterior["theta"].values
+def outcome(result) -> dict[str, np.ndarray]:
+    """Everything a run returns but its timings, by name: draws, weights, diagnostics, attrs."""
+    result = result_data(result)
+    if isinstance(result, dp.MCEMResult):
+        arrays = {f"trace.{k}": v.values for k, v in result.trace.data_vars.items()}
+        arrays["estimate"] = np.array(list(result.estimate.values()))
+        arrays["observed_information"] = result.observed_information
+        attrs = result.attrs
+    else:
+        arrays = {
+            f"{group}.{name}": values.values
+            for group in result.groups()
+            for name, values in result[group].data_vars.items()
+        }
+        attrs = result.posterior.attrs
+    arrays.update({f"attrs.{k}": np.asarray(v) for k, v in attrs.items() if not _timing(k)})
+    return arrays
+
+
+def seed_of(result) -> str:
+    result = result_data(result)
+    attrs = result.attrs if isinstance(result, dp.MCEMResult) else result.posterior.attrs
+    return attrs["seed"]
+
+
+def assert_same_run(a, b):
+    first, second = outcome(a), outcome(b)
+    assert set(first) == set(second)
+    for name, values in first.items():
+        np.testing.assert_array_equal(second[name], values, err_msg=name)
+
+
+def same_run(a, b) -> bool:
+    try:
+        assert_same_run(a, b)
+    except AssertionError:
+        return False
+    return True
+
+
+class CountingPool(ThreadPoolExecutor):
+    """A thread pool counting the tasks submitted to it."""
+
+    def __init__(self, workers):
+        super().__init__(workers)
+        self.submitted = 0
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.submitted += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+class GlobalStateKept:
+    """Fails on leaving the block if numpy's legacy global random state moved inside it."""
+
+    def __enter__(self):
+        self.saved = np.random.get_state()  # noqa: NPY002 - the state under guard
+        np.random.seed(12345)  # noqa: NPY002 - a known state to compare against
+        self.before = np.random.get_state()  # noqa: NPY002
+        return self
+
+    def __exit__(self, *exc):
+        moved = not global_state_equal(np.random.get_state(), self.before)  # noqa: NPY002
+        np.random.set_state(self.saved)  # noqa: NPY002
+        if exc[0] is None:
+            assert not moved, "numpy's global random state was advanced"
 
 
 @pytest.fixture(scope="module")
 def reference():
-    """Serial draws for seed 2024, per sampler."""
-    return {name: _run(name, rng=2024) for name in SAMPLERS}
+    """``reference(case)``: the serial run for ``SEED``, made once per sampler."""
+    runs = {}
+
+    def serial(case):
+        if case.name not in runs:
+            runs[case.name] = case.run(rng=SEED)
+        return runs[case.name]
+
+    return serial
 
 
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_same_seed_same_draws_serially(sampler, reference):
-    again = _run(sampler, rng=2024)
-    assert np.array_equal(_draws(again), _draws(reference[sampler]))
-    assert (
-        again.posterior.attrs["n_simulations"]
-        == reference[sampler].posterior.attrs["n_simulations"]
-    )
+@pytest.mark.parametrize("case", REPRODUCIBLE, ids=str)
+def test_same_seed_same_run_from_an_int_and_its_seed_sequence(case, reference, capsys):
+    with GlobalStateKept():
+        from_sequence = case.run(rng=np.random.SeedSequence(SEED))  # int n == SeedSequence(n)
+    captured = capsys.readouterr()  # progressbar=False prints nothing
+    assert captured.out == "" and captured.err == ""
+    assert_same_run(from_sequence, reference(case))
+    assert seed_of(reference(case)) == str(SEED)
 
 
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_same_draws_with_a_thread_pool(sampler, reference):
-    with ThreadPoolExecutor(2) as pool:
-        idata = _run(sampler, rng=2024, executor=pool)
-    assert np.array_equal(_draws(idata), _draws(reference[sampler]))
+@pytest.mark.parametrize("case", REPRODUCIBLE, ids=str)
+def test_another_seed_gives_another_run(case, reference):
+    assert not np.array_equal(theta_draws(case.run(rng=SEED + 1)), theta_draws(reference(case)))
 
 
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_same_draws_with_a_process_pool(sampler, reference, process_pool):
-    idata = _run(sampler, rng=2024, executor=process_pool)
-    assert np.array_equal(_draws(idata), _draws(reference[sampler]))
-    assert (
-        idata.posterior.attrs["n_simulations"]
-        == reference[sampler].posterior.attrs["n_simulations"]
-    )
+@pytest.mark.parametrize("case", REPRODUCIBLE, ids=str)
+def test_a_generator_is_accepted_and_consumed(case):
+    with GlobalStateKept():
+        fresh = case.run(rng=np.random.default_rng(5))
+        generator = np.random.default_rng(5)
+        first, second = case.run(rng=generator), case.run(rng=generator)
+    assert_same_run(first, fresh)
+    # one Generator used twice is consumed: the second run gets fresh randomness
+    assert not np.array_equal(theta_draws(first), theta_draws(second))
 
 
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_same_draws_on_a_dask_cluster(sampler, reference, dask_executor):
-    idata = _run(sampler, rng=2024, executor=dask_executor)
-    assert np.array_equal(_draws(idata), _draws(reference[sampler]))
-    if sampler == "importance":
-        for name in ("log_weight", "particle_theta"):
-            assert np.array_equal(
-                idata.sample_stats[name].values, reference[sampler].sample_stats[name].values
-            )
+@pytest.mark.parametrize("case", REPRODUCIBLE, ids=str)
+def test_rng_none_draws_fresh_entropy(case):
+    with GlobalStateKept():
+        a, b = case.run(rng=None), case.run(rng=None)
+    assert seed_of(a) != seed_of(b)
+    assert not np.array_equal(theta_draws(a), theta_draws(b))
 
 
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_different_seeds_give_different_draws(sampler, reference):
-    other = _run(sampler, rng=2025)
-    assert not np.array_equal(_draws(other), _draws(reference[sampler]))
+@pytest.mark.parametrize("case", REPRODUCIBLE, ids=str)
+def test_progressbar_true_runs_and_gives_the_same_run(case, reference, capsys):
+    assert_same_run(case.run(rng=SEED, progressbar=True), reference(case))
+    captured = capsys.readouterr()
+    for text in (captured.out, captured.err):
+        assert "Traceback" not in text and "Error" not in text and "Warning" not in text
 
 
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_int_seed_sequence_and_generator_are_all_accepted(sampler, reference):
-    from_seq = _run(sampler, rng=np.random.SeedSequence(2024))
-    assert np.array_equal(_draws(from_seq), _draws(reference[sampler]))  # int n == SeedSequence(n)
-    first = _run(sampler, rng=np.random.default_rng(5))
-    second = _run(sampler, rng=np.random.default_rng(5))
-    assert np.array_equal(_draws(first), _draws(second))
-    # One Generator used twice is consumed: the second run gets fresh randomness.
-    gen = np.random.default_rng(5)
-    a, b = _run(sampler, rng=gen), _run(sampler, rng=gen)
-    assert np.array_equal(_draws(a), _draws(first))
-    assert not np.array_equal(_draws(a), _draws(b))
+@pytest.mark.parametrize("case", MULTI_CHAIN, ids=str)
+def test_chains_are_distinct_runs_not_copies(case, reference):
+    theta = theta_draws(reference(case))
+    assert len(theta) == case.options["chains"]
+    assert not np.array_equal(theta[0], theta[1])
 
 
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_rng_none_draws_fresh_entropy(sampler):
-    a, b = _run(sampler, rng=None), _run(sampler, rng=None)
-    assert not np.array_equal(_draws(a), _draws(b))
-    assert a.posterior.attrs["seed"] != b.posterior.attrs["seed"]
+def test_companion_the_comparison_sees_one_changed_draw(reference):
+    case = REPRODUCIBLE[0]
+    changed = reference(case).copy()
+    changed.posterior["theta"].values[0, 0] += 1e-12
+    assert not same_run(changed, reference(case))
+    assert same_run(reference(case).copy(), reference(case))
+
+
+def test_companion_the_global_state_guard_sees_one_global_draw():
+    with pytest.raises(AssertionError, match="global random state was advanced"):
+        with GlobalStateKept():
+            np.random.random()  # noqa: NPY002 - the planted fault
+
+
+# --- executors ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", EXECUTOR_CASES, ids=str)
+def test_same_run_with_a_thread_pool_that_gets_several_tasks(case, reference):
+    with CountingPool(2) as pool:
+        run = case.run(rng=SEED, executor=pool, **case.several_tasks)
+    assert pool.submitted >= 2, f"{case}'s settings make {pool.submitted} task"
+    serial = case.run(rng=SEED, **case.several_tasks) if case.several_tasks else reference(case)
+    assert_same_run(run, serial)
+
+
+def test_companion_a_run_in_one_chunk_makes_one_task():
+    # the task count above is no formality: settings with one chunk give one task
+    with CountingPool(2) as pool:
+        by_name("importance_abc").run(rng=SEED, executor=pool, batch_size=10_000)
+    assert pool.submitted == 1
+
+
+@pytest.mark.parametrize("case", PROCESS_CASES, ids=str)
+def test_same_run_with_a_process_pool(case, reference, process_pool):
+    assert_same_run(case.run(rng=SEED, executor=process_pool), reference(case))
+
+
+@pytest.mark.parametrize("case", PROCESS_CASES, ids=str)
+def test_same_run_on_a_dask_cluster(case, reference, dask_executor):
+    assert_same_run(case.run(rng=SEED, executor=dask_executor), reference(case))
+
+
+@pytest.mark.parametrize("case", [c for c in PROCESS_CASES if c in family("smc")], ids=str)
+def test_one_smc_chain_sends_its_chunks_to_the_executor(case, process_pool):
+    # with several chains each chain is one task; one chain splits its simulations
+    serial = case.run(rng=SEED, chains=1)
+    assert theta_draws(serial).shape[0] == 1
+    assert_same_run(case.run(rng=SEED, chains=1, executor=process_pool), serial)
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "7", True])
 def test_invalid_rng_is_refused(bad):
+    # every sampler's, in the bad-input sweep (tests/sweep)
     with pytest.raises((TypeError, ValueError), match="rng"):
-        _run("rejection", rng=bad)
-
-
-def test_global_numpy_random_state_is_untouched():
-    before = np.random.get_state()  # noqa: NPY002
-    _run("rejection", rng=3)
-    _run("importance", rng=3)
-    prior = dp.Prior({"theta": st.norm(0.0, 1.0), "k": st.poisson(4.0)})
-    prior.sample(10, np.random.default_rng(3))
-    dp.Model(prior, simulate=lambda p, rng: p["k"]).simulate_checked(
-        prior.sample(5, np.random.default_rng(4)), np.random.default_rng(5), event_shape=()
-    )
-    assert global_state_equal(np.random.get_state(), before)  # noqa: NPY002
-
-
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_progressbar_false_prints_nothing(sampler, capsys):
-    _run(sampler, rng=1, progressbar=False)
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    assert captured.err == ""
-
-
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_progressbar_true_runs_and_gives_the_same_draws(sampler, reference, capsys):
-    idata = _run(sampler, rng=2024, progressbar=True)
-    assert np.array_equal(_draws(idata), _draws(reference[sampler]))
-    captured = capsys.readouterr()
-    for text in (captured.out, captured.err):
-        assert "Traceback" not in text
-        assert "Error" not in text
-        assert "Warning" not in text
+        by_name("rejection_abc").run(rng=bad)
 
 
 # --- the tuberculosis record setup (ABCDP, Park et al. 2021, Section 6.3) -------------------

@@ -20,7 +20,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import gammaln, logsumexp
 
 import dpinfer as dp
-from dpinfer.samplers import _estep, _mstep
+from dpinfer.samplers.mcem import _estep, _mstep
 
 from ._helpers import POISSON_FAMILY, callable_likelihood, poisson_model
 

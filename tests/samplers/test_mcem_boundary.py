@@ -24,7 +24,7 @@ import pytest
 import scipy.stats as st
 
 import dpinfer as dp
-from dpinfer.samplers import _mcem_boundary
+from dpinfer.samplers.mcem import _boundary
 
 from .test_mcem import (
     SETTINGS,
@@ -99,8 +99,8 @@ def test_boundary_mle_is_reported_as_such(model, schedule, seed):
 def test_planted_bug_boundary_check_fails_without_detection(model, monkeypatch):
     """Without boundary detection (the old behaviour) the same check must fail."""
     none = lambda space, *args: np.zeros(space.size, bool)  # noqa: E731
-    monkeypatch.setattr(_mcem_boundary, "on_closed_bound", none)
-    monkeypatch.setattr(_mcem_boundary, "at_bound", none)
+    monkeypatch.setattr(_boundary, "on_closed_bound", none)
+    monkeypatch.setattr(_boundary, "at_bound", none)
     fit, caught = fit_boundary(model, SMALL, 0)
     assert not reported_at_boundary(fit, caught)
 
@@ -128,7 +128,7 @@ def test_interior_mles_are_not_reported_at_the_boundary(interior_fits):
 
 def test_planted_bug_interior_check_fails_when_every_estimate_counts_as_close(model, monkeypatch):
     """With an absurd resolution an interior fit whose score leans to 0 is flagged."""
-    monkeypatch.setattr(_mcem_boundary, "RESOLUTION", 1e9)
+    monkeypatch.setattr(_boundary, "RESOLUTION", 1e9)
     eps, released, _ = SETTINGS[LEANS_TO_ZERO]
     with pytest.warns(dp.BoundaryEstimateWarning):
         fit = fit_interior(model, eps, released)
@@ -177,7 +177,7 @@ def test_impossible_naive_likelihood_reports_nan_and_why():
 
 
 def test_planted_bug_naive_check_fails_when_the_start_is_returned(monkeypatch):
-    monkeypatch.setattr(_mcem_boundary, "naive_failure", lambda *args: None)
+    monkeypatch.setattr(_boundary, "naive_failure", lambda *args: None)
     fit = fit_binomial()
     assert fit.naive_estimate["p"] == 0.5  # the old answer: the start value
     assert not naive_reported_missing(fit)

@@ -27,8 +27,7 @@ import pytest
 from scipy.special import gammaln
 
 import dpinfer as dp
-from dpinfer.samplers import _estep, _mcem_health, _schedule
-from dpinfer.samplers.mcem import MCEMInfo
+from dpinfer.samplers.mcem import MCEMInfo, _estep, _health, _schedule
 
 from .test_mcem import callable_likelihood, poisson_model
 
@@ -58,7 +57,7 @@ def reported_as_collapsed(fit, caught) -> bool:
 
 def no_floor(monkeypatch):
     """The planted bug: no ESS floor (the behaviour before the fix)."""
-    for module in (_estep, _mcem_health, _schedule):
+    for module in (_estep, _health, _schedule):
         monkeypatch.setattr(module, "MIN_ESS", 0.0)
 
 
@@ -173,5 +172,5 @@ def test_running_out_of_iterations_warns_not_converged():
 @pytest.mark.parametrize("ess", [1.0, 99.0])
 def test_health_flags_a_last_e_step_below_the_floor(ess):
     info = MCEMInfo(np.ones(1), 1000, ess, 0.0, 0.0, 0.0, 0, False)
-    health = _mcem_health.diagnose([info], [True], dp.AscentSchedule(), info_ess=500.0)
+    health = _health.diagnose([info], [True], dp.AscentSchedule(), info_ess=500.0)
     assert health.collapsed and not health.converged

@@ -17,6 +17,7 @@ import pytest
 
 import dpinfer as dp
 from dpinfer.models import lalonde as ll
+from dpinfer.models.lalonde._exact import _normal_laplace
 from dpinfer.models.lalonde._mle import _shared_likelihood
 
 RELEASED = np.array([6.9, 4.1, 55.0, 33.0])
@@ -137,5 +138,5 @@ def test_exact_reference_agrees_with_direct_quadrature():
     direct = quad(
         lambda s: norm.pdf(s, 6.0, sd) * np.exp(-abs(6.9 - s) / b) / (2 * b), 6.0 - 12, 6.0 + 12
     )[0]
-    closed = ll._normal_laplace(6.9 - 6.0, sd**2, b)
+    closed = _normal_laplace(6.9 - 6.0, sd**2, b)
     assert closed == pytest.approx(np.log(direct), abs=1e-9)

@@ -8,7 +8,7 @@ Issue 20, section 2, and issue 19, section 5. References, independent of MCEM:
   ``2 (l(theta_hat) - l(theta)) = chi2_1(0.95)`` by Brent's method:
   (21.714, 55.709), against Wald (21.65, 52.82).
 * the survey release of issue 20 (mean and variance of 500 clamped incomes,
-  Laplace noise, epsilon 0.5 + 0.5; :mod:`dpinfer.models._survey`): the
+  Laplace noise, epsilon 0.5 + 0.5; :mod:`dpinfer.models.lalonde.survey`): the
   likelihood by one-dimensional convolutions, the nuisance maximised by scipy.
 
 False-failure rates: profile ends are compared within 3% of the interval's
@@ -36,7 +36,7 @@ from scipy.optimize import brentq
 from scipy.stats import chi2
 
 import dpinfer as dp
-from dpinfer.models import _survey as survey
+from dpinfer.models.lalonde import survey
 from dpinfer.samplers._mcse import error_ratio
 
 from .test_mcem import callable_likelihood, exact_loglik, exact_mle, mech, poisson_model
@@ -184,7 +184,7 @@ def close_to_exact_mle(fit, mle) -> bool:
 
 
 def test_default_schedule_converges_fast_on_the_survey(survey_fit, survey_exact):
-    # the ascent-based default with tol 1e-7 took 3.7e7 simulations and 230 s here
+    # an ascent-based schedule with tol 1e-7 needs tens of millions of simulations here
     assert survey_fit.attrs["schedule"] == "ascent" and survey_fit.converged
     assert survey_fit.n_simulations < 5_000_000
     assert close_to_exact_mle(survey_fit, survey_exact[0])

@@ -1,17 +1,20 @@
-"""MCEM reproducibility under executors, streamed E-steps in bounded memory, compression."""
+"""MCEM under executors with other schedules and likelihoods, streamed E-steps, compression.
+
+The same seed giving the same fit serially, under threads and processes, the global numpy
+state and the progress bar: over the sampler registry, in ``test_executors.py``.
+"""
 
 from __future__ import annotations
 
-import multiprocessing
 import tracemalloc
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 import scipy.stats as st
 
 import dpinfer as dp
-from dpinfer.samplers import _estep
+from dpinfer.samplers.mcem import _estep
 
 from ._helpers import poisson_model
 
@@ -56,28 +59,6 @@ def _same(a, b):
         and np.array_equal(a.trace["theta"].values, b.trace["theta"].values)
         and np.array_equal(a.trace["ess"].values, b.trace["ess"].values)
     )
-
-
-@pytest.fixture(scope="module")
-def serial():
-    return _fit(poisson_model())
-
-
-def test_same_seed_same_fit(serial):
-    assert _same(_fit(poisson_model()), serial)
-    assert _same(_fit(poisson_model(), rng=np.random.SeedSequence(21)), serial)
-    assert not _same(_fit(poisson_model(), rng=22), serial)
-
-
-def test_same_fit_with_a_thread_pool(serial):
-    with ThreadPoolExecutor(2) as pool:
-        assert _same(_fit(poisson_model(), executor=pool), serial)
-
-
-def test_same_fit_with_a_process_pool(serial):
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(2, mp_context=context) as pool:
-        assert _same(_fit(poisson_model(), executor=pool), serial)
 
 
 def test_same_fit_with_the_ascent_schedule_under_threads():
@@ -166,23 +147,3 @@ def test_compression_keeps_every_weighted_mean(shape):
     np.testing.assert_allclose(
         np.tensordot(wc, chunk.s, axes=(0, 0)), np.tensordot(w, s, axes=(0, 0)), rtol=1e-12
     )
-
-
-def test_progress_bar_runs(capsys):
-    fit = dp.mcem(
-        poisson_model(),
-        dp.Laplace.from_privacy(epsilon=0.2, sensitivity=1.0),
-        37.4,
-        start={"theta": 1.0},
-        rng=1,
-        schedule=dp.StagedSchedule(stages=((500, 1e-2),)),
-        progressbar=True,
-    )
-    assert fit.iterations > 0
-
-
-def test_global_numpy_state_is_untouched():
-    np.random.seed(123)  # noqa: NPY002 - the legacy global state is what we guard
-    before = np.random.get_state()[1].copy()  # noqa: NPY002
-    _fit(poisson_model(), schedule=dp.StagedSchedule(stages=((500, 1e-2),)))
-    assert np.array_equal(np.random.get_state()[1], before)  # noqa: NPY002

@@ -5,9 +5,10 @@
   ``rejection_abc`` blamed the density bound. Both now match the exact posterior, and a
   planted copy of the old formula fails the same checks; the density-bound error names
   overflow as the cause when the values are that large;
-* a release so large that float64 rounding swamps the noise (1e17 against Laplace(5))
-  and a prior of scale 1e300: each named in a :class:`dpinfer.PrecisionWarning`, or
-  refused where the sampler cannot run (SMC's random-walk covariance).
+* a release so large that float64 rounding swamps the noise (1e17 against Laplace(5)),
+  named in a :class:`dpinfer.PrecisionWarning` by every sampler of the registry that
+  supports it (``_sampler_registry.py``), and a prior of scale 1e300: named, or refused
+  where the sampler cannot run (SMC's random-walk covariance).
 
 Seeds are fixed, so the outcomes are deterministic; the quoted false-failure rates are
 those of the checks under a random seed.
@@ -24,6 +25,8 @@ import scipy.stats as st
 from scipy.special import logsumexp
 
 import dpinfer as dp
+
+from ._sampler_registry import SAMPLERS, Problem
 
 Z_MAX = 4.0  # |z| threshold: false-failure rate 6e-5 per two-sided normal-approximation test
 RELEASE = 100
@@ -138,33 +141,28 @@ def test_rejection_blames_the_bound_only_when_no_numerics_explain_it():
 OFFSET = 1e17  # float64 spacing 16 here, against a Laplace scale of 5
 
 
-def _shifted_model(integer: bool):
+def _shifted(integer: bool, mechanism, released) -> Problem:
     """Counts shifted by 1e17: floats are rounded to multiples of 16, int64 are exact."""
     shift = 10**17 if integer else OFFSET
-    return dp.Model(
-        prior={"theta": st.gamma(25)}, simulate=lambda p, rng: shift + rng.poisson(p["theta"])
-    )
+
+    def shifted_counts(p, rng):
+        return shift + rng.poisson(p["theta"])
+
+    return Problem(simulate=shifted_counts, mechanism=mechanism, released=released, offset=shift)
 
 
-def _run(sampler, model, mech, released):
-    if sampler == "rejection_abc":
-        return dp.rejection_abc(model, mech, released, draws=40, rng=1, progressbar=False)
-    if sampler == "importance_abc":
-        return dp.importance_abc(model, mech, released, draws=400, rng=1, progressbar=False)
-    return dp.smc_abc(
-        model, mech, released, particles=200, chains=2, simulations_per_particle=1, rng=1,
-        progressbar=False,
-    )  # fmt: skip
-
-
-SAMPLERS = ["rejection_abc", "importance_abc", "smc_abc"]
+PRECISION = [case for case in SAMPLERS if case.supports("precision")]
 COARSE = r"the release 1e\+17 is so large that float64 rounding \(spacing 16\) swamps the Laplace"
 
 
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_a_release_where_rounding_swamps_the_noise_is_named(sampler):
-    with pytest.warns(dp.PrecisionWarning, match=f"{sampler}: {COARSE} noise of scale 5"):
-        _run(sampler, _shifted_model(False), dp.Laplace(5.0), OFFSET + 37.4)
+def _run(case, problem):
+    return case.run(problem, rng=1)
+
+
+@pytest.mark.parametrize("case", PRECISION, ids=str)
+def test_a_release_where_rounding_swamps_the_noise_is_named(case):
+    with pytest.warns(dp.PrecisionWarning, match=f"{case.name}: {COARSE} noise of scale 5"):
+        _run(case, _shifted(False, dp.Laplace(5.0), OFFSET + 17.4))
 
 
 def test_a_release_that_rounding_leaves_alone_is_not_flagged():
@@ -172,20 +170,20 @@ def test_a_release_that_rounding_leaves_alone_is_not_flagged():
     with warnings.catch_warnings():
         warnings.simplefilter("error", dp.PrecisionWarning)
         model = dp.Model(prior={"theta": st.gamma(25)}, simulate=lambda p, rng: 1e12 + p["theta"])
-        _run("importance_abc", model, dp.Laplace(5.0), 1e12 + 25.0)
+        dp.importance_abc(model, dp.Laplace(5.0), 1e12 + 25.0, draws=400, rng=1, progressbar=False)
 
 
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_integer_families_flag_only_float_simulations(sampler):
+@pytest.mark.parametrize("case", PRECISION, ids=str)
+def test_integer_families_flag_only_float_simulations(case):
     mech = dp.DiscreteLaplace(5.0)
-    released = 10**17 + 37
+    released = 10**17 + 17
     with pytest.warns(
         dp.PrecisionWarning, match="the simulator returns floats, and at the release"
     ):
-        _run(sampler, _shifted_model(False), mech, released)
+        _run(case, _shifted(False, mech, released))
     with warnings.catch_warnings():  # int64 simulations are exact at any size
         warnings.simplefilter("error", dp.PrecisionWarning)
-        _run(sampler, _shifted_model(True), mech, released)
+        _run(case, _shifted(True, mech, released))
 
 
 # --- a prior of scale 1e300 -------------------------------------------------------------------

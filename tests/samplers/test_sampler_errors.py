@@ -1,7 +1,14 @@
-"""Invalid input to the samplers raises with a message naming the problem."""
+"""Invalid input to the samplers that take ``draws=`` and ``batch_size=`` names the problem.
+
+The samplers are those of the registry whose signature has both options (rejection and
+importance ABC); the SMC samplers' own options are checked in ``test_smc.py`` and
+``test_smc_degeneracy.py``, DA-MCMC's in ``test_da_mcmc_errors.py``, and every public
+function's in the bad-input sweep (``tests/sweep``).
+"""
 
 from __future__ import annotations
 
+import inspect
 import re
 
 import numpy as np
@@ -10,7 +17,14 @@ import scipy.stats as st
 
 import dpinfer as dp
 
-SAMPLERS = {"rejection": dp.rejection_abc, "importance": dp.importance_abc}
+from ._sampler_registry import SAMPLERS, by_name
+
+DRAWING = [
+    case
+    for case in SAMPLERS
+    if {"draws", "batch_size"} <= set(inspect.signature(case.function).parameters)
+]
+REJECTION, IMPORTANCE = by_name("rejection_abc"), by_name("importance_abc")
 
 
 def _model(simulate=None):
@@ -23,14 +37,18 @@ def _model(simulate=None):
 MECH = dp.Gaussian(1.0)
 
 
-def _call(which, model=None, mechanism=MECH, released=0.5, **kwargs):
+def _call(case, model=None, mechanism=MECH, released=0.5, **kwargs):
     kwargs = {"draws": 20, "rng": 0, "progressbar": False, "batch_size": 100, **kwargs}
-    return SAMPLERS[which](_model() if model is None else model, mechanism, released, **kwargs)
+    return case.function(_model() if model is None else model, mechanism, released, **kwargs)
 
 
-@pytest.fixture(params=list(SAMPLERS))
+@pytest.fixture(params=DRAWING, ids=str)
 def which(request):
     return request.param
+
+
+def test_the_drawing_samplers_include_rejection_and_importance_abc():
+    assert {"rejection_abc", "importance_abc"} <= {case.name for case in DRAWING}
 
 
 def test_simulator_of_the_wrong_shape(which):
@@ -53,7 +71,7 @@ def test_vector_mechanism_with_a_scalar_simulator(which):
 
 @pytest.mark.parametrize("released", [np.nan, np.inf, -np.inf])
 def test_non_finite_release(which, released):
-    with pytest.raises(ValueError, match="released must be finite"):
+    with pytest.raises(ValueError, match="released must (be finite|hold numbers, not NaN)"):
         _call(which, released=released)
 
 
@@ -106,13 +124,13 @@ def test_batch_size_not_positive(which, batch_size):
 
 def test_max_simulations_not_positive():
     with pytest.raises(ValueError, match="max_simulations must be a positive integer"):
-        _call("rejection", max_simulations=0)
+        _call(REJECTION, max_simulations=0)
 
 
 @pytest.mark.parametrize("model", [{"theta": st.norm()}, "model", None])
 def test_model_not_a_model(which, model):
     with pytest.raises(TypeError, match="model must be a dpinfer.Model, got"):
-        SAMPLERS[which](model, MECH, 0.5, draws=10, progressbar=False)
+        which.function(model, MECH, 0.5, draws=10, progressbar=False)
 
 
 @pytest.mark.parametrize("mechanism", [st.norm(0, 1), 1.0, "laplace", dp.Gaussian])
@@ -123,7 +141,7 @@ def test_mechanism_not_a_mechanism(which, mechanism):
 
 def test_keyword_only_options(which):
     with pytest.raises(TypeError):
-        SAMPLERS[which](_model(), MECH, 0.5, 10)
+        which.function(_model(), MECH, 0.5, 10)
 
 
 class SampleOnly:
@@ -134,7 +152,7 @@ class SampleOnly:
 @pytest.mark.parametrize("proposal", [SampleOnly(), 3.0, st.norm(0, 1)])
 def test_proposal_without_logpdf(proposal):
     with pytest.raises(TypeError, match="proposal must be .* sample\\(n, rng\\) and logpdf"):
-        _call("importance", proposal=proposal)
+        _call(IMPORTANCE, proposal=proposal)
 
 
 def test_proposal_with_a_sampler_only_prior():
@@ -143,17 +161,17 @@ def test_proposal_with_a_sampler_only_prior():
         simulate=lambda p, rng: p["theta"],
     )
     with pytest.raises(ValueError, match="needs a prior with a logpdf"):
-        _call("importance", model=model, proposal={"theta": st.norm(0, 2)})
+        _call(IMPORTANCE, model=model, proposal={"theta": st.norm(0, 2)})
 
 
 def test_proposal_dict_with_a_bad_value():
     with pytest.raises(TypeError, match=re.escape("prior['theta'] must be a frozen")):
-        _call("importance", proposal={"theta": 2.0})
+        _call(IMPORTANCE, proposal={"theta": 2.0})
 
 
 def test_budget_exceeded_message():
     with pytest.raises(dp.SimulationBudgetExceeded) as info:
-        _call("rejection", released=0.5, draws=10**5, max_simulations=300)
+        _call(REJECTION, released=0.5, draws=10**5, max_simulations=300)
     message = str(info.value)
     assert re.search(r"acceptance rate 0\.\d+", message)
     assert re.search(r"expected cost of 100000 draws is about [\d.e+]+ simulations", message)
@@ -169,4 +187,4 @@ def test_budget_exceeded_with_nothing_accepted():
         match=r"stopped after 100 simulations.*with 0 of 20 draws accepted; the acceptance "
         r"rate 10\^-.*expected cost of 20 draws is about 10\^",
     ):
-        _call("rejection", mechanism=dp.Gaussian(1e-3), released=40.0, max_simulations=200)
+        _call(REJECTION, mechanism=dp.Gaussian(1e-3), released=40.0, max_simulations=200)

@@ -11,8 +11,9 @@ import pytest
 import scipy.stats as st
 
 import dpinfer as dp
+from dpinfer.distances import ClippedL2
 from dpinfer.samplers import importance
-from dpinfer.samplers._schedule import AscentSchedule, as_schedule
+from dpinfer.samplers.mcem._schedule import AscentSchedule, as_schedule
 
 from ._oracles import normal_model
 
@@ -166,6 +167,10 @@ def test_mcem_runs_without_a_prior_and_abc_refuses_one():
             sampler(model, NOISE, 1.2, draws=100, progressbar=False)
     with pytest.raises(ValueError, match="needs a model with a prior"):
         dp.smc_abc(model, NOISE, 1.2, progressbar=False)
+    with pytest.raises(ValueError, match="public_distances needs a model with a prior"):
+        dp.samplers.public_distances(
+            np.zeros((5, 1)), ClippedL2(1.0), model=model, n_proposals=10, progressbar=False
+        )
 
 
 # --- strings are not numbers -------------------------------------------------------------------

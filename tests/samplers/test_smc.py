@@ -1,8 +1,8 @@
 """Exactness of tempered pseudo-marginal SMC-ABC (Gong 2022, Section 3) against exact posteriors.
 
-Also: bookkeeping of the per-stage records, reproducibility under every executor (for
-``smc_abc`` and ``tolerance_smc_abc``), the global numpy random state, the progress bar
-and invalid input.
+Also: bookkeeping of the per-stage records and invalid input. Reproducibility under every
+executor, the global numpy random state and the progress bar are checked for both SMC
+samplers with every other sampler, over the sampler registry (``test_executors.py``).
 
 Every statistical check below is a function that asserts; each has a companion
 test that plants a bug and requires the same check to fail. Seeds are fixed, so
@@ -37,10 +37,11 @@ import scipy.stats as st
 from scipy.special import logsumexp
 
 import dpinfer as dp
-from dpinfer.samplers import _transforms
+from dpinfer.likelihood import ParameterSpace
 
-from ._helpers import global_state_equal, prior_without_logpdf_model, wrong_shape_model
+from ._helpers import prior_without_logpdf_model, wrong_shape_model
 from ._oracles import gaussian_log_evidence, gaussian_posterior, normal_model
+from ._sampler_registry import family
 
 Z_MAX = 4.0  # |z| threshold: nominal false-failure rate 6e-5 per two-sided test
 KS_ALPHA = 1e-3  # Kolmogorov p-value threshold at the conservative ESS: 0.1% per KS test
@@ -229,7 +230,7 @@ def test_planted_wrong_laplace_scale_fails_the_poisson_check(alpha):
 
 def _drop_jacobian(monkeypatch):
     monkeypatch.setattr(
-        _transforms.Transform,
+        ParameterSpace,
         "log_jacobian",
         lambda self, z: np.zeros_like(np.asarray(z, dtype=float)),
     )
@@ -444,125 +445,15 @@ def test_max_stages_reached_raises():
         _smc(normal_model(), dp.Gaussian(SIGMA), S_DP, particles=200, max_stages=2)
 
 
-# --- reproducibility under executors, for both SMC samplers ------------------------------------
-
-SAMPLERS = ("smc", "tolerance")
+# --- reproducibility: tests/samplers/test_executors.py, over the sampler registry -------------
 
 
-def _small_run(sampler, *, rng=2024, executor=None, progressbar=False, chains=2):
-    # Two chains of 150 particles in chunks of 64: with an executor each chain is one task;
-    # inside it, every simulation call is split over three chunks. With one chain of 300,
-    # the chunks themselves go to the executor.
-    kwargs = dict(
-        particles=300,
-        chains=chains,
-        rng=rng,
-        batch_size=64 if chains == 2 else 128,
-        max_moves=10,
-        executor=executor,
-        progressbar=progressbar,
-    )
-    if sampler == "smc":
-        return dp.smc_abc(normal_model(), dp.Gaussian(SIGMA), S_DP, **kwargs)
-    return dp.tolerance_smc_abc(
-        normal_model(), dp.Gaussian(SIGMA), S_DP, final_tolerance=0.5, **kwargs
-    )
-
-
-def _assert_same_run(a, b):
-    np.testing.assert_array_equal(a.posterior["theta"].values, b.posterior["theta"].values)
-    for key, value in a.posterior.attrs.items():
-        if key.startswith(("stage_", "chain_")) or key in (
-            "n_simulations",
-            "log_evidence",
-            "tolerance",
-        ):
-            np.testing.assert_array_equal(b.posterior.attrs[key], value, err_msg=key)
-
-
-@pytest.fixture(scope="module")
-def reference():
-    """Serial runs for seed 2024, per sampler."""
-    return {name: _small_run(name) for name in SAMPLERS}
-
-
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_same_seed_same_run_serially(sampler, reference):
-    run = reference[sampler]
-    assert run.posterior.attrs["chain_n_simulations"].min() > 3 * 64  # several chunks per call
-    assert run.posterior.attrs["chain_n_stages"].min() >= 3  # several stages in every chain
-    theta = run.posterior["theta"].values
-    assert not np.array_equal(theta[0], theta[1])  # independent chains
-    _assert_same_run(_small_run(sampler), run)
-
-
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_same_run_with_a_process_pool(sampler, reference, process_pool):
-    _assert_same_run(_small_run(sampler, executor=process_pool), reference[sampler])
-
-
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_one_chain_sends_its_chunks_to_the_executor(sampler, process_pool):
-    serial = _small_run(sampler, chains=1)
-    assert serial.posterior["theta"].shape == (1, 300)
-    _assert_same_run(_small_run(sampler, chains=1, executor=process_pool), serial)
-
-
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_same_run_on_a_dask_cluster(sampler, reference, dask_executor):
-    _assert_same_run(_small_run(sampler, executor=dask_executor), reference[sampler])
-
-
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_different_seeds_give_different_draws(sampler, reference):
-    other = _small_run(sampler, rng=2025)
-    assert not np.array_equal(
-        other.posterior["theta"].values, reference[sampler].posterior["theta"]
-    )
-
-
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_seed_sequence_and_generator_are_accepted(sampler, reference):
-    _assert_same_run(_small_run(sampler, rng=np.random.SeedSequence(2024)), reference[sampler])
-    a = _small_run(sampler, rng=np.random.default_rng(9))
-    b = _small_run(sampler, rng=np.random.default_rng(9))
-    _assert_same_run(a, b)
-
-
-def test_global_numpy_random_state_is_untouched():
-    before = np.random.get_state()  # noqa: NPY002
-    for sampler in SAMPLERS:
-        _small_run(sampler, rng=3)
-    assert global_state_equal(np.random.get_state(), before)  # noqa: NPY002
-
-
-def test_global_state_check_detects_a_change():
-    # Companion: the comparison above (also used by test_executors.py) sees the global state
-    # advance by one word (the planted bug moves the Mersenne Twister position, as a draw would).
-    before = np.random.get_state()  # noqa: NPY002
-    name, key, pos, has_gauss, cached = before
-    try:
-        np.random.set_state((name, key, (pos + 1) % len(key), has_gauss, cached))  # noqa: NPY002
-        assert not global_state_equal(np.random.get_state(), before)  # noqa: NPY002
-    finally:
-        np.random.set_state(before)  # noqa: NPY002
-
-
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_progressbar_false_prints_nothing(sampler, capsys):
-    _small_run(sampler, rng=1)
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    assert captured.err == ""
-
-
-@pytest.mark.parametrize("sampler", SAMPLERS)
-def test_progressbar_true_runs_and_gives_the_same_run(sampler, reference, capsys):
-    _assert_same_run(_small_run(sampler, progressbar=True), reference[sampler])
-    captured = capsys.readouterr()
-    for text in (captured.out, captured.err):
-        assert "Traceback" not in text
-        assert "Warning" not in text
+@pytest.mark.parametrize("case", family("smc"), ids=str)
+def test_the_registry_runs_span_several_stages_and_chunks(case):
+    # what makes the registry's reproducibility checks of the SMC samplers meaningful
+    attrs = case.run(rng=2024).posterior.attrs
+    assert attrs["chain_n_stages"].min() >= 3
+    assert attrs["chain_n_simulations"].min() > 3 * case.options["batch_size"]
 
 
 # --- invalid input ------------------------------------------------------------------------------
@@ -596,7 +487,7 @@ def test_caps_not_positive_integers(name, value):
 
 @pytest.mark.parametrize("released", [np.nan, np.inf, -np.inf])
 def test_non_finite_release(released):
-    with pytest.raises(ValueError, match="released must be finite"):
+    with pytest.raises(ValueError, match="released must (be finite|hold numbers, not NaN)"):
         _call(released=released)
 
 

@@ -7,11 +7,13 @@ import pytest
 import scipy.stats as st
 
 import dpinfer as dp
-from dpinfer.samplers._smc_kernels import (
+from dpinfer.samplers.smc._particles import (
     MIN_DISTINCT_FRACTION,
     MIN_PARTICLES_PER_CHAIN,
     warn_if_degenerate,
 )
+
+from ._sampler_registry import family
 
 
 def _model():
@@ -21,17 +23,14 @@ def _model():
     )
 
 
-SAMPLERS = {"smc_abc": dp.smc_abc, "tolerance_smc_abc": dp.tolerance_smc_abc}
-
-
-@pytest.mark.parametrize("name", list(SAMPLERS))
+@pytest.mark.parametrize("case", family("smc"), ids=str)
 @pytest.mark.parametrize(
     ("particles", "chains"), [(2, 4), (1, 1), (76, 4), (MIN_PARTICLES_PER_CHAIN - 1, 1)]
 )
-def test_too_few_particles_per_chain_is_refused(name, particles, chains):
+def test_too_few_particles_per_chain_is_refused(case, particles, chains):
     # smc_abc(particles=2) used to return a badly biased posterior without a word.
-    with pytest.raises(ValueError, match=f"{name} needs at least 20 particles per chain") as info:
-        SAMPLERS[name](_model(), dp.Gaussian(1.0), 0.5, particles=particles, chains=chains)
+    with pytest.raises(ValueError, match=f"{case} needs at least 20 particles per chain") as info:
+        case.function(_model(), dp.Gaussian(1.0), 0.5, particles=particles, chains=chains)
     assert f"particles={particles} over chains={chains}" in str(info.value)
     assert f"particles >= {20 * chains}" in str(info.value)
 

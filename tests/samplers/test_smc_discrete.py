@@ -22,7 +22,8 @@ import scipy.stats as st
 from scipy.special import logsumexp
 
 import dpinfer as dp
-from dpinfer.samplers import _smc_kernels, _transforms
+from dpinfer import _parameter_space
+from dpinfer.samplers.smc import _particles
 
 Z = 4.0
 TRIALS, RELEASE, SCALE = 60, 30, 3.0
@@ -104,7 +105,7 @@ def test_count_stays_integer_and_particles_move(count_run):
 
 def test_planted_bug_a_count_moved_as_continuous_fails(monkeypatch):
     """Treating K as continuous (the old behaviour): float draws, no move accepted."""
-    monkeypatch.setattr(_transforms, "_integer_dtype", lambda dist, dtype: None)
+    monkeypatch.setattr(_parameter_space, "_integer_dtype", lambda dist, dtype: None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         idata = dp.smc_abc(
@@ -129,7 +130,7 @@ def test_planted_bug_an_asymmetric_integer_step_fails(monkeypatch):
         return z + step
 
     monkeypatch.setattr("dpinfer.samplers.smc.random_walk", floor_walk)
-    assert _smc_kernels.random_walk is not floor_walk
+    assert _particles.random_walk is not floor_walk
     # 8000 particles: the drift's bias (about 0.2) is then some 6 reported errors
     idata = dp.smc_abc(
         count_model(), dp.DiscreteLaplace(SCALE), RELEASE, particles=8000, rng=3,

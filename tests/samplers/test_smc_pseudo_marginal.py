@@ -39,7 +39,7 @@ import scipy.stats as st
 from scipy.special import log_ndtr, logsumexp
 
 import dpinfer as dp
-from dpinfer.samplers import _pseudo_marginal, _smc_pilot
+from dpinfer.samplers.smc import _pilot, _pseudo_marginal
 
 Z, RELEASE, SD_STAT, EPSILON, M = 4.0, 0.3, 0.1, 100.0, 8
 MIN_ESS = 500  # a check resting on fewer draws could not see a wrong spread
@@ -170,18 +170,18 @@ def test_auto_gives_the_same_run_on_an_executor(process_pool):
 
 
 def test_planted_bug_auto_ignoring_the_acceptance_fails(monkeypatch):
-    choose = _smc_pilot.choose_count
+    choose = _pilot.choose_count
 
     def first_count_only(run_pilot, *, target, cap):
         return choose(run_pilot, target=0.0, cap=cap)._replace(target=target)
 
-    monkeypatch.setattr(_smc_pilot, "choose_count", first_count_only)
+    monkeypatch.setattr(_pilot, "choose_count", first_count_only)
     assert not adapts_to_small_noise(run("auto"))
 
 
 @pytest.mark.filterwarnings("ignore:smc_abc. the final population is degenerate")
 def test_auto_warns_when_the_cap_is_reached(monkeypatch):
-    monkeypatch.setattr(_smc_pilot, "MAX_COUNT", 2)
+    monkeypatch.setattr(_pilot, "MAX_COUNT", 2)
     with pytest.warns(RuntimeWarning, match="the most the pilot tries"):
         dp.smc_abc(
             model(), mechanism(1000.0), RELEASE, particles=200, rng=0, progressbar=False,

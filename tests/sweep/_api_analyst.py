@@ -25,6 +25,7 @@ from ._valid import (
     _simulate,
     _to_pymc,
     _update,
+    choices,
     model,
     poisson_model,
     record_model,
@@ -281,7 +282,15 @@ def model_entries():
                 P("summary", "callable"),
                 P("loglik", "callable"),
                 P("update", "callable"),
-                P("support", "", 1.0, "x", {"p": "nope"}, {"q": "positive"}),
+                P(
+                    "support",
+                    "",
+                    1.0,
+                    "x",
+                    {"p": "nope"},
+                    {"q": "positive"},
+                    {"p": choices("unit")[0]},
+                ),
             ),
         ),
         Entry(
@@ -411,7 +420,7 @@ def sampler_entries():
                 P("move_probability", "probability"),
                 P("max_moves", "count"),
                 P("max_stages", "count"),
-                P("simulations_per_particle", "count"),
+                P("simulations_per_particle", "count", "all", *choices("auto")),
             ),
         ),
         Entry(
@@ -456,8 +465,8 @@ def sampler_entries():
                     {"theta": -1.0},
                 ),
                 P("rng", "rng"),
-                P("schedule", "", 1.0, "fast", OTHER),
-                P("mstep", "", 1.0, "fast", OTHER),
+                P("schedule", "", 1.0, "fast", OTHER, *choices("auto")),
+                P("mstep", "", 1.0, "fast", OTHER, *choices("auto")),
                 P("accelerate", "flag"),
                 P("batch_size", "size"),
                 P("executor", "executor"),
@@ -567,7 +576,39 @@ def sampler_entries():
                 *PUBLIC_DRAWS,
             ),
         ),
+        Entry(
+            "public_distances",
+            dp.samplers.public_distances,
+            _public_distances_args,
+            (
+                P("observed", "finite_array", named="observed"),
+                P("distance", "distance"),
+                P("params", "", 1.0, {"mu": [1.0]}, {"mu": ["a"] * 30}),
+                P("pseudo_data", "", 1.0, "x", np.zeros((3, 10, 1))),
+                *PUBLIC_DRAWS[:-1],
+            ),
+        ),
+        Entry(
+            "public_distances(model=)",
+            dp.samplers.public_distances,
+            lambda: {k: v for k, v in _abcdp_model_args().items() if k not in _NO_ABCDP},
+            (P("model", "model"), P("n_proposals", "size")),
+        ),
+        Entry(
+            "check_privacy_rng",
+            dp.samplers.check_privacy_rng,
+            lambda: {"privacy_rng": 1, "public": [0]},
+            (P("privacy_rng", "rng"),),
+        ),
     ]
+
+
+#: The options of abcdp that public_distances, its first half, does not take.
+_NO_ABCDP = dict.fromkeys(("epsilon_total", "epsilon_abc", "c", "privacy_rng"))
+
+
+def _public_distances_args():
+    return {k: v for k, v in _abcdp_args()().items() if k not in _NO_ABCDP}
 
 
 def pymc_entries():

@@ -18,7 +18,7 @@ import dpinfer as dp
 from dpinfer import audit, theory
 from dpinfer import distances as dist
 
-from ._api_analyst import _abcdp_args, _abcdp_model_args
+from ._api_analyst import _abcdp_args, _abcdp_model_args, _public_distances_args
 from ._harness import SECRET_FLOAT, SECRET_INT, Entry
 from ._valid import P, _rfmmd, _svt
 
@@ -69,6 +69,13 @@ def mechanism_entries():
         def from_uniform(make=make, **kw):
             return make().release_from_uniform(**kw)
 
+        def to_pymc(make=make, **kw):
+            import pymc as pm
+
+            mech = make()
+            with pm.Model():
+                mech.to_pymc("y", observed=mech.release(np.array([3, 4, 5]), rng=0), **kw)
+
         entries += [
             Entry(
                 f"{name}.release",
@@ -84,6 +91,12 @@ def mechanism_entries():
                     C("value", kind, *extra),
                     C("u", "confidential", [0.5, SF, 0.5], [0.5, -SI, 0.5], [SF, 0.5]),
                 ),
+            ),
+            Entry(
+                f"{name}.to_pymc",
+                to_pymc,
+                lambda: {"value": np.array([3, 4, 5])},
+                (C("value", kind, *extra),),
             ),
         ]
     return entries
@@ -168,6 +181,12 @@ def data_owner_entries():
             _observed_params(),
         ),
         Entry("abcdp(model=)", dp.abcdp, _abcdp_model_args, _observed_params()),
+        Entry(
+            "public_distances",
+            dp.samplers.public_distances,
+            _public_distances_args,
+            _observed_params(),
+        ),
         Entry(
             "rejection_abcdp_gaussian",
             dp.rejection_abcdp_gaussian,
@@ -273,5 +292,80 @@ def data_owner_entries():
     ]
 
 
+def example_entries():
+    """The examples' functions that read a curator's or data owner's confidential data."""
+    from dpinfer.models import lalonde, linear_regression, mixture_uniform, naive_bayes
+    from dpinfer.models import tuberculosis as tb
+
+    x, y = linear_regression.confidential_data(n=20, rng=1)
+    classes, features = naive_bayes.confidential_data(n=20, rng=0)
+    records = tb.confidential_records(20, rng=0)
+    wrong_rows = (np.full((3, 3), SF), np.full((2,), SF))
+    return [
+        Entry(
+            "lalonde.statistics_posterior",
+            lalonde.statistics_posterior,
+            lambda: {"statistics": [1.0, 0.5, 4.0, 3.0], "draws": 5, "tune": 5, "chains": 1},
+            (
+                C(
+                    "statistics",
+                    "confidential",
+                    np.array([SF, np.nan, SF, SF]),
+                    np.array([SF, SI, -SF, SF]),  # a negative sample variance
+                    [SF, SI, "x", SF],
+                    np.array(["987654321", "123456.789", "1", "2"]),
+                    np.full(5, SF),
+                ),
+            ),
+        ),
+        *(
+            Entry(
+                f"linear_regression.{fn.__name__}",
+                fn,
+                lambda fn=fn: {"x": x, "y": y} | _release_options(fn),
+                (C("x", "confidential", *wrong_rows), C("y", "confidential", np.full(3, SF))),
+            )
+            for fn in (
+                linear_regression.confidential_posterior,
+                linear_regression.statistics,
+                linear_regression.release,
+            )
+        ),
+        *(
+            Entry(
+                f"naive_bayes.{fn.__name__}",
+                fn,
+                lambda fn=fn: {"y": classes, "x": features} | _release_options(fn),
+                (
+                    C("y", "confidential", np.full(20, SF), np.full(20, True)),
+                    C("x", "confidential", *wrong_rows, np.full((20, 2), SI)),
+                ),
+            )
+            for fn in (naive_bayes.statistics, naive_bayes.release)
+        ),
+        Entry(
+            "mixture_uniform.public_draws",
+            mixture_uniform.public_draws,
+            lambda: {
+                "observed": np.linspace(0.0, 1.0, 20)[:, None],
+                "dist": dist.ClippedL2(5.0),
+                "n_proposals": 10,
+                "rng": 1,
+            },
+            _observed_params(),
+        ),
+        Entry(
+            "tuberculosis.public_draws",
+            tb.public_draws,
+            lambda: {"observed": records, "n_proposals": 4, "rng": 1, "progressbar": False},
+            (C("observed", "confidential", *wrong_rows),),
+        ),
+    ]
+
+
+def _release_options(fn) -> dict:
+    return {"epsilon": 1.0, "rng": 1} if fn.__name__ == "release" else {}
+
+
 def confidential_entries():
-    return [*curator_entries(), *data_owner_entries()]
+    return [*curator_entries(), *data_owner_entries(), *example_entries()]

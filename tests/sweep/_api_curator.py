@@ -8,7 +8,17 @@ import dpinfer as dp
 from dpinfer import accounting, audit, theory
 
 from ._harness import OTHER, Entry
-from ._valid import P, _binomial, _mech_method, _plot_flip, _svt, _to_pymc
+from ._valid import (
+    P,
+    _bad_latents,
+    _binomial,
+    _marginal_to_pymc,
+    _mech_method,
+    _plot_flip,
+    _svt,
+    _to_pymc,
+    choices,
+)
 
 
 def _curator_entries():
@@ -40,6 +50,11 @@ def _curator_entries():
                 ),
                 (P("epsilon", "positive"), P("sensitivity", "positive"))
                 + ((P("delta", "probability"),) if "Gaussian" in cls.__name__ else ())
+                + (
+                    (P("calibration", "", "exact", None, 1, OTHER, *choices("classical")),)
+                    if cls is dp.Gaussian
+                    else ()
+                )
                 + (P("event_shape", "event_shape"),),
             ),
             Entry(
@@ -88,7 +103,7 @@ def _per_cell_entries():
             (
                 P("mechanism", "mechanism", dp.BinomialRelease(**_binomial())),
                 P("threshold", "finite", [[1.0, 2.0]], []),
-                P("publish", "", "over", 3, None, OTHER),
+                P("publish", "", "over", 3, None, OTHER, *choices("above")),
             ),
         ),
         Entry(
@@ -117,7 +132,26 @@ def mechanism_entries():
             "Mechanism.to_pymc",
             _to_pymc,
             lambda: {"observed": 0.5},
-            (P("observed", "finite_array", [1.0, 2.0]),),
+            (P("observed", "finite_array", [1.0, 2.0]), P("value", "finite", [1.0, 2.0])),
+        ),
+        Entry(
+            "to_pymc",
+            _marginal_to_pymc,
+            dict,
+            (
+                P("dist", "", *_bad_latents(), OTHER),
+                P(
+                    "observed",
+                    "",
+                    [(dp.DiscreteGaussian(2.0), [4.0, np.nan, 6.0])],
+                    [(dp.DiscreteGaussian(2.0), [4, 9]), (dp.DiscreteLaplace(1.0), [4, 9, 6])],
+                    [(dp.DiscreteGaussian(2.0, event_shape=(2,)), [4, 9, 6])],
+                    [(dp.DiscreteGaussian(2.0), [4.5, 9, 6])],
+                    [(1.0, [4, 9, 6])],
+                    [],
+                    None,
+                ),
+            ),
         ),
         Entry(
             "BinomialRelease",

@@ -16,7 +16,7 @@ import scipy.stats as st
 import dpinfer as dp
 
 from ._harness import OTHER, Entry
-from ._valid import P
+from ._valid import P, choices
 
 
 def _simulate(p, rng):
@@ -90,8 +90,8 @@ NEURAL_COMMON = (
     P("rng", "rng"),
     P("flow", "", 1.0, "spline", OTHER, named="flow"),
     P("training", "", 1.0, "fast", OTHER, {"max_epochs": 1}),
-    P("noise", "", "qmc", 1, None, OTHER),
-    P("settings", "", "fast", "Paper", None, 1, OTHER),
+    P("noise", "", "qmc", 1, None, OTHER, *choices("mc")),
+    P("settings", "", "fast", "Paper", None, 1, OTHER, *choices("default")),
     P("device", "", "gpu", "mps", "cuda:x", 0, None, OTHER),
     P("executor", "executor"),
     P("callback", "callable"),
@@ -118,7 +118,7 @@ def neural_entries(root):
             (
                 *NEURAL_COMMON,
                 P("atoms", "size", 1, optional=True),
-                P("embedding", "", "rnn", 3, OTHER, lambda size: "net"),
+                P("embedding", "", "rnn", 3, OTHER, lambda size: "net", *choices("mlp")),
             ),
         ),
         Entry(

@@ -59,6 +59,7 @@ def outputs_entries(root: Path | None = None):
                 P("path", "", *BAD_PATHS, named=FOLDER),
                 P("info", "", "x", 1.0, OTHER, [("a", 1)], {"format": "mine"}, optional=True),
                 P("wait", "flag"),
+                P("wait_limit", "positive"),
                 P("overwrite", "flag"),
             ),
         ),
@@ -90,4 +91,9 @@ def outputs_entries(root: Path | None = None):
 
 
 # Public names of dpinfer.outputs that take no user input to refuse (exception classes).
-OUTPUTS_NOT_ENTRY_POINTS = {"IncompleteOutputError", "OutputBusyError", "OutputPathError"}
+OUTPUTS_NOT_ENTRY_POINTS = {
+    "IncompleteOutputError",
+    "OutputBusyError",
+    "OutputPathError",
+    "OutputWriteError",
+}

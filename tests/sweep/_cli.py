@@ -11,8 +11,8 @@ import contextlib
 import io
 from pathlib import Path
 
-from dpinfer import cli
-from dpinfer.models import _example, _report
+from dpinfer import _run_command, cli
+from dpinfer import example as _example
 
 from ._harness import Entry, Param
 
@@ -65,8 +65,8 @@ def _never_run(*args, **kwargs):
 def run_cli(argv: list[str]) -> None:
     """Run ``dpinfer argv``; raise :class:`Refused` on a usage error, return if accepted."""
     stderr = io.StringIO()
-    original = _report.save_run
-    _report.save_run = _never_run
+    original = _run_command.save_run
+    _run_command.save_run = _never_run
     try:
         with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
             status = cli.main(argv)
@@ -77,7 +77,7 @@ def run_cli(argv: list[str]) -> None:
             raise Refused(stderr.getvalue().strip().splitlines()[-1]) from None
         raise RuntimeError(f"exit status {exit_.code}: {stderr.getvalue()}") from None
     finally:
-        _report.save_run = original
+        _run_command.save_run = original
     if status != 0:
         raise RuntimeError(f"exit status {status}: {stderr.getvalue()}")
 

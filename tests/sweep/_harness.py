@@ -87,7 +87,7 @@ BAD: dict[str, list] = {
     "model": [1.0, "model", None, OTHER],
     "distance": [1.0, "l2", None, OTHER],
     "privacy": [1.0, "eps", None, OTHER],
-    "event_shape": [True, -1, (2, -1), 2.5, "3", (HUGE,), OTHER],
+    "event_shape": [True, -1, (2, -1), 2.5, "3", (HUGE,), OTHER, 0, (0,), (2, 0)],
     # confidential data (checked with ``Param.confidential``): each value carries secrets
     "confidential": _CONFIDENTIAL,
     # where non-finite data has a meaning (a clipped distance maps it to its bound)

@@ -24,6 +24,11 @@ def P(  # noqa: N802
     return Param(name, kind, tuple(extra), named, optional, elementwise, confidential)
 
 
+def choices(valid: str) -> tuple:
+    """Bad values of a choice: NumPy arrays and a list holding the valid ``valid``."""
+    return (np.array([valid, valid]), np.array([valid]), np.array(valid), [valid])
+
+
 def _simulate(p, rng):
     return p["theta"] + rng.standard_normal(len(p["theta"]))
 
@@ -85,11 +90,39 @@ def _mech_method(make, method, **fixed):
     return call
 
 
-def _to_pymc(name="r", **kwargs):
+def _to_pymc(name="r", value=0.0, **kwargs):
     import pymc as pm
 
     with pm.Model():
-        return dp.Laplace(1.0).to_pymc(name, 0.0, **kwargs)
+        return dp.Laplace(1.0).to_pymc(name, value, **kwargs)
+
+
+_DEFAULT = object()
+
+
+def _marginal_to_pymc(dist=_DEFAULT, observed=_DEFAULT):
+    """``dp.to_pymc`` of three discrete Gaussian cells (a Poisson(5) latent by default)."""
+    import pymc as pm
+
+    with pm.Model():
+        dist = pm.Poisson.dist(mu=5.0) if dist is _DEFAULT else dist
+        observed = [(dp.DiscreteGaussian(2.0), [4, 9, 6])] if observed is _DEFAULT else observed
+        return dp.to_pymc("y", dist, observed=observed)
+
+
+def _bad_latents() -> list:
+    """Distributions that do not fit three cells, or are not distributions of one value."""
+    import pymc as pm
+
+    return [
+        pm.Poisson.dist(mu=np.ones(4)),
+        pm.Poisson.dist(mu=np.ones((2, 3))),
+        pm.Poisson.dist(mu=5.0, shape=4),
+        pm.Normal.dist(0.0, 1.0),  # continuous latent, integer releases
+        pm.MvNormal.dist(np.zeros(3), np.eye(3)),
+        1.0,
+        None,
+    ]
 
 
 def _svt():

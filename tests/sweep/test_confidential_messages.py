@@ -44,6 +44,8 @@ CONFIDENTIAL_NAMES = {"observed", "data", "queries", "neighbour", "records", "di
 
 #: Public parameters of those names that are not confidential, or not checked here.
 NOT_CONFIDENTIAL = {
+    # a result container that public_distances builds from checked distances
+    ("PublicDraws", "distances"),
     # the release a PyMC likelihood observes: public
     ("Mechanism.to_pymc", "observed"),
     ("Laplace.to_pymc", "observed"),
@@ -135,7 +137,7 @@ def _first_secret_number(value) -> float:
 LEAKS = {
     "repr": repr,
     "numpy array": lambda v: np.asarray(v, dtype=object),
-    "old _validate._short": lambda v: _validate._short(np.asarray(v, dtype=object)),
+    "abbreviated array": lambda v: _validate.abbreviated(np.asarray(v, dtype=object)),
     "%g": lambda v: f"{_first_secret_number(v):g}",
     "%.4g": lambda v: f"{_first_secret_number(v):.4g}",
     "integer part": lambda v: str(int(_first_secret_number(v))),

@@ -1,0 +1,1 @@
+"""The noise laws of the mechanisms, cell by cell, for compiled consumers."""

@@ -1,0 +1,193 @@
+r"""The per-cell form of a release: each cell's noise law as a record of named numbers.
+
+A release's log-density is a sum over its cells of one term per cell, and each
+term is one of a few formulas in the confidential value :math:`s` of the cell
+(:math:`r` the released number, :math:`c` the log-density at zero noise):
+
+=====================  ===================================================
+kind                   published term
+=====================  ===================================================
+``LAPLACE``            :math:`c - |r - s| / b`
+``GAUSSIAN``           :math:`c - z^2/2`, :math:`z = (r - s)/\sigma`
+``DISCRETE_LAPLACE``   :math:`c - |r - s| / t`
+``DISCRETE_GAUSSIAN``  :math:`c - z^2/2`, :math:`z = (r - s)/\sigma`
+``BINOMIAL``           :math:`c + r \log(s + m) + (n - r)\log(K + m - s)`
+=====================  ===================================================
+
+A *suppressed* cell (a :class:`~dpinfer.Thresholded` release below its
+threshold) instead contributes :math:`\log P(X \le r - s)`, the noise's
+log-CDF at its cut :math:`r` (the largest value that is suppressed).
+
+:meth:`dpinfer.Mechanism.cell_form` returns the *form* of a release: a NumPy
+structured array of dtype :data:`CELL`, one record per cell (flat, C order),
+whose fields are named below. The compiled functions of :mod:`dpinfer.noise.terms`
+evaluate the terms, their ratios, modes and tails from it (``form[i].scale`` in
+compiled code, ``form["scale"]`` in NumPy). Every consumer that scores
+confidential values without calling ``logpdf`` (the marginal likelihoods of
+:func:`dpinfer.to_pymc`, the record updates of :func:`dpinfer.da_mcmc`, the
+quadrature of continuous latents) reads this form; none writes a family's
+formula again.
+
+Every field is a float64, so that a form is also a plain ``(n, len(CELL))``
+float64 matrix (:func:`as_matrix`, :func:`from_matrix`, both without a copy):
+what a PyTensor graph can hold as a constant, viewed back as records in NumPy
+and in compiled code alike.
+
+===================  ==================================================================
+field                meaning
+===================  ==================================================================
+``kind``             the noise family: ``LAPLACE``, ``GAUSSIAN``, ``DISCRETE_LAPLACE``,
+                     ``DISCRETE_GAUSSIAN`` or ``BINOMIAL``
+``suppressed``       1 where the cell was suppressed (its term is the noise's log-CDF),
+                     else 0
+``released``         the released number, or for a suppressed cell its cut
+``scale``            the noise scale: ``b``, ``sigma``, ``t``, ``sigma``; NaN for the
+                     binomial release
+``log_norm``         the log-density at zero noise; for the binomial release
+                     ``log C(n, r) - n log(K + 2m)``
+``log1p_p``          discrete Laplace: ``log(1 + exp(-1/t))``, its tails' constant
+``trials``           binomial release: ``n``
+``pseudo_count``     binomial release: ``m``
+``population``       binomial release: ``K``
+``table_start``      a suppressed discrete Gaussian cell with a log-CDF table
+                     (:func:`log_cdf_tables`): where its table starts; else -1
+===================  ==================================================================
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .discrete_gaussian import discrete_gaussian_log_cdf
+
+__all__ = [
+    "BINOMIAL",
+    "CELL",
+    "DISCRETE_GAUSSIAN",
+    "DISCRETE_LAPLACE",
+    "GAUSSIAN",
+    "KIND_NAMES",
+    "LAPLACE",
+    "NO_TABLE",
+    "as_matrix",
+    "build",
+    "from_matrix",
+    "log_cdf_tables",
+    "table_range",
+]
+
+# numbered so that kinds with one formula are neighbours (a compiled term tells them apart
+# with two comparisons): Laplace's, the Gaussian's, the binomial release's
+LAPLACE = 0
+DISCRETE_LAPLACE = 1
+GAUSSIAN = 2
+DISCRETE_GAUSSIAN = 3
+BINOMIAL = 4
+KIND_NAMES = ("Laplace", "DiscreteLaplace", "Gaussian", "DiscreteGaussian", "BinomialRelease")
+
+_FIELDS = (
+    "kind",
+    "suppressed",
+    "released",
+    "scale",
+    "log_norm",
+    "log1p_p",
+    "trials",
+    "pseudo_count",
+    "population",
+    "table_start",
+)
+#: The record of one cell (see the module notes).
+CELL = np.dtype(
+    [(name, np.float64) for name in _FIELDS],
+    align=True,  # float64s at multiples of 8 bytes: compiled code reads them as aligned
+)
+
+#: The log-CDF tables of a form that has none.
+NO_TABLE = np.zeros(0)
+NO_TABLE.setflags(write=False)
+
+# the discrete Gaussian's log-CDF table spans [-TABLE_LOW sigma, TABLE_HIGH sigma]: below, the
+# tail is summed directly (log F < -800 there); above, log F = 0 to double precision
+TABLE_LOW, TABLE_HIGH = 40.0, 12.0
+MAX_TABLE = 10_000_000
+
+
+def build(
+    kind: int,
+    released: ArrayLike,
+    *,
+    scale: ArrayLike = math.nan,
+    log_norm: ArrayLike,
+    **params: ArrayLike,
+) -> np.ndarray:
+    """Return the form of a release of ``kind``: per-cell numbers broadcast against it.
+
+    ``released`` is flattened (C order); ``params`` names the family's other
+    fields (``log1p_p``, ``trials``, ``pseudo_count``, ``population``). No cell is
+    suppressed and none has a table.
+    """
+    unknown = set(params) - {"log1p_p", "trials", "pseudo_count", "population"}
+    if unknown:
+        raise TypeError(f"build got unknown fields {sorted(unknown)}")
+    values = np.asarray(released, dtype=float).reshape(-1)
+    form = np.zeros(values.size, dtype=CELL)
+    form["kind"] = kind
+    form["released"] = values
+    form["table_start"] = -1.0
+    for name, value in {"scale": scale, "log_norm": log_norm, **params}.items():
+        form[name] = np.broadcast_to(np.asarray(value, dtype=float).reshape(-1), values.shape)
+    return form
+
+
+def as_matrix(form: np.ndarray) -> np.ndarray:
+    """Return the form as a ``(n, len(CELL))`` float64 matrix, without a copy (C order)."""
+    form = np.ascontiguousarray(form, dtype=CELL)
+    return form.view(np.float64).reshape(form.size, len(_FIELDS))
+
+
+def from_matrix(matrix: np.ndarray) -> np.ndarray:
+    """Return the records of a matrix made by :func:`as_matrix`, without a copy."""
+    return np.ascontiguousarray(matrix, dtype=np.float64).view(CELL).reshape(-1)
+
+
+@nb.njit(cache=True, error_model="numpy")
+def table_range(sigma):
+    """``(low, high)``: the ``k`` that a discrete Gaussian's log-CDF table covers."""
+    return -math.ceil(TABLE_LOW * sigma) - 1.0, math.ceil(TABLE_HIGH * sigma) + 1.0
+
+
+def log_cdf_tables(form: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(form, table)``: a log-CDF table for the suppressed discrete Gaussian cells.
+
+    One table per distinct sigma: ``log F(k)`` for ``k`` in :func:`table_range`,
+    followed by ``F(k - 1) / F(k)`` over the same range (the ratio of
+    consecutive terms of a suppressed cell, which a kernel then reads instead of
+    taking an ``exp`` of two entries). The returned form is a copy whose
+    ``table_start`` says where each such cell's table starts; compiled
+    consumers look values up there instead of summing the tail.
+    """
+    form = form.copy()
+    at = (form["suppressed"] != 0) & (form["kind"] == DISCRETE_GAUSSIAN)
+    tables, offset = [], 0
+    for sigma in np.unique(form["scale"][at]):
+        low, high = (int(v) for v in table_range(sigma))
+        if 2 * (high - low + 1) + offset > MAX_TABLE:
+            raise ValueError(
+                f"suppressed cells with discrete Gaussian noise of sigma {sigma:g} need a log-CDF "
+                f"table of {2 * (high - low + 1):,} entries, more than {MAX_TABLE:,}"
+            )
+        form["table_start"][at & (form["scale"] == sigma)] = offset
+        log_cdf = discrete_gaussian_log_cdf(np.arange(low - 1, high + 1, dtype=float), sigma)
+        tables += [log_cdf[1:], np.exp(log_cdf[:-1] - log_cdf[1:])]
+        offset += 2 * (high - low + 1)
+    if not tables:
+        return form, NO_TABLE
+    # read-only like NO_TABLE: one compiled specialisation serves forms with and without tables
+    table = np.concatenate(tables)
+    table.setflags(write=False)
+    return form, table
