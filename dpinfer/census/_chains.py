@@ -30,9 +30,10 @@ import numpy as np
 from .._rng import child_sequence
 from . import _lattice
 from ._layout import Layout, Static, chain_arena, query_cells
+from ._noise_term import log_likelihood
 from ._release import CensusRelease
 from ._start import apply_changes, free_leaves, meet_part_invariants, top_changes
-from ._summaries import Summary, loglik
+from ._summaries import Summary
 from ._xoshiro import below, round_states
 
 __all__ = ["MemoryStore", "PartState", "Plan", "run_chain"]
@@ -265,24 +266,28 @@ def run_round(plan: Plan, top, seed, *, out: dict | None, draw: int) -> np.ndarr
             max(1, plan.per_leaf // 2), PAIR_PATTERN, states[1 + n + p], plan.counts,
             _lattice.scratch(plan.tables),
         )  # fmt: skip
-        for i, side, arena in zip(pair, sides, arenas, strict=True):
+        for i, side in zip(pair, sides, strict=True):
             leaf_sums += side.x.sum(axis=0)
             if out is not None:
-                _record(plan.layout, side, arena, out, draw)
+                _record(plan.layout, side, plan.store.get(("static", i)), out, draw)
             plan.store.put(i, side)
     if out is not None and top.r.shape[0]:
         assert plan.top_watch is not None, "a chain with a top arena watches it"
         out["top_summary"].add(top.r)
-        out["loglik"][draw] += loglik(top.r, top.h, plan.layout.hcell)
+        out["loglik"][draw] += _log_likelihood(plan.layout, top.r, plan.top_static)
         plan.top_watch.record(top.r, plan.layout.queries[0].cells, out, draw)
     return leaf_sums
 
 
-def _record(layout: Layout, side: PartState, arena, out: dict, draw: int) -> None:
+def _record(layout: Layout, side: PartState, static: Static, out: dict, draw: int) -> None:
     assert side.summary is not None, "the summaries are created before the first draw"
     side.summary.add(side.r)
-    out["loglik"][draw] += loglik(side.r, arena.h, layout.hcell)
+    out["loglik"][draw] += _log_likelihood(layout, side.r, static)
     side.watch.record(side.r, layout.queries[0].cells, out, draw)
+
+
+def _log_likelihood(layout: Layout, r: np.ndarray, static: Static) -> float:
+    return log_likelihood(r, static.law, layout.law_column, layout.laws.form)
 
 
 def run_chain(plan: Plan, chain_seed, progress, summaries: dict) -> dict:

@@ -7,9 +7,8 @@ person uniformly in ``O(log cells)``), and every unit's query cells as
 residuals ``r = released - current`` (int32). A move changes counts by one
 person and is scored against every measured cell it changes, on the paths
 from the leaves to the root, through the discrete Gaussian's exact pmf ratio
-(:func:`dpinfer.census._noise_term.noise_log_ratio`: with ``w = 1 / (2
-sigma**2)``, ``w step (2 r - step)``, integer arithmetic and one rounding),
-times the proposal's and the prior's ratios.
+(:func:`dpinfer.census._noise_term.step_log_ratio`, from the line of each
+cell's noise law), times the proposal's and the prior's ratios.
 
 Four moves, each refused (before scoring) where it would break an invariant.
 A person is drawn uniformly among a leaf's persons (cell ``c`` with
@@ -58,7 +57,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ._noise_term import noise_log_ratio
+from ._noise_term import step_log_ratio
 from ._xoshiro import below, uniform
 
 __all__ = ["Arena", "Scratch", "Tables", "fenwick", "run_pair", "run_subtree", "scratch"]
@@ -77,7 +76,7 @@ class Tables(NamedTuple):
     """What every arena shares: the query cells of each detailed cell, the invariant groups."""
 
     cidx: np.ndarray  # (cells, queries) int32: flat query cell of each detailed cell
-    hcol: np.ndarray  # (cells, queries) int32: column of Arena.h of each of those
+    law_col: np.ndarray  # (cells, queries) int32: column of Arena.intercept of each of those
     perm: np.ndarray  # (groups, cells) int32: cells sorted by their invariant axes' values
     pos: np.ndarray  # (groups, cells) int32: inverse of perm
     gsize: np.ndarray  # (groups,) int32: cells per value of the invariant axes
@@ -93,7 +92,7 @@ class Arena(NamedTuple):
     x: np.ndarray  # (leaves, cells) int32 detailed counts
     fen: np.ndarray  # (leaves, width) int32 Fenwick sums of x's rows (width a power of 2)
     r: np.ndarray  # (units, query cells) int32 residuals released - current
-    h: np.ndarray  # (units, weights) float64 1 / (2 sigma**2) (0: not measured)
+    intercept: np.ndarray  # (units, columns) float64: noise laws' intercepts (0: not measured)
     anc: np.ndarray  # (leaves, depths) int32: the unit at each depth (the top's above top_depth)
     depth: np.ndarray  # (leaves,) int32
     leaf_lo: np.ndarray  # (units,) int32: each unit's leaves are leaf_lo:leaf_hi
@@ -103,7 +102,7 @@ class Arena(NamedTuple):
 
 
 class Scratch(NamedTuple):
-    """The query cells one move changes, their weights' columns and their steps (+-1)."""
+    """The query cells one move changes, their noise laws' columns and their steps (+-1)."""
 
     cell: np.ndarray
     col: np.ndarray
@@ -176,16 +175,16 @@ def _terms(tb, c_out, c_in, buf):
         if i_out == i_in:
             continue
         if i_out >= 0:
-            buf.cell[m], buf.col[m], buf.step[m] = i_out, tb.hcol[c_out, j], -1
+            buf.cell[m], buf.col[m], buf.step[m] = i_out, tb.law_col[c_out, j], -1
             m += 1
         if i_in >= 0:
-            buf.cell[m], buf.col[m], buf.step[m] = i_in, tb.hcol[c_in, j], 1
+            buf.cell[m], buf.col[m], buf.step[m] = i_in, tb.law_col[c_in, j], 1
             m += 1
     return m
 
 
 @_inline
-def _units(r, h, anc, leaf, first, last, buf, m, sign, apply):
+def _units(r, intercept, anc, leaf, first, last, buf, m, sign, apply):
     """Score (or, with ``apply``, make) the change ``sign * step`` of the listed cells.
 
     At the units of depths ``first:last`` on ``leaf``'s path (up to its own depth).
@@ -200,7 +199,7 @@ def _units(r, h, anc, leaf, first, last, buf, m, sign, apply):
             if apply:
                 r[u, buf.cell[k]] -= step
             else:
-                delta += noise_log_ratio(r[u, buf.cell[k]], step, h[u, buf.col[k]])
+                delta += step_log_ratio(intercept[u, buf.col[k]], r[u, buf.cell[k]], step)
     return delta
 
 
@@ -208,14 +207,15 @@ def _units(r, h, anc, leaf, first, last, buf, m, sign, apply):
 def _path(tb, top, a, leaf, buf, m, apply):
     """:func:`_units` on ``leaf``'s whole path: the top arena's units, then its own."""
     levels = a.anc.shape[1]
-    delta = _units(top.r, top.h, a.anc, leaf, 0, min(tb.top_depth, levels), buf, m, 1, apply)
-    return delta + _units(a.r, a.h, a.anc, leaf, tb.top_depth, levels, buf, m, 1, apply)
+    last = min(tb.top_depth, levels)
+    delta = _units(top.r, top.intercept, a.anc, leaf, 0, last, buf, m, 1, apply)
+    return delta + _units(a.r, a.intercept, a.anc, leaf, tb.top_depth, levels, buf, m, 1, apply)
 
 
 @_inline
 def _below_ancestor(a, leaf, first, buf, m, sign, apply):
     """:func:`_units` on ``leaf``'s path from depth ``first`` down."""
-    return _units(a.r, a.h, a.anc, leaf, first, a.anc.shape[1], buf, m, sign, apply)
+    return _units(a.r, a.intercept, a.anc, leaf, first, a.anc.shape[1], buf, m, sign, apply)
 
 
 @_inline

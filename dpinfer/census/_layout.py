@@ -6,7 +6,7 @@ its own whose root is the subtree's top (a release of one unit is one part).
 :class:`Layout` holds what every part shares (the measured queries, the cells
 each detailed cell counts in, the groups of cells that the invariants keep
 together); :func:`static_arrays` turns one part into its arena's fixed arrays
-(weights, paths, invariants), with units and leaves in the part's own order
+(noise laws, paths, invariants), with units and leaves in the part's own order
 (by depth then geocode; leaves by geocode).
 """
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._lattice import Arena, Tables, fenwick
+from ._noise_term import NoiseLaws
 from ._release import CensusRelease
 
 __all__ = ["Layout", "Static", "chain_arena", "query_cells", "static_arrays", "top_static"]
@@ -34,7 +35,7 @@ class Layout:
     query_names : sequence of str
         The measured queries, in the axes' order of queries.
     per_cell : bool
-        One weight per (unit, query cell); else one per (unit, query), when every
+        One noise law per (unit, query cell); else one per (unit, query), when every
         measurement has one variance for all its cells.
     """
 
@@ -50,9 +51,10 @@ class Layout:
         ).astype(np.int32)
         self.per_cell = per_cell
         query_of_cell = np.repeat(np.arange(len(sizes)), sizes)
-        #: The column of the weights ``h`` of each query cell, and of each detailed cell's.
-        self.hcell = np.arange(self.ncell) if per_cell else query_of_cell
-        self.hcol = self.hcell[self.cidx].astype(np.int32)
+        #: The column of the law numbers of each query cell, and of each detailed cell's.
+        self.law_column = np.arange(self.ncell) if per_cell else query_of_cell
+        self.law_col = self.law_column[self.cidx].astype(np.int32)
+        self.laws = NoiseLaws()
         self._groups: dict[int, int] = {}
 
     def groups(self, masks: np.ndarray) -> np.ndarray:
@@ -77,7 +79,7 @@ class Layout:
             perm[g] = np.argsort(key, kind="stable")
             pos[g, perm[g]] = np.arange(d)
             gsize[g] = d // (int(key.max()) + 1)
-        return Tables(self.cidx, self.hcol, perm, pos, gsize, prior, pa, pb, top_depth)
+        return Tables(self.cidx, self.law_col, perm, pos, gsize, prior, pa, pb, top_depth)
 
     def measured(self, part: CensusRelease) -> np.ndarray:
         """``(units, ncell)`` int32: the part's released values (0 where not measured)."""
@@ -89,28 +91,28 @@ class Layout:
                 y[meas.units, off : off + q.cells] = meas.values
         return y
 
-    def weights(self, part: CensusRelease | None) -> np.ndarray:
-        """``(units, columns)``: ``1 / (2 sigma**2)`` (0 where not measured), see ``per_cell``."""
+    def law_numbers(self, part: CensusRelease | None) -> np.ndarray:
+        """``(units, columns)`` int32: noise law numbers (0: not measured); see ``per_cell``."""
         units = 0 if part is None else len(part.units)
-        h = np.zeros((units, self.ncell if self.per_cell else len(self.queries)))
+        law = np.zeros((units, self.ncell if self.per_cell else len(self.queries)), np.int32)
         for j, (q, off) in enumerate(zip(self.queries, self.qoff, strict=True)):
             meas = None if part is None else part.measurements.get(q.name)
             if meas is None:
                 continue
-            with np.errstate(divide="ignore"):
-                w = 0.5 / meas.variance
+            numbers = self.laws.number(meas.variance)
             if self.per_cell:
-                h[meas.units, off : off + q.cells] = w
+                law[meas.units, off : off + q.cells] = numbers
             else:
-                h[meas.units, j] = w[:, 0]
-        return h
+                law[meas.units, j] = numbers[:, 0]
+        return law
 
 
 @dataclass(frozen=True, eq=False)
 class Static:
     """A part's fixed arrays (see :class:`dpinfer.census._lattice.Arena`)."""
 
-    h: np.ndarray
+    law: np.ndarray  # (units, columns) int32 noise law numbers
+    intercept: np.ndarray  # their intercepts (what the moves read)
     anc: np.ndarray
     depth: np.ndarray
     leaf_lo: np.ndarray
@@ -123,7 +125,7 @@ class Static:
     def arena(self, x: np.ndarray, fen: np.ndarray, r: np.ndarray) -> Arena:
         """Return this part's arena in the chain state ``x``, ``fen``, ``r``."""
         return Arena(
-            x, fen, r, self.h, self.anc, self.depth, self.leaf_lo, self.leaf_hi,
+            x, fen, r, self.intercept, self.anc, self.depth, self.leaf_lo, self.leaf_hi,
             self.deepest, self.group,
         )  # fmt: skip
 
@@ -166,16 +168,38 @@ def static_arrays(
     masks = np.bitwise_or.reduce(np.where(local >= 0, frozen[np.maximum(local, 0)], 0), axis=1)
     depth = (offset + units.depth[leaves]).astype(np.int32)
     groups = layout.groups(masks | top_mask)
-    h = layout.weights(part)
-    return Static(h, anc, depth, leaf_lo, leaf_hi, deepest, groups, leaves, offset)
+    law = layout.law_numbers(part)
+    return Static(
+        law,
+        layout.laws.intercepts[law],
+        anc,
+        depth,
+        leaf_lo,
+        leaf_hi,
+        deepest,
+        groups,
+        leaves,
+        offset,
+    )
 
 
 def top_static(top: CensusRelease | None, layout: Layout) -> Static:
-    """Return the top arena's fixed arrays: the root's weights (none without a top)."""
-    h = layout.weights(top)
+    """Return the top arena's fixed arrays: the root's noise laws (none without a top)."""
+    law = layout.law_numbers(top)
     none = np.zeros(0, dtype=np.int32)
-    one = np.zeros(h.shape[0], dtype=np.int32)
-    return Static(h, np.zeros((0, 1), np.int32), none, one, one, none, none, none, 0)
+    one = np.zeros(law.shape[0], dtype=np.int32)
+    return Static(
+        law,
+        layout.laws.intercepts[law],
+        np.zeros((0, 1), np.int32),
+        none,
+        one,
+        one,
+        none,
+        none,
+        none,
+        0,
+    )
 
 
 def query_cells(part: CensusRelease, layout: Layout, detailed_leaves, leaves) -> np.ndarray:

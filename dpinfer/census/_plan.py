@@ -70,11 +70,12 @@ def make_plan(parts, store, *, inner_geocodes, fallback_start, prior, options) -
         store.put(("start", i), start.astype(np.int32))
         leaves += start.shape[0]
     kind, pa, pb, hyper = prior
+    top_arrays = top_static(top, layout)  # its noise laws numbered before the tables are made
     per_leaf = options["per_leaf"]
     if per_leaf is None:  # the moves cost about as much as each round's summaries
         per_leaf = max(4, -(-layout.ncell // CELLS_PER_PROPOSAL))
     return Plan(
-        parts, layout, layout.tables(kind, pa, pb, offset), store, top_static(top, layout),
+        parts, layout, layout.tables(kind, pa, pb, offset), store, top_arrays,
         inner_slot={g: k for k, g in enumerate(inner_geocodes)},
         trace_slot={g: k for k, g in enumerate(options["trace"])}, n_leaves=leaves,
         per_leaf=per_leaf, draws=options["draws"], tune=options["tune"],

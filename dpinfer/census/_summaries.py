@@ -15,7 +15,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["Summary", "finish", "loglik", "query_frame", "record", "summary_rows"]
+__all__ = ["Summary", "finish", "query_frame", "record", "summary_rows"]
 
 #: Half-width of the histogram window of each cell's streaming summary.
 WINDOW = 24
@@ -50,17 +50,6 @@ def record(r, center, sums, sumsq, hist):
             if width:
                 b = min(max(v + WINDOW + 1, 0), width - 1)
                 hist[u, i, b] += 1
-
-
-@numba.njit(cache=True)
-def loglik(r, h, hcell):
-    """``-sum w r**2`` over the measured cells: the log-likelihood up to a constant."""
-    total = 0.0
-    for u in range(r.shape[0]):
-        for i in range(r.shape[1]):
-            w = h[u, hcell[i]]
-            total -= w * float(r[u, i]) * float(r[u, i])
-    return total
 
 
 def finish(summary: Summary, y: np.ndarray, n: int, cells=slice(None)):
