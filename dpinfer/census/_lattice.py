@@ -58,6 +58,7 @@ import numba
 import numpy as np
 
 from ._noise_term import step_log_ratio
+from ._prefetch import prefetch_row
 from ._xoshiro import below, uniform
 
 __all__ = ["Arena", "Scratch", "Tables", "fenwick", "run_pair", "run_subtree", "scratch"]
@@ -220,6 +221,8 @@ def _below_ancestor(a, leaf, first, buf, m, sign, apply):
 
 @_inline
 def _accept(s, delta, ratio):
+    if delta >= 0.0 and ratio >= 1.0:  # odds >= 1 without the exponential
+        return True
     odds = np.exp(delta) * ratio
     return odds >= 1.0 or uniform(s) < odds
 
@@ -350,6 +353,23 @@ def _tally(counts, code):
             counts[1] += 1
 
 
+@_inline
+def _cycle(t, tmin, tmax):
+    return tmin if t == tmax else t + 1
+
+
+@_inline
+def _partner(a, leaf, t, s):
+    """Draw a leaf among the others under ``leaf``'s ancestor at depth ``t`` (-1: none)."""
+    if t >= a.depth[leaf]:
+        return -1
+    lo, hi = a.leaf_lo[a.anc[leaf, t]], a.leaf_hi[a.anc[leaf, t]]
+    if hi - lo < 2:
+        return -1
+    other = lo + below(s, hi - lo - 1)
+    return other + (other >= leaf)
+
+
 @_kernel
 def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
     """About ``per_leaf`` moves between leaves and swaps at each leaf of ``a`` (kept counts).
@@ -358,21 +378,27 @@ def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
     leaves under the leaf's ancestor at a depth that cycles through ``tmin..tmax``: a
     move between the two, where no invariant below their common ancestor forbids it,
     and a swap. ``counts`` accumulates (proposals scored, accepted); ``buf`` is
-    :func:`scratch`'s.
+    :func:`scratch`'s. Each partner is drawn one turn ahead and its rows are fetched
+    into the cache while the turn before runs: partners lie far apart in memory.
     """
-    t = tmin
-    for leaf in range(a.x.shape[0]):
-        for _ in range(0, per_leaf, 2):
-            t = tmin if t == tmax else t + 1
-            if t >= a.depth[leaf]:
+    n = a.x.shape[0]
+    turns = (per_leaf + 1) // 2
+    t = _cycle(tmin, tmin, tmax)
+    ahead, ahead_t = (_partner(a, 0, t, s) if n else -1), t
+    for leaf in range(n):
+        for turn in range(turns):
+            other, depth = ahead, ahead_t
+            following = leaf + (turn + 1 == turns)
+            if following < n:
+                t = _cycle(t, tmin, tmax)
+                ahead, ahead_t = _partner(a, following, t, s), t
+                if ahead >= 0:
+                    prefetch_row(a.anc, ahead)
+                    prefetch_row(a.x, ahead)
+                    prefetch_row(a.fen, ahead)
+            if other < 0:
                 continue
-            lo, hi = a.leaf_lo[a.anc[leaf, t]], a.leaf_hi[a.anc[leaf, t]]
-            if hi - lo < 2:
-                continue
-            other = lo + below(s, hi - lo - 1)
-            if other >= leaf:
-                other += 1
-            first = _common_depth(a.anc, leaf, other, t) + 1
+            first = _common_depth(a.anc, leaf, other, depth) + 1
             if a.deepest[leaf] < first and a.deepest[other] < first:
                 flip = (leaf ^ other) * (uniform(s) < 0.5)  # either way, with probability 1/2
                 _tally(counts, _transfer(tb, first, a, leaf ^ flip, a, other ^ flip, buf, s))
