@@ -52,6 +52,7 @@ SLOW_FIRST = (
     "tests/calibration/test_sbc_neural.py",
     "tests/samplers/test_mcem_lalonde.py",
     "tests/samplers/test_smc_pseudo_marginal.py",
+    "tests/marginal/test_group_totals.py",
     "tests/marginal/test_quadrature.py",
     "tests/models/test_doctests.py",
     "tests/models/test_smc_examples.py",

@@ -68,6 +68,7 @@ def to_pymc(
     dist: TensorVariable,
     *,
     observed: Sequence[tuple[Mechanism, ArrayLike]],
+    totals: tuple[ArrayLike, ArrayLike] | None = None,
     tol: float = DEFAULT_TOL,
 ) -> TensorVariable:
     r"""Add releases of a latent confidential value to the PyMC model in context, summed out.
@@ -86,9 +87,19 @@ def to_pymc(
         release of the cells' shape). The pair ``(mechanism, released)``
         contributes :math:`\eta(y_i \mid s)` for each cell :math:`i`; a cell's
         latent value is summed once against the product of its densities.
+    totals : (array_like, array_like), optional
+        Exact totals over groups of cells, as a ``(groups, values)`` pair:
+        ``groups``, integers broadcasting to the cells' shape, gives each
+        cell's group (``0`` to ``G - 1``; ``-1`` for a cell in no group);
+        ``values``, of shape ``(G,)``, the published exact total of each
+        group's latent counts (non-negative integers). The latent counts of a
+        group are then summed over the splits of its total only (see Notes).
+        Needs a discrete latent of one family (Poisson, Binomial,
+        NegativeBinomial, Geometric, DiscreteUniform, DiracDelta).
     tol : float, default 1e-10
-        Bound on the neglected mass of each cell's sum, relative to the cell's
-        likelihood (so the log-likelihood is within ``tol`` of the exact value).
+        Bound on the neglected mass of each cell's sum (of each group's, with
+        ``totals``), relative to its likelihood (so the log-likelihood is within
+        ``tol`` of the exact value).
 
     Returns
     -------
@@ -135,6 +146,42 @@ def to_pymc(
     latent whose inverse CDF PyMC has is integrated by piecewise Gauss-Legendre
     quadrature, with pieces at its quantiles and at the noise's scales (see
     :mod:`dpinfer.marginal._quadrature` for the error); one without is refused.
+
+    With ``totals``, the cells of a group are no longer independent: with
+    :math:`f_i(k) = p(s_i = k \mid \theta) \prod_m \eta_m(y_{im} \mid k)`, the
+    group's likelihood is the sum over the splits of its total :math:`T`,
+
+    .. math:: L = \sum_{k_1 + \dots + k_n = T} \prod_i f_i(k_i)
+              = (f_1 * \dots * f_n)(T),
+
+    a convolution computed exactly to ``tol`` by
+    :mod:`dpinfer.marginal._groups` (each factor exponentially tilted so that the
+    total is where the convolution peaks, whatever the parameters), with its
+    gradient by Fisher's identity. A group's log-likelihood is held by its first
+    cell (in C order), its other cells hold 0, so the variable's log-likelihood
+    still sums to the model's; the cells in no group keep their own terms.
+    Posterior predictive draws of a group's cells draw its latent counts given
+    the total, then the releases.
+
+    Examples
+    --------
+    A table of 3 counties by 2 cells, each cell released with discrete Gaussian
+    noise and each county's total published exactly:
+
+    >>> import numpy as np, pymc as pm, dpinfer as dp
+    >>> released = np.array([[40, 61], [7, 12], [103, 95]])
+    >>> county_totals = np.array([98, 22, 201])
+    >>> county = np.arange(3)[:, None]  # broadcasts to the cells' shape (3, 2)
+    >>> mech = dp.DiscreteGaussian(3.0)
+    >>> with pm.Model() as model:
+    ...     rate = pm.LogNormal("rate", np.log(50.0), 1.0, shape=(3, 1))
+    ...     share = pm.Dirichlet("share", np.ones(2))
+    ...     y = mech.to_pymc("y", pm.Poisson.dist(mu=2 * rate * share), observed=released,
+    ...                      totals=(county, county_totals))
+    >>> logp = model.compile_logp(vars=[y], sum=False)
+    >>> point = model.initial_point()
+    >>> logp(point)[0][:, 1]  # each county's log-likelihood is held by its first cell
+    array([0., 0., 0.])
     """
     from ._pymc import observe
 
@@ -148,7 +195,7 @@ def to_pymc(
             "variable, observed=released)"
         )
     latent: Latent = read_latent(dist)
-    return observe(name, latent, _pairs(observed), tol=tol, dist=dist)
+    return observe(name, latent, _pairs(observed), tol=tol, dist=dist, totals=totals)
 
 
 def _pairs(observed) -> list[tuple]:
@@ -172,11 +219,11 @@ def _pairs(observed) -> list[tuple]:
     return pairs
 
 
-def _mechanism_to_pymc(mechanism, name, value, *, observed, tol):
+def _mechanism_to_pymc(mechanism, name, value, *, observed, totals, tol):
     """``mechanism.to_pymc`` when ``value`` is a latent distribution (else NotImplemented)."""
     if not is_unregistered_distribution(value):
         return NotImplemented
-    return to_pymc(name, value, observed=[(mechanism, observed)], tol=tol)
+    return to_pymc(name, value, observed=[(mechanism, observed)], totals=totals, tol=tol)
 
 
 # Mechanism.to_pymc(name, pm.Poisson.dist(...), observed=...) sums the latent out here: the

@@ -9,16 +9,18 @@ import numpy as np
 from .._user_code import outside_dpinfer
 from ..noise.form import GAUSSIAN, LAPLACE, as_matrix
 from ._forms import joined_form, release_form
+from ._group_op import group_logp
 from ._latent import Latent, SharedLatentWarning
 from ._op import STATE, MarginalLogp
 from ._quadrature import check_noise, quadrature_logp
+from ._totals import draw_given_totals, read_totals
 
 
-def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist):
+def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist, totals=None):
     """Add the observed variable ``name`` of ``pairs`` (mechanism, release) given ``latent``.
 
     ``dist`` is the distribution ``latent`` was read from; its shape must broadcast to
-    the cells' shape.
+    the cells' shape. ``totals`` is :func:`dpinfer.to_pymc`'s ``(groups, values)``, or None.
     """
     import pymc as pm
 
@@ -26,11 +28,14 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist):
     for i, (mechanism, _) in enumerate(pairs):
         _check_shape(mechanism, cells, f"observed[{i}][1]")
     tensors = _checked_tensors(dist, latent, cells)
+    if totals is not None:
+        _check_totals_latent(latent)
     forms = [
         release_form(m, r, latent.discrete, f"observed[{i}][1]") for i, (m, r) in enumerate(pairs)
     ]
     if _uses_quadrature(latent):
         check_noise(forms)
+    groups = None if totals is None else read_totals(totals, cells, forms)
     # a suppressed cell is held at its cut (the form's number), or PyMC would impute the NaN
     released = [form["released"].reshape(cells) for form in forms]
     discrete = all(mechanism.discrete for mechanism, _ in pairs)
@@ -38,13 +43,13 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist):
     core = "" if len(pairs) == 1 else str(len(pairs))
 
     def logp(value, *params):
-        return _latent_logp(latent, params, forms, cells, tol)
+        return _latent_logp(latent, params, forms, cells, tol, groups)
 
     variable = pm.CustomDist(
         name,
         *tensors,
         logp=logp,
-        random=_random(latent, [m for m, _ in pairs], cells),
+        random=_random(latent, [m for m, _ in pairs], cells, groups, tol),
         observed=value.astype(np.int64) if discrete else value,
         dtype="int64" if discrete else "floatX",
         signature=",".join(latent.core_signatures()) + f"->({core})",
@@ -77,13 +82,13 @@ def _warn_if_shared(name: str, latent: Latent, cells: tuple[int, ...]) -> None:
         return
 
 
-def _latent_logp(latent: Latent, params, forms, cells, tol):
+def _latent_logp(latent: Latent, params, forms, cells, tol, groups=None):
     """Return the per-cell marginal log-likelihood graph of ``latent`` at ``params``."""
     import pytensor.tensor as pt
 
     own, parts = latent.split(params)
     if latent.kind == "kernel":
-        return _kernel_logp(latent.family, own, forms, cells, tol)
+        return _kernel_logp(latent.family, own, forms, cells, tol, groups)
     if latent.kind == "normal":
         return _normal_logp(own, forms, cells)
     if latent.kind == "quadrature":
@@ -97,6 +102,21 @@ def _latent_logp(latent: Latent, params, forms, cells, tol):
     )
     log_weights = pt.log(pt.broadcast_to(own[0], (*cells, len(latent.components))))
     return pt.logsumexp(log_weights + components, axis=-1)
+
+
+def _check_totals_latent(latent: Latent) -> None:
+    if not latent.discrete:
+        raise ValueError(
+            "exact totals are sums of integer counts, and the latent distribution given is "
+            "continuous: model the cells' counts with a discrete distribution (Poisson, "
+            "NegativeBinomial, Binomial, ...), e.g. pm.Poisson.dist(mu=...)"
+        )
+    if latent.kind != "kernel":
+        raise ValueError(
+            "exact totals need a latent distribution of one family (Poisson, Binomial, "
+            "NegativeBinomial, Geometric, DiscreteUniform, DiracDelta), not a mixture: write "
+            "the model with one of them, or pass the totals' cells without totals"
+        )
 
 
 def _checked_tensors(dist, latent: Latent, cells: tuple[int, ...]) -> list:
@@ -162,20 +182,35 @@ def _held(mechanism, released: np.ndarray) -> np.ndarray:
     return np.where(suppressed, cuts, released)
 
 
-def _kernel_logp(family, params, forms, cells, tol):
+def _kernel_logp(family, params, forms, cells, tol, groups):
+    """Each cell's log-likelihood; a group's (with exact totals) held by its first cell."""
+    import pytensor.tensor as pt
+
+    a, b = (pt.broadcast_to(pt.cast(p, "float64"), cells).ravel() for p in params)
+    if groups is None:
+        return _cells_logp(family, a, b, forms, tol).reshape(cells)
+    logp = pt.zeros(a.shape)
+    free = groups.free
+    if free.size:
+        free_forms = [form[free] for form in forms]
+        logp = pt.set_subtensor(logp[free], _cells_logp(family, a[free], b[free], free_forms, tol))
+    logp = pt.set_subtensor(logp[groups.firsts], group_logp(family, a, b, forms, groups, tol))
+    return logp.reshape(cells)
+
+
+def _cells_logp(family, a, b, forms, tol):
+    """Each cell's log-likelihood (flat), its count summed out alone."""
     import pytensor
     import pytensor.tensor as pt
 
     form, table = joined_form(forms)
     # each cell's last mode and constants of its releases: hints that the Op reads and
     # updates in place (any value gives the same sums), one state per observed table
-    state = pytensor.shared(np.full((int(np.prod(cells)), STATE), np.nan), name="marginal_state")
-    a, b = (pt.broadcast_to(pt.cast(p, "float64"), cells).ravel() for p in params)
+    state = pytensor.shared(np.full((forms[0].size, STATE), np.nan), name="marginal_state")
     op = MarginalLogp(family, tol)
     constants = pt.constant(as_matrix(form)), pt.constant(table)
     # an Op's outputs are a list, which the stubs leave a union
-    logp = op(a, b, *constants, state)[0]  # type: ignore[index]
-    return pt.reshape(logp, cells)
+    return op(a, b, *constants, state)[0]  # type: ignore[index]
 
 
 def _normal_logp(params, forms, cells):
@@ -219,11 +254,25 @@ def _normal_laplace(mu, sigma, y, b):
     )
 
 
-def _random(latent: Latent, mechanisms, cells):
+def _random(latent: Latent, mechanisms, cells, groups, tol):
     def random(*params, rng=None, size=None):
         shape = tuple(size) if size is not None else cells
-        s = latent.sample(params, rng, shape)
+        if groups is None:
+            s = latent.sample(params, rng, shape)
+        else:
+            s = _sample_given_totals(latent, params, rng, shape, cells, groups, tol)
         draws = [_held(m, m.release(s, rng=rng)) for m in mechanisms]
         return draws[0] if len(draws) == 1 else np.stack(draws, axis=-1)
 
     return random
+
+
+def _sample_given_totals(latent: Latent, params, rng, shape, cells, groups, tol):
+    """Latent counts of ``shape`` (``cells``, after any leading axes) given the totals."""
+    if shape[len(shape) - len(cells) :] != cells:
+        raise ValueError(f"draws of shape {shape} must end in the cells' shape {cells}")
+    a, b = (np.broadcast_to(p, shape).reshape(-1, int(np.prod(cells))) for p in params)
+    s = [
+        draw_given_totals(latent.family, x, y, groups, tol, rng) for x, y in zip(a, b, strict=True)
+    ]
+    return np.reshape(s, shape)

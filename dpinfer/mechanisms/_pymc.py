@@ -18,7 +18,7 @@ from .. import _validate
 __all__ = ["observe", "register_latent_handler"]
 
 # Handlers of ``to_pymc`` with a latent distribution for ``value``: ``handler(mechanism,
-# name, value, observed=, tol=)`` returns the observed variable, or NotImplemented for a
+# name, value, observed=, totals=, tol=)`` returns the observed variable, or NotImplemented for a
 # value it does not take. dpinfer.marginal, above the mechanisms, registers its own.
 _LATENT_HANDLERS: list = []
 
@@ -29,13 +29,19 @@ def register_latent_handler(handler) -> None:
         _LATENT_HANDLERS.append(handler)
 
 
-def observe(mechanism, name: str, value, *, observed, tol: float):
+def observe(mechanism, name: str, value, *, observed, totals=None, tol: float):
     """Add ``mechanism``'s density of ``observed`` given ``value`` (see ``Mechanism.to_pymc``)."""
     for handler in _LATENT_HANDLERS:
-        variable = handler(mechanism, name, value, observed=observed, tol=tol)
+        variable = handler(mechanism, name, value, observed=observed, totals=totals, tol=tol)
         if variable is not NotImplemented:
             return variable
     import pymc as pm
+
+    if totals is not None:
+        raise TypeError(
+            "totals are exact sums of latent counts: pass the counts' distribution as value "
+            "(an unregistered one such as pm.Poisson.dist(mu=...)), not a model variable"
+        )
 
     if not (isinstance(name, str) and name):
         raise TypeError(f"name must be a non-empty str, got {name!r}")

@@ -347,6 +347,7 @@ class Mechanism(abc.ABC):
         value: TensorVariable | ArrayLike,
         *,
         observed: ArrayLike,
+        totals: tuple[ArrayLike, ArrayLike] | None = None,
         tol: float = 1e-10,
     ) -> TensorVariable:
         """Add this mechanism's density as a likelihood term to the PyMC model in context.
@@ -366,6 +367,9 @@ class Mechanism(abc.ABC):
             The release: of shape ``event_shape``; with a distribution, of the
             cells' shape (ending in ``event_shape``). For
             :class:`~dpinfer.Thresholded`, NaN at suppressed cells.
+        totals : (array_like, array_like), optional
+            With a distribution: exact totals of the latent counts over groups
+            of cells, ``(groups, values)`` (see :func:`dpinfer.to_pymc`).
         tol : float, default 1e-10
             With a distribution: the bound on each cell's neglected mass,
             relative to its likelihood (see :func:`dpinfer.to_pymc`).
@@ -408,7 +412,7 @@ class Mechanism(abc.ABC):
         ...     obs = mech.to_pymc("cases", pm.Poisson.dist(mu=rate, shape=3),
         ...                        observed=np.array([4, 9, 6]))
         """
-        return observe(self, name, value, observed=observed, tol=tol)
+        return observe(self, name, value, observed=observed, totals=totals, tol=tol)
 
     def _as_observed(self, released: np.ndarray) -> np.ndarray:
         """Return a release as a PyMC observed variable holds it (see :class:`Thresholded`)."""

@@ -36,14 +36,27 @@ def _rate(days):
 
 def _model_loglik(released, mech, analysis):
     """The observed term ``y`` of the PyMC model at ``POINT``, summed over the cells."""
-    import pytensor.tensor as pt
-
     model = pv.pymc_model(released, mech, analysis=analysis)
-    point = {"log_views": POINT["log_views"], "trend": np.asarray(POINT["trend"])}
-    transform = model.rvs_to_transforms[model["weekly"]]
-    point["weekly_zerosum__"] = transform.forward(pt.as_tensor(POINT["weekly"])).eval()
+    point = _free_point(model, pv.rough_fit(released, mech), POINT)
+    outputs = model.replace_rvs_by_values([model[name] for name in POINT])
+    parameters = model.compile_fn(outputs, inputs=model.value_vars)
+    for got, (name, want) in zip(parameters(point), POINT.items(), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=name)
     logp = model.compile_logp(vars=[model["y"]], jacobian=False)
     return float(logp(point))
+
+
+def _free_point(model, rough, point):
+    """The values of the model's free variables (standardised) at ``point`` of its parameters."""
+    import pytensor.tensor as pt
+
+    transform = model.rvs_to_transforms[model["weekly_z"]]
+    weekly_z = pt.as_tensor(point["weekly"] / rough["weekly_sd"])
+    return {
+        "log_views_z": (point["log_views"] - rough["log_views"]) / rough["log_views_sd"],
+        "weekly_z_zerosum__": transform.forward(weekly_z).eval(),
+        "trend_z": np.asarray(point["trend"] / rough["trend_sd"]),
+    }
 
 
 def _brute_exact(released, sigma, threshold, *, at_least=True, drop_suppressed=False):
@@ -201,3 +214,110 @@ def test_companion_suppressed_as_zero_fails_the_coverage_check(summary):
     """The zero fit mishandles exactly the suppressed cells; the same check must catch it."""
     assert not np.all(np.abs(_z_scores(summary, "zero")) < 4)
     assert not np.all(np.abs(_z_scores(summary, "published")) < 4)
+
+
+# --- the standardised parameters give the posterior of the raw ones ---------------------
+
+PARAMETERS = ("log_views", "weekly", "trend")
+DRAWS = 400
+
+
+def _raw_model(released, mech):
+    """The model on its raw parameters (as first written), started at the rough fit."""
+    import pymc as pm
+
+    days = released.shape[1]
+    with pm.Model() as model:
+        start = pv.rough_fit(released, mech)["log_views"]
+        log_views = pm.Normal("log_views", *pv.PRIOR_VIEWS, shape=len(start), initval=start)
+        weekly = pm.ZeroSumNormal("weekly", sigma=pv.PRIOR_WEEKLY, shape=7)
+        trend = pm.Normal("trend", 0.0, pv.PRIOR_TREND)
+        lam = pm.math.exp(pv._log_rate(log_views, weekly, trend, days))
+        mech.to_pymc("y", pm.Poisson.dist(mu=lam), observed=released)
+    return model
+
+
+def _draws(model, seed):
+    """Draws of the parameters, each ``(chains, draws, n)``: 2 chains of 400 after 300 tuning."""
+    import pymc as pm
+
+    with model:
+        idata = pm.sample(
+            DRAWS,
+            tune=300,
+            chains=2,
+            cores=1,
+            random_seed=seed,
+            init="adapt_diag",
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    post = idata.posterior
+    return {n: np.asarray(post[n]).reshape(2, DRAWS, -1) for n in PARAMETERS}
+
+
+def _mean_z_scores(a, b):
+    """``(mean_a - mean_b) / MCSE`` of every parameter component (ESS of the mean)."""
+    from dpinfer.results import effective_sample_size
+
+    z = []
+    for name in PARAMETERS:
+        for x, y in zip(np.moveaxis(a[name], -1, 0), np.moveaxis(b[name], -1, 0), strict=True):
+            se2 = sum(v.var() / effective_sample_size(v, method="mean") for v in (x, y))
+            z.append((x.mean() - y.mean()) / math.sqrt(se2))
+    return np.array(z)
+
+
+def _unscaled(name, centre, scale, mu, sigma):
+    """A planted bug: the standardised prior keeps the sd of the raw one (not sd / scale)."""
+    import pymc as pm
+
+    centre, scale = np.asarray(centre, dtype=float), np.asarray(scale, dtype=float)
+    z = pm.Normal(
+        f"{name}_z", (mu - centre) / scale, sigma, shape=centre.shape, initval=0 * centre
+    )
+    return pm.Deterministic(name, centre + scale * z)
+
+
+@pytest.fixture(scope="module")
+def raw_draws(table):
+    return _draws(_raw_model(table["released"], pv.mechanism(days=DAYS)), seed=11)
+
+
+def test_standardised_posterior_is_the_raw_one(table, raw_draws):
+    # 17 components (9 log views, 7 weekly, the trend): each difference of means over its
+    # Monte Carlo standard error is about N(0, 1) when the posteriors agree, so max |z| > 4.5
+    # fails with probability about 17 x 6.8e-6 = 1.2e-4 (ESS estimates add a little slack).
+    new = _draws(pv.pymc_model(table["released"], pv.mechanism(days=DAYS)), seed=12)
+    z = _mean_z_scores(new, raw_draws)
+    assert z.size == 17 and np.all(np.abs(z) < 4.5), z.round(2)
+
+
+def test_companion_unscaled_prior_fails_the_comparison(table, raw_draws, monkeypatch):
+    monkeypatch.setattr(pv, "_standardised", _unscaled)
+    wrong = _draws(pv.pymc_model(table["released"], pv.mechanism(days=DAYS)), seed=12)
+    assert not np.all(np.abs(_mean_z_scores(wrong, raw_draws)) < 4.5)
+
+
+def _map(model):
+    import pymc as pm
+
+    point = pm.find_MAP(model=model, progressbar=False)
+    return np.concatenate([np.ravel(point[name]) for name in PARAMETERS])
+
+
+@pytest.fixture(scope="module")
+def raw_map(table):
+    return _map(_raw_model(table["released"], pv.mechanism(days=DAYS)))
+
+
+def test_map_is_the_raw_models(table, raw_map):
+    """An affine change of variables with constant coefficients keeps the mode where it was."""
+    new = _map(pv.pymc_model(table["released"], pv.mechanism(days=DAYS)))
+    np.testing.assert_allclose(new, raw_map, rtol=0, atol=2e-3)  # L-BFGS stops within ~5e-4
+
+
+def test_companion_unscaled_prior_moves_the_map(table, raw_map, monkeypatch):
+    monkeypatch.setattr(pv, "_standardised", _unscaled)
+    wrong = _map(pv.pymc_model(table["released"], pv.mechanism(days=DAYS)))
+    assert np.max(np.abs(wrong - raw_map)) > 0.1

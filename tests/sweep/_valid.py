@@ -125,6 +125,15 @@ def _bad_latents() -> list:
     ]
 
 
+def _to_pymc_totals(**kwargs):
+    import pymc as pm
+
+    with pm.Model():
+        return dp.to_pymc(
+            "y", pm.Poisson.dist(mu=3.0), observed=[(dp.DiscreteGaussian(2.0), [4, 5])], **kwargs
+        )
+
+
 def _svt():
     return dp.SparseVector(0.0, scale=1.0, c=1, sensitivity=1.0)
 
