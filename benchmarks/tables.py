@@ -36,6 +36,17 @@ Sections:
 * ``evaluation``: one log-density-and-gradient evaluation of the compiled model from 10**2
   to 10**6 cells: median wall and CPU time over repeats, the ratio of CPU time to ``naive``,
   and the peak memory that NumPy allocates during it (tracemalloc).
+* ``--build``: building the model (the ``with pm.Model()`` block) and then compiling its
+  log-density-and-gradient function with one evaluation, for ``naive`` and ``dpinfer`` from
+  10**4 to 10**7 cells (``--build-cells``), each in a fresh process: CPU time per cell, the
+  resident memory the model holds per cell after building (and after compiling), the peak
+  resident memory per cell while building and while compiling (the kernel's high-water mark,
+  reset before the build), and the ratios of ``dpinfer`` to ``naive``. Target at 10**6
+  cells: building at most 2x ``naive``, resident memory at most 1.5x.
+* ``--large CELLS``: ``dpinfer``'s model at that many cells (10**7 on a 24 GB machine):
+  build, compile, one log-density-and-gradient evaluation, and a short NUTS run
+  (``--tune`` + ``--draws`` draws, tree depth at most ``--max-treedepth``), with CPU time,
+  leapfrog steps and resident memory per cell.
 
 Run ``python benchmarks/tables.py`` (both sections) or name one with ``--section``; ``--cells``
 changes the sizes of ``sampling``; ``--rho`` the budget per count (default 0.5). The exact
@@ -47,8 +58,12 @@ smaller ``rho`` makes the ratio to ``naive`` larger.
 from __future__ import annotations
 
 import argparse
+import gc
+import json
 import math
 import os
+import subprocess
+import sys
 import time
 import tracemalloc
 
@@ -159,10 +174,13 @@ def sampling(cells, rho, dense_max, *, tune=500, draws=500, chains=2):
         kinds = [k for k in KINDS if k != "dense" or n <= dense_max]
         if len(kinds) < len(KINDS):
             print(f"{n:>7,}    dense  skipped (more than --dense-max={dense_max:,} cells)")
+        kinds += [k for k in NUTPIE_KINDS if _has_nutpie()]
         runs = {kind: [] for kind in kinds}
         for chain in range(chains):
             for kind in kinds:
-                runs[kind].append(_run(model(kind, *data), tune=tune, draws=draws, chain=chain))
+                run = _run_nutpie if kind in NUTPIE_KINDS else _run
+                m = model(kind.removeprefix("nutpie-"), *data)
+                runs[kind].append(run(m, tune=tune, draws=draws, chain=chain))
         base = None
         for kind in kinds:
             row = _combine(runs[kind])
@@ -175,7 +193,54 @@ def sampling(cells, rho, dense_max, *, tune=500, draws=500, chains=2):
                 f"x naive: wall {wall / base[0]:5.2f} CPU {cpu / base[1]:5.2f}",
                 flush=True,
             )
+        _print_per_effective_sample(n, {kind: row[1:] for (m, kind, *row) in rows if m == n})
     return rows
+
+
+# nutpie (pm.sample(nuts_sampler="nutpie")) on the naive and the dpinfer model, when installed
+NUTPIE_KINDS = ("nutpie-naive", "nutpie-dpinfer")
+
+
+def _has_nutpie() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("nutpie") is not None
+
+
+def _run_nutpie(m, *, tune, draws, chain):
+    """:func:`_run` by nutpie; its compilation is timed apart and printed, not counted."""
+    import nutpie
+
+    compile_cpu = time.process_time()
+    compiled = nutpie.compile_pymc_model(m)
+    compile_cpu = time.process_time() - compile_cpu
+    print(f"        nutpie compiled in {compile_cpu:5.1f} CPU s (not counted below)", flush=True)
+    wall, cpu = time.perf_counter(), time.process_time()
+    idata = nutpie.sample(
+        compiled, draws=draws, tune=tune, chains=1, cores=1, seed=1 + chain, progress_bar=False
+    )
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    steps = int(idata.warmup_sample_stats["n_steps"].sum() + idata.sample_stats["n_steps"].sum())
+    return wall, cpu, steps, {v: idata.posterior[v].values[0] for v in ("mu", "tau")}
+
+
+def _print_per_effective_sample(n, rows) -> None:
+    """CPU per step and per effective sample of (mu, tau), as ratios to the naive models."""
+    per_step = {kind: cpu / steps for kind, (cpu, steps, _) in rows.items()}
+    per_ess = {kind: cpu / ess for kind, (cpu, _, ess) in rows.items()}
+    for kind in rows:
+        step_ratio = per_step[kind] / per_step["naive"]
+        line = (
+            f"{n:>7,} {kind:>14}  CPU/step x pm.sample naive {step_ratio:5.2f}"
+            f"  CPU/ESS {per_ess[kind] * 1e3:8.2f} ms, x pm.sample naive "
+            f"{per_ess[kind] / per_ess['naive']:5.2f}"
+        )
+        if kind == "nutpie-dpinfer" and "nutpie-naive" in rows:
+            line += (
+                f", x nutpie naive: CPU/step {per_step[kind] / per_step['nutpie-naive']:5.2f}"
+                f" CPU/ESS {per_ess[kind] / per_ess['nutpie-naive']:5.2f}"
+            )
+        print(line, flush=True)
 
 
 def _run(m, *, tune, draws, chain):
@@ -241,15 +306,194 @@ def evaluation(sizes, rho, repeats=15):
             )
 
 
+BUILD_CELLS = (10**4, 10**5, 10**6, 10**7)
+
+
+def build(sizes, rho):
+    """Build time and resident memory per cell of ``naive`` and ``dpinfer``, one process each."""
+    print(
+        "cells      kind   build CPU (µs/cell, x naive)   resident B/cell (x naive)   "
+        "peak B/cell   compile+eval CPU s   after compile: resident, peak B/cell"
+    )
+    for n in sizes:
+        base = None
+        for kind in ("naive", "dpinfer"):
+            row = _build_in_child(kind, n, rho)
+            base = base or row
+            us, held, peak = row["build_cpu"] / n * 1e6, row["held"] / n, row["peak"] / n
+            print(
+                f"{n:>10,} {kind:>8}  {row['build_cpu']:7.2f} s {us:6.2f} "
+                f"{_ratio(row['build_cpu'], base['build_cpu'])}   {held:7.0f} "
+                f"{_ratio(row['held'], base['held'])}   {peak:7.0f}   "
+                f"{row['compile_cpu']:7.2f}   {row['compiled_held'] / n:7.0f}   "
+                f"{row['compiled_peak'] / n:7.0f}",
+                flush=True,
+            )
+
+
+def _ratio(value: float, base: float) -> str:
+    # a small table's memory can fit in pages the process already holds: no ratio then
+    return f"x{value / base:5.2f}" if base > 0 else "     -"
+
+
+def _build_in_child(kind: str, n: int, rho: float) -> dict:
+    """Run :func:`_build_once` in a fresh interpreter, so no earlier size's memory counts."""
+    command = [sys.executable, __file__, "--build-one", kind, str(n), "--rho", str(rho)]
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _build_once(kind: str, n: int, rho: float) -> None:
+    """Print (JSON) the CPU time and resident memory of building and compiling one model."""
+    from _common import cpu_timed  # the script's folder: imported when run, not when loaded
+
+    _compiled_once(model(kind, *table(100, rho)))  # imports and kernels loaded beforehand
+    data = table(n, rho)
+    gc.collect()
+    start = _memory()
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")  # the high-water mark restarts from the present resident set
+    m, build_cpu, build_wall = cpu_timed(model, kind, *data)
+    gc.collect()
+    built = _memory()
+    fn, compile_cpu, _ = cpu_timed(_compiled_once, m)
+    gc.collect()
+    compiled = _memory()
+    print(
+        json.dumps(
+            {
+                "build_cpu": build_cpu,
+                "build_wall": build_wall,
+                "held": built["VmRSS"] - start["VmRSS"],
+                "peak": built["VmHWM"] - start["VmRSS"],
+                "compile_cpu": compile_cpu,
+                "compiled_held": compiled["VmRSS"] - start["VmRSS"],
+                "compiled_peak": compiled["VmHWM"] - start["VmRSS"],
+            }
+        )
+    )
+
+
+def _compiled_once(m):
+    """Compile ``m``'s log-density-and-gradient function and evaluate it once."""
+    fn = m.logp_dlogp_function(ravel_inputs=True)
+    fn.set_extra_values({})
+    fn(np.concatenate([np.ravel(v) for v in m.initial_point().values()]))
+    return fn
+
+
+def large(n: int, rho: float, *, tune: int, draws: int, max_treedepth: int) -> None:
+    """At ``n`` cells: build dpinfer's model, one log-density and gradient, a short NUTS run.
+
+    The run stores ``mu`` and ``tau`` only (the ``n`` rates would take ``n`` floats a draw)
+    and caps the tree depth, so its length is at most ``(tune + draws) 2**max_treedepth``
+    gradients; it shows that a table of this size samples, not how well it mixes.
+    """
+    import pymc as pm
+    from _common import cpu_timed
+
+    data = table(n, rho)
+    start = _memory()
+    m, build_cpu, _ = cpu_timed(model, "dpinfer", *data)
+    fn, compile_cpu, _ = cpu_timed(m.logp_dlogp_function, ravel_inputs=True)
+    fn.set_extra_values({})
+    x = np.concatenate([np.ravel(v) for v in m.initial_point().values()])
+    fn(x)
+    (logp, _), eval_cpu, eval_wall = cpu_timed(fn, x)
+    print(
+        f"{n:>12,} cells: build {build_cpu:.2f} s CPU, compile {compile_cpu:.2f} s CPU, "
+        f"log-density and gradient {eval_cpu:.3f} s CPU ({eval_wall:.3f} s wall, logp "
+        f"{float(logp):.6g}), resident {(_memory()['VmRSS'] - start['VmRSS']) / n:.0f} B/cell",
+        flush=True,
+    )
+    with m:
+        idata, nuts_cpu, nuts_wall = cpu_timed(
+            pm.sample,
+            draws,
+            tune=tune,
+            chains=1,
+            cores=1,
+            random_seed=1,
+            max_treedepth=max_treedepth,
+            var_names=["mu", "tau"],
+            progressbar=False,
+            compute_convergence_checks=False,
+            discard_tuned_samples=False,
+        )
+    steps = int(idata.warmup_sample_stats["n_steps"].sum() + idata.sample_stats["n_steps"].sum())
+    memory = _memory()
+    print(
+        f"{n:>12,} cells: NUTS {tune} + {draws} draws, {steps} leapfrog steps in "
+        f"{nuts_cpu:.1f} s CPU ({nuts_wall:.1f} s wall, {nuts_cpu / steps:.3f} s CPU a step); "
+        f"resident {(memory['VmRSS'] - start['VmRSS']) / n:.0f} B/cell, peak "
+        f"{(memory['VmHWM'] - start['VmRSS']) / n:.0f} B/cell",
+        flush=True,
+    )
+
+
+def _memory() -> dict:
+    """This process's resident set and its high-water mark, in bytes (Linux)."""
+    with open("/proc/self/status") as status:
+        fields = dict(line.split(":", 1) for line in status if line.startswith("Vm"))
+    return {key: int(fields[key].split()[0]) * 1024 for key in ("VmRSS", "VmHWM")}
+
+
+def numba_evaluation(sizes, rho, repeats=50):
+    """One log-density-and-gradient evaluation compiled by PyTensor's numba backend (nutpie's).
+
+    The marginal Op's own share is the difference between the two models: their graphs
+    differ only in the likelihood term.
+    """
+    for n in sizes:
+        data = table(n, rho)
+        base = None
+        for kind in ("naive", "dpinfer"):
+            m = model(kind, *data)
+            fn = m.logp_dlogp_function(ravel_inputs=True, mode="NUMBA")
+            fn.set_extra_values({})
+            x = np.concatenate([np.ravel(v) for v in m.initial_point().values()])
+            fn(x)
+            cpu = []
+            for _ in range(repeats):
+                start = time.process_time()
+                fn(x)
+                cpu.append(time.process_time() - start)
+            cpu_ms = np.median(cpu) * 1e3
+            base = base or cpu_ms
+            print(
+                f"{n:>9,} {kind:>8}  CPU {cpu_ms:8.3f} ms  x naive {cpu_ms / base:5.2f}  "
+                f"per cell {cpu_ms / n * 1e6:7.1f} ns",
+                flush=True,
+            )
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--section", choices=("sampling", "evaluation"), default=None)
+    sections = ("sampling", "evaluation", "numba-evaluation")
+    parser.add_argument("--section", choices=sections, default=None)
     parser.add_argument("--cells", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--rho", type=float, default=0.5)
     parser.add_argument("--dense-max", type=int, default=1_000)
     parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--draws", type=int, default=500)
+    parser.add_argument("--build", action="store_true", help="only the build/memory table")
+    parser.add_argument("--build-cells", type=int, nargs="+", default=list(BUILD_CELLS))
+    parser.add_argument("--large", type=int, metavar="CELLS", help="build, evaluate, NUTS")
+    parser.add_argument("--max-treedepth", type=int, default=3, help="of --large's NUTS run")
+    parser.add_argument("--build-one", nargs=2, metavar=("KIND", "CELLS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.build_one:
+        _build_once(args.build_one[0], int(args.build_one[1]), args.rho)
+        return
+    if args.large:
+        print(f"== large: dpinfer's model at {args.large:,} cells ==")
+        depth = args.max_treedepth
+        large(args.large, args.rho, tune=args.tune, draws=args.draws, max_treedepth=depth)
+        return
+    if args.build:
+        print("== build: the model and its compiled log-density, one fresh process each ==")
+        build(args.build_cells, args.rho)
+        return
     gap = check_dense(rho=args.rho)
     print(f"== the dense peer and dpinfer's marginal agree within {gap:.2g} nats on 300 cells ==")
     if args.section in (None, "sampling"):
@@ -259,6 +503,9 @@ def main(argv=None) -> None:
     if args.section in (None, "evaluation"):
         print("== evaluation: one log-density and gradient ==")
         evaluation([10**k for k in range(2, 7)], args.rho)
+    if args.section in (None, "numba-evaluation") and _has_nutpie():
+        print("== numba-evaluation: one log-density and gradient as nutpie compiles it ==")
+        numba_evaluation(args.cells, args.rho)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ import pytest
 #: figures: a new slow module goes in at its place).
 SLOW_FIRST = (
     "tests/models/test_pageviews.py",
+    "tests/marginal/test_numba.py",
     "tests/test_tutorials.py::TestNotebooks3",
     "tests/mechanisms/test_sparse_vector.py",
     "tests/test_tutorials.py::TestNotebooks1",

@@ -204,7 +204,10 @@ def check_end_to_end(name, tmp_path) -> dict:
         assert {r["role"] for r in table} >= ROLES[name]
     for row, saved in zip(table, summary["rows"], strict=True):
         assert row["analysis"] == saved["analysis"] and row["parameter"] == saved["parameter"]
-        assert float(row["mean"]) == pytest.approx(saved["mean"], rel=1e-12)
+        if row["mean"] == "":  # an analysis with no draws (ABCDP that accepted none)
+            assert saved["mean"] is None
+        else:
+            assert float(row["mean"]) == pytest.approx(saved["mean"], rel=1e-12)
 
     # an example with a Monte Carlo EM row reports both intervals of each parameter (issue 20)
     if any(r["analysis"].startswith("MLE: Monte Carlo EM") for r in table):

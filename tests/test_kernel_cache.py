@@ -102,6 +102,9 @@ def child(tmp_path_factory):
         "HOME": str(blocker / "home"),
         "XDG_CACHE_HOME": str(blocker / "cache"),
         "PYTHONDONTWRITEBYTECODE": "1",
+        # PyTensor (imported by the modules that register compiled Ops) needs its own
+        # compile folder whatever dpinfer does; numba's cache is what this test takes away
+        "PYTENSOR_FLAGS": f"base_compiledir={tmp / 'pytensor'}",
     }
     modules = _kernel_modules()
     result = subprocess.run(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from numba import types
 from numba.core import cgutils
+from numba.core.imputils import lower_constant
 from numba.extending import NativeValue, models, overload, register_model, unbox
 
 __all__ = ["LatentFamilyType", "register", "registered"]
@@ -133,3 +134,9 @@ scores = _with_four("scores")
 at_boundary = _with_two("at_boundary")
 boundary_scores = _with_three("boundary_scores")
 poisson_fast_path = _constant("poisson_fast_path")
+
+
+@lower_constant(LatentFamilyType)
+def _lower_constant(context, builder, typ, pyval):
+    # a family that compiled code closes over: no data at run time, as when it is an argument
+    return cgutils.get_null_value(context.get_value_type(typ))

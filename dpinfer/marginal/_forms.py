@@ -1,7 +1,7 @@
 """The releases of a table's cells as one per-cell form, for the compiled kernel.
 
 Each (mechanism, release) pair gives its form (:meth:`dpinfer.Mechanism.cell_form`,
-row by row for releases of several rows); the forms of the pairs are joined
+rows following one another for releases of several rows); the forms of the pairs are joined
 release after release, so that release ``m`` of cell ``j`` is record ``m n + j``
 of the joined form (``n`` cells).
 """
@@ -14,23 +14,27 @@ from .. import _validate
 from ..noise.form import log_cdf_tables
 from ._kernels import COUNTABLE
 
-__all__ = ["joined_form", "release_form"]
+__all__ = ["joined_form", "release_form", "release_views"]
 
 
 def release_form(mechanism, released, latent_discrete: bool, name: str = "released") -> np.ndarray:
     """Return the per-cell form of ``released`` (shape ending in the event shape).
 
-    ``name`` is the parameter that messages about the release name (with the row's
-    index for a release of several rows).
+    A release of several rows (``(*rows, *event_shape)``) is checked and
+    formed in one vectorised pass, its rows' forms following one another.
+    ``name`` is the parameter that messages about the release name.
     """
     if mechanism.discrete and not latent_discrete:
         raise ValueError(
             f"{type(mechanism).__name__} releases integers and needs an integer confidential "
             "value; the latent distribution given is continuous"
         )
-    rows = np.reshape(released, (-1, *mechanism.event_shape))
-    names = [name] if len(rows) == 1 else [f"{name}[{i}]" for i in range(len(rows))]
-    form = np.concatenate([_row_form(mechanism, row, at) for row, at in zip(rows, names)])
+    form = mechanism.cell_form(released, rows=True, name=name)
+    if form is None:
+        raise ValueError(
+            f"{type(mechanism).__name__} has no per-cell log-density, so its releases cannot "
+            "be marginalised cell by cell"
+        )
     far = ~(np.abs(form["released"]) < COUNTABLE)
     if latent_discrete and far.any():
         requirement = (
@@ -43,16 +47,16 @@ def release_form(mechanism, released, latent_discrete: bool, name: str = "releas
     return form
 
 
-def _row_form(mechanism, released: np.ndarray, name: str) -> np.ndarray:
-    form = mechanism.cell_form(mechanism.check_released(released, name=name))
-    if form is None:
-        raise ValueError(
-            f"{type(mechanism).__name__} has no per-cell log-density, so its releases cannot "
-            "be marginalised cell by cell"
-        )
-    return form
+def joined_form(forms: list[np.ndarray], *, copy: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Join the releases' forms (release after release); return it and its log-CDF tables.
+
+    With ``copy=False`` the forms are the caller's to give up: a single form is
+    joined and tabled in place, without a copy.
+    """
+    joined = forms[0] if len(forms) == 1 else np.concatenate(forms)
+    return log_cdf_tables(joined, copy=copy and len(forms) == 1)
 
 
-def joined_form(forms: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Join the releases' forms (release after release); return it and its log-CDF tables."""
-    return log_cdf_tables(np.concatenate(forms))
+def release_views(form: np.ndarray, releases: int) -> list[np.ndarray]:
+    """Return the forms of the releases of a joined ``form``: views of it, release by release."""
+    return np.split(form, releases)

@@ -39,7 +39,9 @@ class MarginalLogp(Op):
 
     A compiled implementation of this Op (PyTensor's numba backend) calls
     :func:`dpinfer.marginal._sweep.marginal_sweep` with the same arrays, the form
-    viewed as records (``form.view(dpinfer.noise.form.CELL)``).
+    viewed as records (``form.view(dpinfer.noise.form.CELL)``). The numba one
+    (:mod:`dpinfer.marginal._numba_op`) keeps a state per thread in place of
+    ``state``, which nutpie shares read-only between chains running at once.
     """
 
     __props__ = ("family", "tol")

@@ -8,7 +8,9 @@ import numpy as np
 
 from .._user_code import outside_dpinfer
 from ..noise.form import GAUSSIAN, LAPLACE, as_matrix
-from ._forms import joined_form, release_form
+from . import _numba_op  # noqa: F401  (registers the compiled implementations)
+from ._families import LatentFamily
+from ._forms import joined_form, release_form, release_views
 from ._group_op import group_logp
 from ._latent import Latent, SharedLatentWarning
 from ._op import STATE, MarginalLogp
@@ -36,6 +38,10 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist, 
     if _uses_quadrature(latent):
         check_noise(forms)
     groups = None if totals is None else read_totals(totals, cells, forms)
+    # joined once: every graph of the model's log-density holds this form, and each
+    # release's form is a view of it
+    inputs = _KernelInputs(forms)
+    forms = inputs.forms()
     # a suppressed cell is held at its cut (the form's number), or PyMC would impute the NaN
     released = [form["released"].reshape(cells) for form in forms]
     discrete = all(mechanism.discrete for mechanism, _ in pairs)
@@ -43,7 +49,7 @@ def observe(name: str, latent: Latent, pairs: list[tuple], *, tol: float, dist, 
     core = "" if len(pairs) == 1 else str(len(pairs))
 
     def logp(value, *params):
-        return _latent_logp(latent, params, forms, cells, tol, groups)
+        return _latent_logp(latent, params, forms, cells, tol, inputs, groups)
 
     variable = pm.CustomDist(
         name,
@@ -82,20 +88,20 @@ def _warn_if_shared(name: str, latent: Latent, cells: tuple[int, ...]) -> None:
         return
 
 
-def _latent_logp(latent: Latent, params, forms, cells, tol, groups=None):
+def _latent_logp(latent: Latent, params, forms, cells, tol, inputs: _KernelInputs, groups=None):
     """Return the per-cell marginal log-likelihood graph of ``latent`` at ``params``."""
     import pytensor.tensor as pt
 
     own, parts = latent.split(params)
     if latent.kind == "kernel":
-        return _kernel_logp(latent.family, own, forms, cells, tol, groups)
+        return _kernel_logp(latent, own, forms, cells, tol, inputs, groups)
     if latent.kind == "normal":
         return _normal_logp(own, forms, cells)
     if latent.kind == "quadrature":
         return quadrature_logp(latent.op, own, forms, cells, tol)
     components = pt.stack(
         [
-            _latent_logp(c, p, forms, cells, tol)
+            _latent_logp(c, p, forms, cells, tol, inputs)
             for c, p in zip(latent.components, parts, strict=True)
         ],
         axis=-1,
@@ -117,6 +123,54 @@ def _check_totals_latent(latent: Latent) -> None:
             "NegativeBinomial, Geometric, DiscreteUniform, DiracDelta), not a mixture: write "
             "the model with one of them, or pass the totals' cells without totals"
         )
+
+
+class _KernelInputs:
+    """The joined form of a table's releases and the Op's other inputs, made once.
+
+    PyMC builds the model's log-density graph anew for every function it
+    compiles; each graph reads the same form and tables (one constant each) and
+    the same per-cell state of each latent, so that compiling more functions
+    adds no per-cell memory. The state is a hint the Op reads and updates in
+    place (any value gives the same sums), one per latent kernel of the table.
+    ``forms`` are the releases' forms, given up: one is joined in place.
+    """
+
+    def __init__(self, forms: list[np.ndarray]):
+        self.form, self.table = joined_form(forms, copy=False)
+        self.releases = len(forms)
+        self._constants: tuple | None = None
+        self._states: dict[int, object] = {}
+        self._subsets: dict[bytes, _KernelInputs] = {}
+
+    def forms(self) -> list[np.ndarray]:
+        """Return the releases' forms: views of the joined one."""
+        return release_views(self.form, self.releases)
+
+    def at_cells(self, cells: np.ndarray) -> _KernelInputs:
+        """Return the inputs of the cells at flat indices ``cells`` (made once)."""
+        key = np.asarray(cells).tobytes()
+        if key not in self._subsets:
+            self._subsets[key] = _KernelInputs([form[cells] for form in self.forms()])
+        return self._subsets[key]
+
+    def constants(self) -> tuple:
+        """Return the form (as a float64 matrix) and its log-CDF tables as graph constants."""
+        import pytensor.tensor as pt
+
+        if self._constants is None:
+            self._constants = pt.constant(as_matrix(self.form)), pt.constant(self.table)
+        return self._constants
+
+    def state(self, latent: Latent):
+        """Return the shared per-cell state of ``latent``'s kernel: all NaN (no hint) at first."""
+        import pytensor
+
+        key = id(latent)
+        if key not in self._states:
+            start = np.full((self.form.size // self.releases, STATE), np.nan)
+            self._states[key] = pytensor.shared(start, name="marginal_state", borrow=True)
+        return self._states[key]
 
 
 def _checked_tensors(dist, latent: Latent, cells: tuple[int, ...]) -> list:
@@ -182,35 +236,31 @@ def _held(mechanism, released: np.ndarray) -> np.ndarray:
     return np.where(suppressed, cuts, released)
 
 
-def _kernel_logp(family, params, forms, cells, tol, groups):
+def _kernel_logp(latent: Latent, params, forms, cells, tol, inputs: _KernelInputs, groups):
     """Each cell's log-likelihood; a group's (with exact totals) held by its first cell."""
     import pytensor.tensor as pt
 
+    family = latent.family
+    if family is None:  # a kernel latent always has its family
+        raise TypeError(f"a {latent.kind} latent has no kernel family")
     a, b = (pt.broadcast_to(pt.cast(p, "float64"), cells).ravel() for p in params)
     if groups is None:
-        return _cells_logp(family, a, b, forms, tol).reshape(cells)
+        return _cells_logp(family, a, b, inputs, inputs.state(latent), tol).reshape(cells)
     logp = pt.zeros(a.shape)
     free = groups.free
     if free.size:
-        free_forms = [form[free] for form in forms]
-        logp = pt.set_subtensor(logp[free], _cells_logp(family, a[free], b[free], free_forms, tol))
+        subset = inputs.at_cells(free)
+        cells_logp = _cells_logp(family, a[free], b[free], subset, subset.state(latent), tol)
+        logp = pt.set_subtensor(logp[free], cells_logp)
     logp = pt.set_subtensor(logp[groups.firsts], group_logp(family, a, b, forms, groups, tol))
     return logp.reshape(cells)
 
 
-def _cells_logp(family, a, b, forms, tol):
+def _cells_logp(family: LatentFamily, a, b, inputs: _KernelInputs, state, tol):
     """Each cell's log-likelihood (flat), its count summed out alone."""
-    import pytensor
-    import pytensor.tensor as pt
-
-    form, table = joined_form(forms)
-    # each cell's last mode and constants of its releases: hints that the Op reads and
-    # updates in place (any value gives the same sums), one state per observed table
-    state = pytensor.shared(np.full((forms[0].size, STATE), np.nan), name="marginal_state")
     op = MarginalLogp(family, tol)
-    constants = pt.constant(as_matrix(form)), pt.constant(table)
     # an Op's outputs are a list, which the stubs leave a union
-    return op(a, b, *constants, state)[0]  # type: ignore[index]
+    return op(a, b, *inputs.constants(), state)[0]  # type: ignore[index]
 
 
 def _normal_logp(params, forms, cells):

@@ -1,7 +1,8 @@
 """One evaluation of every cell: the family's fast path where it applies, else the general sum.
 
 :func:`marginal_sweep` is what the Op calls; it keeps a per-cell state between
-evaluations (:mod:`._poisson`). :func:`marginal_cells` is the same with a fresh state.
+evaluations (:mod:`._poisson`, and :mod:`._suppressed` for Poisson cells suppressed by a
+discrete Gaussian threshold). :func:`marginal_cells` is the same with a fresh state.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ import numba as nb
 import numpy as np
 
 from . import _dispatch as latent
+from . import _suppressed as suppressed
 from ._kernels import _cell, _mechanisms_ratio, _support
 from ._poisson import MODE, STATE, STEP, prepare, ready, stays, sum_cell, width_factor
 
 # numba's cache of these functions holds the code of what they call, but is keyed on this
-# file alone: after changing ._poisson, ._kernels, ._families or dpinfer.noise, remove this
-# folder's __pycache__.
+# file alone: after changing ._poisson, ._suppressed, ._kernels, ._families or dpinfer.noise,
+# remove this folder's __pycache__.
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -43,7 +45,8 @@ def marginal_sweep(family, pa, pb, form, table, tol, state, logp, score_a, score
     ``m n + j`` (``n = pa.size``), and ``table`` their log-CDF tables.
     ``state`` must be all NaN, or left by a call with the same form: it holds each
     cell's last mode and constants of the releases, so that a Poisson cell with
-    Gaussian releases is summed by :mod:`._poisson` without recomputing them.
+    Gaussian releases is summed by :mod:`._poisson` without recomputing them, and
+    one with a suppressed discrete Gaussian release by :mod:`._suppressed`.
     """
     out = np.empty(5)
     z = width_factor(tol)
@@ -53,10 +56,21 @@ def marginal_sweep(family, pa, pb, form, table, tol, state, logp, score_a, score
         if latent.poisson_fast_path(family):  # a constant of the compiled family
             if math.isnan(row[STEP]):
                 prepare(form, n, j, row)
+                if row[STEP] < 0.0:
+                    suppressed.prepare(form, n, j, row)
             if row[STEP] > 0.0 and (stays(pa[j], row) or ready(pa[j], form, table, n, j, row)):
                 logp[j], score_a[j], terms[j] = sum_cell(pa[j], row, z, 0.5 * tol)
                 score_b[j] = 0.0
                 continue
+            if row[STEP] == suppressed.SUPPRESSED and suppressed.ready(
+                pa[j], form, table, j, row, z
+            ):
+                logp[j], score_a[j], terms[j] = suppressed.sum_cell(
+                    pa[j], table, row, z, 0.5 * tol
+                )
+                score_b[j] = 0.0
+                if terms[j] >= 0:  # else it left the table: the general sum reads beyond
+                    continue
         _general(family, pa[j], pb[j], form, table, n, tol, j, row, out)
         logp[j], terms[j], score_a[j], score_b[j] = out[0], out[3], out[1], out[2]
 

@@ -272,13 +272,21 @@ class Mechanism(abc.ABC):
         self._check_released(released)
         return self.log_max_density
 
-    def cell_form(self, released: ArrayLike) -> np.ndarray | None:
+    def cell_form(
+        self, released: ArrayLike, *, rows: bool = False, name: str = "released"
+    ) -> np.ndarray | None:
         """Return the per-cell form of a release, for compiled consumers, or None.
 
         Parameters
         ----------
         released : array_like
             One release, of shape ``event_shape`` (checked as :meth:`logpdf` checks it).
+        rows : bool, default False
+            Whether ``released`` is several releases stacked, of shape
+            ``(*rows, *event_shape)``: their forms follow one another (C order),
+            as one call per release would give them, in one vectorised pass.
+        name : str, default "released"
+            The parameter that error messages name.
 
         Returns
         -------
@@ -297,7 +305,7 @@ class Mechanism(abc.ABC):
         >>> form["released"], form["scale"]
         (array([4., 9., 6.]), array([2., 2., 2.]))
         """
-        released = self._check_released(released)
+        released = self._check_released(released, name, rows=rows)
         if _writer(type(self), "_cell_form") is not _writer(type(self), "_log_density"):
             return None
         return self._cell_form(released)
@@ -456,11 +464,14 @@ class Mechanism(abc.ABC):
         """
         return self._check_value(value)
 
-    def _check_released(self, released, name: str = "released") -> np.ndarray:
+    def _check_released(
+        self, released, name: str = "released", *, rows: bool = False
+    ) -> np.ndarray:
         """Return the release as int64 (discrete families) or float64, checked.
 
         Integers stay int64 where float64 would round them (beyond ``2**53``), so
-        that :meth:`logpdf` is exact for every int64 release.
+        that :meth:`logpdf` is exact for every int64 release. With ``rows``, a
+        stack of releases ``(*rows, *event_shape)``, each checked alike.
         """
         arr = _validate.numeric_array(name, released)
         if arr.dtype.kind == "f" and np.isnan(arr).any():
@@ -468,11 +479,7 @@ class Mechanism(abc.ABC):
         keep_int = arr.dtype.kind in "iu" and (self.discrete or beyond_float(arr))
         if not keep_int:
             arr = _validate.finite_array(name, arr)
-        if arr.shape != self.event_shape:
-            raise ValueError(
-                f"{name} must have shape {self.event_shape} (the mechanism's event_shape), "
-                f"got shape {arr.shape}"
-            )
+        self._check_release_shape(name, arr, rows=rows)
         if self.discrete or keep_int:
             arr = _validate.integer_array(name, arr)
         return arr
@@ -501,6 +508,16 @@ class Mechanism(abc.ABC):
                 _validate.bad_entries("u", ~inside, "lie in the open interval (0, 1)")
             )
         return arr
+
+    def _check_release_shape(self, name: str, arr: np.ndarray, *, rows: bool) -> None:
+        """Refuse a release not of ``event_shape`` (with ``rows``: not ending in it)."""
+        if rows:
+            self._check_event_axes(name, arr)
+        elif arr.shape != self.event_shape:
+            raise ValueError(
+                f"{name} must have shape {self.event_shape} (the mechanism's event_shape), "
+                f"got shape {arr.shape}"
+            )
 
     def _check_event_axes(self, name: str, arr: np.ndarray) -> None:
         k = len(self.event_shape)

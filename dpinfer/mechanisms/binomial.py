@@ -117,8 +117,8 @@ class BinomialRelease(Mechanism):
             )
         return arr
 
-    def _check_released(self, released, name: str = "released"):
-        arr = super()._check_released(released, name)
+    def _check_released(self, released, name: str = "released", *, rows: bool = False):
+        arr = super()._check_released(released, name, rows=rows)
         if np.any((arr < 0) | (arr > self.n)):
             raise ValueError(f"{name} must be counts in [0, n={self.n}], got {arr}")
         return arr

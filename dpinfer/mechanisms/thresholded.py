@@ -293,7 +293,9 @@ class Thresholded(Mechanism):
         return self.mechanism.privacy
 
     # --- shapes -----------------------------------------------------------------------
-    def _check_released(self, released, name: str = "released") -> np.ndarray:
+    def _check_released(
+        self, released, name: str = "released", *, rows: bool = False
+    ) -> np.ndarray:
         raw = _validate.numeric_array(name, released)
         arr = raw.astype(float)
         if raw.dtype.kind in "iu":
@@ -307,11 +309,7 @@ class Thresholded(Mechanism):
                     _validate.bad_entries(name, inexact, "be integers that float64 holds exactly")
                     + " (a thresholded release is a float array: the release refuses such cells)"
                 )
-        if arr.shape != self.event_shape:
-            raise ValueError(
-                f"{name} must have shape {self.event_shape} (the mechanism's event_shape), "
-                f"got shape {arr.shape}"
-            )
+        self._check_release_shape(name, arr, rows=rows)
         if np.any(np.isinf(arr)):
             raise ValueError(
                 f"{name} must be finite or NaN (a suppressed cell), got inf at positions "

@@ -128,19 +128,30 @@ def build(
     """Return the form of a release of ``kind``: per-cell numbers broadcast against it.
 
     ``released`` is flattened (C order); ``params`` names the family's other
-    fields (``log1p_p``, ``trials``, ``pseudo_count``, ``population``). No cell is
+    fields (``log1p_p``, ``trials``, ``pseudo_count``, ``population``), each
+    broadcast against ``released`` (so a per-cell parameter of the event shape
+    serves a stack of releases of shape ``(*rows, *event_shape)``). No cell is
     suppressed and none has a table.
     """
     unknown = set(params) - {"log1p_p", "trials", "pseudo_count", "population"}
     if unknown:
         raise TypeError(f"build got unknown fields {sorted(unknown)}")
-    values = np.asarray(released, dtype=float).reshape(-1)
-    form = np.zeros(values.size, dtype=CELL)
-    form["kind"] = kind
-    form["released"] = values
-    form["table_start"] = -1.0
+    values = np.asarray(released)
+    common = np.zeros(1, dtype=CELL)  # the numbers every cell shares
+    common["kind"], common["table_start"] = kind, -1.0
+    per_cell = {}
     for name, value in {"scale": scale, "log_norm": log_norm, **params}.items():
-        form[name] = np.broadcast_to(np.asarray(value, dtype=float).reshape(-1), values.shape)
+        value = np.asarray(value, dtype=float)
+        if value.size == 1:
+            common[name] = value.reshape(())
+        else:
+            per_cell[name] = value
+    form = np.empty(values.size, dtype=CELL)
+    as_matrix(form)[...] = as_matrix(common)  # one contiguous pass, not one per field
+    form["released"] = values.reshape(-1)
+    for name, value in per_cell.items():
+        # written through the released's shape: a broadcast view, no per-cell copy
+        form[name].reshape(values.shape)[...] = value
     return form
 
 
@@ -161,30 +172,34 @@ def table_range(sigma):
     return -math.ceil(TABLE_LOW * sigma) - 1.0, math.ceil(TABLE_HIGH * sigma) + 1.0
 
 
-def log_cdf_tables(form: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def log_cdf_tables(form: np.ndarray, *, copy: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(form, table)``: a log-CDF table for the suppressed discrete Gaussian cells.
 
     One table per distinct sigma: ``log F(k)`` for ``k`` in :func:`table_range`,
     followed by ``F(k - 1) / F(k)`` over the same range (the ratio of
     consecutive terms of a suppressed cell, which a kernel then reads instead of
-    taking an ``exp`` of two entries). The returned form is a copy whose
-    ``table_start`` says where each such cell's table starts; compiled
-    consumers look values up there instead of summing the tail.
+    taking an ``exp`` of two entries). The returned form's ``table_start``
+    says where each such cell's table starts; compiled consumers look values up
+    there instead of summing the tail. It is a copy, or with ``copy=False``
+    ``form`` itself, written in place.
     """
-    form = form.copy()
-    at = (form["suppressed"] != 0) & (form["kind"] == DISCRETE_GAUSSIAN)
-    tables, offset = [], 0
-    for sigma in np.unique(form["scale"][at]):
+    if copy:
+        form = form.copy()
+    at = np.flatnonzero((form["suppressed"] != 0) & (form["kind"] == DISCRETE_GAUSSIAN))
+    sigmas, which = np.unique(form["scale"][at], return_inverse=True)
+    tables, starts, offset = [], np.empty(sigmas.size), 0
+    for i, sigma in enumerate(sigmas.tolist()):
         low, high = (int(v) for v in table_range(sigma))
         if 2 * (high - low + 1) + offset > MAX_TABLE:
             raise ValueError(
                 f"suppressed cells with discrete Gaussian noise of sigma {sigma:g} need a log-CDF "
                 f"table of {2 * (high - low + 1):,} entries, more than {MAX_TABLE:,}"
             )
-        form["table_start"][at & (form["scale"] == sigma)] = offset
+        starts[i] = offset
         log_cdf = discrete_gaussian_log_cdf(np.arange(low - 1, high + 1, dtype=float), sigma)
         tables += [log_cdf[1:], np.exp(log_cdf[:-1] - log_cdf[1:])]
         offset += 2 * (high - low + 1)
+    form["table_start"][at] = starts[which]
     if not tables:
         return form, NO_TABLE
     # read-only like NO_TABLE: one compiled specialisation serves forms with and without tables

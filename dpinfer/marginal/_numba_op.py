@@ -1,0 +1,390 @@
+"""PyTensor's numba backend for the marginal Op: what nutpie and ``mode="NUMBA"`` compile.
+
+Without these implementations PyTensor runs :class:`._op.MarginalLogp` in object mode
+(with a warning): each evaluation takes the GIL, so nutpie's parallel chains wait for
+one another. The implementation here calls :func:`._sweep.marginal_sweep` from
+compiled code.
+
+**The per-cell state.** The Op's ``state`` input (a shared variable) cannot be
+updated in place here: nutpie hands one read-only copy of every shared variable to
+all its chains, which run at once in threads, and two sweeps writing one state
+would leave rows that mix two cells' modes. So each compiled node keeps its own
+states, one per thread that evaluates it, in a small pool: a thread claims a slot
+(an atomic compare-and-swap), preferring the one it used last, sweeps with that
+slot's state and releases it. A thread that finds every slot taken sweeps with a
+fresh state (correct, only slower). A state holds hints that never change the
+result (:mod:`._poisson`), so which one a sweep gets changes its cost only.
+
+**Failures.** A cell whose sum cannot be completed makes the compiled sweep raise
+the Op's own error (``._op._refuse``) through an object-mode block entered only
+then: the same exception and message as the Python implementation.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import weakref
+
+import numba as nb
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
+from pytensor.link.numba.dispatch.basic import numba_funcify
+
+from .._tensor_shapes import ShapeCheck, _message
+from ..noise.form import CELL, NO_TABLE
+from ..noise.terms import log_terms
+from ._group_op import GroupTotalsLogp
+from ._group_op import _refuse as _refuse_groups
+from ._groups import OK, group_sweep
+from ._kernels import BEYOND
+from ._op import MarginalLogp, _refuse
+from ._poisson import STATE
+from ._quadrature import _held_fixed_op, _noise_terms_op
+from ._sweep import marginal_sweep
+
+__all__: list[str] = []
+
+#: Threads that keep a state of their own per compiled node; more sweep with a fresh one.
+SLOTS = 16
+# the words of a slot: taken (0 or 1), its last thread, its state's address and cells
+_TAKEN, _THREAD, _ADDRESS, _CELLS = range(4)
+_WORDS = 4
+
+_RECORD = nb.from_dtype(CELL)
+_WIDTH = CELL.itemsize // 8  # float64 fields (dpinfer.noise.form.as_matrix)
+_LIBC = ctypes.CDLL(None)
+_LIBC.free.argtypes, _LIBC.free.restype = [ctypes.c_size_t], None
+
+
+@numba_funcify.register(type(_held_fixed_op()))
+def _funcify_held_fixed(op, node=None, **kwargs):
+    return _copy
+
+
+@numba_funcify.register(type(_noise_terms_op()))
+def _funcify_noise_terms(op, node=None, **kwargs):
+    return _noise_terms
+
+
+@numba_funcify.register(GroupTotalsLogp)
+def _funcify_group_totals(op, node=None, **kwargs):
+    """Return the compiled ``(a, b, form, table, starts, totals) -> (logp, score_a, score_b)``."""
+    family, tol = op.family, op.tol
+
+    @nb.njit(error_model="numpy")
+    def group_totals_logp(a, b, form, table, starts, totals):
+        return _group_totals_logp(family, tol, a, b, form, table, starts, totals)
+
+    return group_totals_logp
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _group_totals_logp(family, tol, a, b, form, table, starts, totals):
+    """Return GroupTotalsLogp's outputs; a failed group raises its Python error."""
+    if form.shape[1] != _WIDTH:
+        raise ValueError("form must have one column per field of dpinfer.noise.form.CELL")
+    logp, status = np.empty(totals.size), np.empty(totals.size, dtype=np.int64)
+    score_a, score_b = np.empty(a.size), np.empty(a.size)
+    group_sweep(
+        family,
+        np.ascontiguousarray(a),
+        np.ascontiguousarray(b),
+        _records(np.ascontiguousarray(form)),
+        table,
+        tol,
+        np.ascontiguousarray(starts).astype(np.int64),
+        np.ascontiguousarray(totals).astype(np.float64),
+        logp,
+        score_a,
+        score_b,
+        status,
+    )
+    if np.any(status != OK):
+        _raise_group_refusal(status)
+    return logp, score_a, score_b
+
+
+@nb.njit(cache=True)
+def _raise_group_refusal(status):
+    """Raise the Python implementation's error for the groups that failed (object mode)."""
+    with nb.objmode():
+        _refuse_groups(status)
+
+
+@numba_funcify.register(ShapeCheck)
+def _funcify_shape_check(op, node=None, **kwargs):
+    name, target, about, exact = op.name, np.array(op.target, dtype=np.int64), op.about, op.exact
+
+    @nb.njit
+    def shape_check(x, shape_of):
+        if not _fits(shape_of, target, exact):
+            _raise_shape_error(name, shape_of, target, about, exact)
+        return x
+
+    return shape_check
+
+
+@nb.njit(cache=True)
+def _fits(shape, target, exact):
+    """:func:`dpinfer._tensor_shapes.fits` of a known shape."""
+    k, m = shape.size, target.size
+    if (k != m) if exact else (k > m):
+        return False
+    for i in range(k):
+        d, t = shape[i], target[m - k + i]
+        if not (d == t or (d == 1 and not exact)):
+            return False
+    return True
+
+
+@nb.njit
+def _raise_shape_error(name, shape, target, about, exact):
+    """Raise ShapeCheck's error (object mode, entered only then)."""
+    with nb.objmode():
+        _refuse_shape(name, shape, target, about, exact)
+
+
+def _refuse_shape(name, shape, target, about, exact) -> None:
+    shown, wanted = tuple(int(d) for d in shape), tuple(int(t) for t in target)
+    raise ValueError(_message(name, shown, wanted, about, exact))
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _copy(x):
+    return x.copy()
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _noise_terms(s, form):
+    """:func:`dpinfer.noise.terms.log_terms` of the form's records at ``s``."""
+    return log_terms(_records(np.ascontiguousarray(form)), NO_TABLE, np.ascontiguousarray(s))
+
+
+class _Pool:
+    """The slots of one compiled node: a ``(SLOTS, 4)`` table of words, freed with it."""
+
+    def __init__(self):
+        self.words = np.zeros((SLOTS, _WORDS), dtype=np.uint64)
+        self.address = self.words.ctypes.data
+        weakref.finalize(self, _free_states, self.words)
+
+
+def _free_states(words: np.ndarray) -> None:
+    for address in words[:, _ADDRESS]:
+        if address:
+            _LIBC.free(int(address))
+
+
+@numba_funcify.register(MarginalLogp)
+def _funcify_marginal_logp(op, node=None, **kwargs):
+    """Return the compiled ``(a, b, form, table, state) -> (logp, score_a, score_b, state)``."""
+    family, tol = op.family, op.tol
+    pool = _Pool()
+    words = pool.address
+
+    @nb.njit(error_model="numpy")
+    def marginal_logp(a, b, form, table, state):
+        return _marginal_logp(family, tol, nb.uint64(words), a, b, form, table, state)
+
+    marginal_logp.dpinfer_pool = pool  # the slots live as long as the compiled function
+    return marginal_logp
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _marginal_logp(family, tol, words, a, b, form, table, state):
+    """Return the Op's outputs: the sweep with the state of a slot of the pool at ``words``."""
+    if form.shape[1] != _WIDTH:
+        raise ValueError("form must have one column per field of dpinfer.noise.form.CELL")
+    n = a.size
+    cells = _records(np.ascontiguousarray(form))
+    logp, score_a, score_b = np.empty(n), np.empty(n), np.empty(n)
+    terms = np.empty(n, dtype=np.int64)
+    pa, pb = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    slot = _claim_slot(words)
+    if slot < 0:
+        own = np.full((n, STATE), math.nan)
+        marginal_sweep(family, pa, pb, cells, table, tol, own, logp, score_a, score_b, terms)
+    else:
+        own = _slot_state(words, slot, n)
+        marginal_sweep(family, pa, pb, cells, table, tol, own, logp, score_a, score_b, terms)
+        _release(_word(words, slot, _TAKEN))
+    if np.isnan(logp).any():
+        _raise_refusal(np.isnan(logp), terms == BEYOND)
+    return logp, score_a, score_b, state
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _raise_refusal(failed, beyond):
+    """Raise the Python implementation's error for the cells that failed (object mode)."""
+    with nb.objmode():
+        _refuse(failed, beyond)
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _claim_slot(words):
+    """Take a free slot, the calling thread's last one first; -1 if every slot is taken."""
+    me = _thread_id()
+    for k in range(SLOTS):
+        if _load(_word(words, k, _THREAD)) == me and _take(_word(words, k, _TAKEN)):
+            return k
+    for k in range(SLOTS):
+        if _take(_word(words, k, _TAKEN)):
+            _store(_word(words, k, _THREAD), me)
+            return k
+    return -1
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _slot_state(words, slot, n):
+    """Return the ``(n, STATE)`` state of a slot this thread holds (all NaN when new)."""
+    address, cells = _word(words, slot, _ADDRESS), _word(words, slot, _CELLS)
+    if _load(address) == 0 or _load(cells) != n:
+        if _load(address) != 0:
+            _free(_load(address))
+        _store(address, _calloc(nb.uint64(max(n, 1) * STATE), nb.uint64(8)))
+        _store(cells, nb.uint64(n))
+        if _load(address) == 0:  # no memory: a fresh state for this sweep only
+            _store(cells, nb.uint64(0))
+            return np.full((n, STATE), math.nan)
+        state = nb.carray(_doubles(_load(address)), (n, STATE))
+        state[:] = math.nan
+        return state
+    return nb.carray(_doubles(_load(address)), (n, STATE))
+
+
+@nb.njit(cache=True, inline="always")
+def _word(words, slot, field):
+    return words + nb.uint64(8 * (_WORDS * slot + field))
+
+
+@intrinsic
+def _records(typingctx, matrix):
+    """View a C-contiguous ``(n, len(CELL))`` float64 matrix as ``n`` CELL records."""
+    if not (isinstance(matrix, types.Array) and matrix.ndim == 2 and matrix.layout == "C"):
+        return None
+    if matrix.dtype != types.float64:
+        return None
+    result = types.Array(_RECORD, 1, "C", readonly=not matrix.mutable, aligned=True)
+
+    def codegen(context, builder, signature, args):
+        source = make_array(signature.args[0])(context, builder, args[0])
+        target = make_array(signature.return_type)(context, builder)
+        rows = cgutils.unpack_tuple(builder, source.shape)[0]
+        itemsize = context.get_constant(types.intp, CELL.itemsize)
+        populate_array(
+            target,
+            data=builder.bitcast(source.data, target.data.type),
+            shape=cgutils.pack_array(builder, [rows]),
+            strides=cgutils.pack_array(builder, [itemsize]),
+            itemsize=itemsize,
+            meminfo=source.meminfo,
+            parent=source.parent,
+        )
+        return impl_ret_borrowed(context, builder, signature.return_type, target._getvalue())
+
+    return result(matrix), codegen
+
+
+def _word_pointer(builder, address):
+    return builder.inttoptr(address, ir.IntType(64).as_pointer())
+
+
+@intrinsic
+def _take(typingctx, address):
+    """Atomically set the word at ``address`` from 0 to 1: whether this call did."""
+
+    def codegen(context, builder, signature, args):
+        zero, one = ir.Constant(ir.IntType(64), 0), ir.Constant(ir.IntType(64), 1)
+        pair = builder.cmpxchg(_word_pointer(builder, args[0]), zero, one, "acquire", "monotonic")
+        return builder.extract_value(pair, 1)
+
+    return types.boolean(types.uint64), codegen
+
+
+@intrinsic
+def _release(typingctx, address):
+    """Atomically set the word at ``address`` to 0, after every write before it."""
+
+    def codegen(context, builder, signature, args):
+        store = builder.store_atomic(
+            ir.Constant(ir.IntType(64), 0), _word_pointer(builder, args[0]), "release", 8
+        )
+        del store
+        return context.get_dummy_value()
+
+    return types.none(types.uint64), codegen
+
+
+@intrinsic
+def _load(typingctx, address):
+    """Read the word at ``address`` atomically (another thread may write it meanwhile)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.load_atomic(_word_pointer(builder, args[0]), "monotonic", 8)
+
+    return types.uint64(types.uint64), codegen
+
+
+@intrinsic
+def _store(typingctx, address, value):
+    """Atomically write ``value`` to the word at ``address``."""
+
+    def codegen(context, builder, signature, args):
+        builder.store_atomic(args[1], _word_pointer(builder, args[0]), "monotonic", 8)
+        return context.get_dummy_value()
+
+    return types.none(types.uint64, types.uint64), codegen
+
+
+@intrinsic
+def _doubles(typingctx, address):
+    """Return ``address`` as a float64 pointer."""
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], ir.DoubleType().as_pointer())
+
+    return types.CPointer(types.float64)(types.uint64), codegen
+
+
+def _libc_call(builder, name, return_type, arguments):
+    argument_types = [a.type for a in arguments]
+    function_type = ir.FunctionType(return_type, argument_types)
+    function = cgutils.get_or_insert_function(builder.module, function_type, name)
+    return builder.call(function, arguments)
+
+
+@intrinsic
+def _thread_id(typingctx):
+    """Return ``pthread_self()``: the calling thread."""
+
+    def codegen(context, builder, signature, args):
+        return _libc_call(builder, "pthread_self", ir.IntType(64), [])
+
+    return types.uint64(), codegen
+
+
+@intrinsic
+def _calloc(typingctx, count, size):
+    """Return ``calloc(count, size)`` as an address (0: no memory)."""
+
+    def codegen(context, builder, signature, args):
+        return _libc_call(builder, "calloc", ir.IntType(64), list(args))
+
+    return types.uint64(types.uint64, types.uint64), codegen
+
+
+@intrinsic
+def _free(typingctx, address):
+    """Call ``free(address)``."""
+
+    def codegen(context, builder, signature, args):
+        _libc_call(builder, "free", ir.VoidType(), list(args))
+        return context.get_dummy_value()
+
+    return types.none(types.uint64), codegen
