@@ -23,6 +23,7 @@ import os
 import numpy as np
 import pandas as pd
 
+from .._validate import choice
 from ..outputs import OutputFolder
 from ._files import Folder
 from ._release import CensusRelease
@@ -128,8 +129,7 @@ def write_release(
     written atomically and ``manifest.json`` last (a folder dpinfer did not write
     is refused unless ``overwrite=True``). Returns the manifest.
     """
-    if format not in FORMATS:
-        raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
+    format = choice("format", format, FORMATS)
     measurements, invariants = release_tables(release)
     meta = {"axes": dict(release.axes.items())}
     with OutputFolder(path, info={"census_release": True}, overwrite=overwrite) as out:

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validate import choice
 from ._anova import Basis
 from ._dense import dense_gls
 from ._matrix_passes import MatrixPasses, matrix_obstacle
@@ -108,8 +109,7 @@ def gls(release: CensusRelease, *, method: str = "auto") -> GLSResult:
     >>> fit.estimate("total").round(3).ravel().tolist(), fit.sd("total").round(3).ravel().tolist()
     ([10.0, 3.5, 6.5], [0.0, 0.707, 0.707])
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    method = choice("method", method, METHODS)
     reasons = {}
     for name, obstacle, solve in (
         ("tree", tree_obstacle, _tree_gls),

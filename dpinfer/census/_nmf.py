@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .._validate import choice
 from ._files import Folder
 from ._queries import SEPARATOR, TOTAL, Axes
 from ._release import CensusRelease
@@ -145,8 +146,7 @@ def read_nmf(
     True
     """
     axes = Axes(PL94_AXES if axes is None else axes)
-    if unsupported not in UNSUPPORTED:
-        raise ValueError(f"unsupported must be one of {UNSUPPORTED}, got {unsupported!r}")
+    unsupported = choice("unsupported", unsupported, UNSUPPORTED)
     reader = _Reader(axes, unsupported)
     with Folder(path) as top:
         state = _state(top, levels, state)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._rng import RNGLike
+from .._validate import choice
 from ..outputs import OutputFolder
 from ._plan import make_plan, run_chains
 from ._posterior import check_options, check_trace, draws_data
@@ -138,8 +139,7 @@ def stream_posterior(
     the invariants. Same draws, seed for seed, as :func:`sample_posterior` on
     :func:`read_release` of the same folder when the tree passes apply.
     """
-    if format not in ("csv", "parquet"):
-        raise ValueError(f"format must be 'csv' or 'parquet', got {format!r}")
+    format = choice("format", format, ("csv", "parquet"))
     with StreamedRelease(path, chunk_rows=chunk_rows) as release:
         options, prior_parts, root = check_options(
             draws, tune, chains, per_leaf, prior, prior_params, release.axes.cells, rng,
