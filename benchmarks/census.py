@@ -18,6 +18,10 @@ Synthetic releases (``dpinfer.census.synthetic_state``, the state total exact):
 * ``baseline``: the same compiled moves on a small state (1,200 blocks), and the same
   code run as plain Python (``NUMBA_DISABLE_JIT=1``): the ratio is the compiled
   kernel's speed-up over the plain-Python path of the same moves.
+* ``counties4``, ``counties8``: 4 and 8 counties of the ``state`` case's size (5,250
+  blocks each), streamed: the streamed run's peak resident set above its start should
+  not grow with the number of counties (printed side by side, with the largest
+  county's size).
 * ``ess``: a 2,400-block state, four chains; the bulk ESS per CPU second of the chains
   (and of the whole run) of a few block cells (traced) and of a few tract totals.
 
@@ -62,6 +66,8 @@ SHAPES = {
     "pl94": ((10, 25, 3, 33), None),
     "baseline": ((2, 10, 2, 30), {"votingage": 2, "hispanic": 2}),
     "ess": ((4, 10, 3, 20), {"votingage": 2, "hispanic": 2}),
+    "counties4": ((4, 50, 3, 35), {"votingage": 2, "hispanic": 2}),
+    "counties8": ((8, 50, 3, 35), {"votingage": 2, "hispanic": 2}),
 }
 
 
@@ -321,12 +327,14 @@ PLAN = {
     "pl94": ("gls", "sample", "write", "stream"),
     "baseline": ("kernel", "plain"),
     "ess": ("ess",),
+    "counties4": ("write", "stream"),
+    "counties8": ("write", "stream"),
 }
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", default="state,pl94,baseline,ess")
+    parser.add_argument("--cases", default="state,pl94,baseline,ess,counties4,counties8")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ess-draws", type=int, default=2400)
     parser.add_argument("--ess-tune", type=int, default=600)
@@ -339,6 +347,7 @@ def main():
         return
     print("machine: shared 2-core; CPU seconds by time.process_time, memory by VmHWM")
     bluedown(args.bluedown, args.bluedown_python)
+    streamed = {}
     for case in filter(None, args.cases.split(",")):
         results = {}
         with tempfile.TemporaryDirectory() as tmp:
@@ -356,6 +365,23 @@ def main():
             ratio = (results["kernel"]["kernel_cell_updates_per_cpu_s"]
                      / results["plain"]["kernel_cell_updates_per_cpu_s"])  # fmt: skip
             print(json.dumps({"case": "baseline", "compiled_over_plain_python": ratio}))
+        if case.startswith("counties"):
+            streamed[SHAPES[case][0][0]] = results["stream"]
+    if len(streamed) > 1:
+        print(json.dumps(streamed_growth(streamed)))
+
+
+def streamed_growth(streamed: dict) -> dict:
+    """The streamed runs' peak increase by number of counties, against the largest county."""
+    return {
+        "case": "streamed peak by counties",
+        "peak_increase_mb": {n: round(r["peak_increase_mb"], 1) for n, r in streamed.items()},
+        "largest_county_mb": {n: round(r["largest_part_mb"], 1) for n, r in streamed.items()},
+        "largest_county_with_histograms_mb": {
+            n: round(r["largest_part_mb"] + r["largest_part_histograms_mb"], 1)
+            for n, r in streamed.items()
+        },
+    }
 
 
 def bluedown(checkout, python):
