@@ -30,7 +30,14 @@ probability ``x_c / n``), so the Hastings ratios hold the counts:
 
 Moves between two leaves are scored at the units strictly below their lowest
 common ancestor (the units above it do not change), so the partner may be
-drawn by any rule that does not look at the counts.
+drawn by any rule that does not look at the counts: for a given pair each
+move is a Metropolis-Hastings step that leaves the posterior invariant, and so
+is any sequence of them. Partners are drawn near the leaf in memory: uniformly
+among the leaves at most ``Tables.window`` away in the leaves' order (geocode
+order, so a tract's blocks sit together), under the ancestor the pass names.
+Consecutive leaves can always pair, so every table the uniform partners reach
+is still reached; the window only trades the reach of one move for cache hits
+(a partner drawn across a whole county costs a cache miss at each of its rows).
 
 A *subtree pass* (:func:`run_subtree`) runs the moves that keep the subtree's
 detailed counts (between leaves and swaps, the partner drawn under the leaf's
@@ -66,6 +73,8 @@ __all__ = ["Arena", "Scratch", "Tables", "fenwick", "run_pair", "run_subtree", "
 FLAT, POISSON, NEGATIVE_BINOMIAL = 0, 1, 2
 REFUSED, REJECTED, ACCEPTED = 0, 1, 2
 WITHIN, BETWEEN, BIRTH_DEATH = 0, 1, 2
+#: Default half-width of the window of leaves a partner is drawn in.
+WINDOW = 64
 
 #: Entry points: compiled once (cached), no reference counting.
 _kernel = numba.njit(cache=True, _nrt=False)
@@ -85,6 +94,7 @@ class Tables(NamedTuple):
     pa: np.ndarray  # (cells,) float64: Poisson rate, or negative binomial size
     pb: np.ndarray  # (cells,) float64: negative binomial mean / (mean + size)
     top_depth: int  # depths served by the top arena (1: the root; 0: no top arena)
+    window: int = WINDOW  # partners lie at most this many leaves away (in a leaf's order)
 
 
 class Arena(NamedTuple):
@@ -359,15 +369,28 @@ def _cycle(t, tmin, tmax):
 
 
 @_inline
-def _partner(a, leaf, t, s):
-    """Draw a leaf among the others under ``leaf``'s ancestor at depth ``t`` (-1: none)."""
+def _partner(a, leaf, t, window, s):
+    """Draw a leaf among the others under ``leaf``'s ancestor at depth ``t`` (-1: none).
+
+    Uniformly among those at most ``window`` leaves away.
+    """
     if t >= a.depth[leaf]:
         return -1
-    lo, hi = a.leaf_lo[a.anc[leaf, t]], a.leaf_hi[a.anc[leaf, t]]
+    lo = max(a.leaf_lo[a.anc[leaf, t]], leaf - window)
+    hi = min(a.leaf_hi[a.anc[leaf, t]], leaf + window + 1)
     if hi - lo < 2:
         return -1
     other = lo + below(s, hi - lo - 1)
     return other + (other >= leaf)
+
+
+@_inline
+def _facing(leaf, n_a, n_b, window, s):
+    """Draw a leaf of a subtree of ``n_b`` leaves near the position of ``leaf`` among ``n_a``."""
+    centre = leaf * n_b // n_a
+    lo = max(centre - window, 0)
+    hi = min(centre + window + 1, n_b)
+    return lo + below(s, hi - lo)
 
 
 @_kernel
@@ -377,21 +400,21 @@ def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
     For each of ``ceil(per_leaf / 2)`` partners, drawn uniformly among the other
     leaves under the leaf's ancestor at a depth that cycles through ``tmin..tmax``: a
     move between the two, where no invariant below their common ancestor forbids it,
-    and a swap. ``counts`` accumulates (proposals scored, accepted); ``buf`` is
-    :func:`scratch`'s. Each partner is drawn one turn ahead and its rows are fetched
-    into the cache while the turn before runs: partners lie far apart in memory.
+    and a swap; partners lie at most ``tb.window`` leaves away. ``counts`` accumulates
+    (proposals scored, accepted); ``buf`` is :func:`scratch`'s. Each partner is drawn
+    one turn ahead and its rows are fetched into the cache while the turn before runs.
     """
     n = a.x.shape[0]
     turns = (per_leaf + 1) // 2
     t = _cycle(tmin, tmin, tmax)
-    ahead, ahead_t = (_partner(a, 0, t, s) if n else -1), t
+    ahead, ahead_t = (_partner(a, 0, t, tb.window, s) if n else -1), t
     for leaf in range(n):
         for turn in range(turns):
             other, depth = ahead, ahead_t
             following = leaf + (turn + 1 == turns)
             if following < n:
                 t = _cycle(t, tmin, tmax)
-                ahead, ahead_t = _partner(a, following, t, s), t
+                ahead, ahead_t = _partner(a, following, t, tb.window, s), t
                 if ahead >= 0:
                     prefetch_row(a.anc, ahead)
                     prefetch_row(a.x, ahead)
@@ -433,7 +456,7 @@ def _pair_side(tb, top, a, b, paired, pattern, per_leaf, s, counts, buf):
             elif kind == BIRTH_DEATH:
                 code = _birth_death(tb, top, a, leaf, buf, s)
             elif kind == BETWEEN:
-                other = below(s, b.x.shape[0])
+                other = _facing(leaf, a.x.shape[0], b.x.shape[0], tb.window, s)
                 if b.deepest[other] >= first:
                     code = REFUSED
                 else:  # either way, with probability 1/2
@@ -454,7 +477,8 @@ def run_pair(tb, top, a, b, paired, per_leaf, pattern, s, counts, buf):
     a move a leaf cannot make (a birth under an invariant, within a leaf whose cells
     an invariant fixes, between leaves without a partner) replaced by the first it
     can; the partner of a move between leaves is drawn uniformly among the leaves of
-    the other subtree (their lowest common ancestor is the root). With ``paired``
+    the other subtree at most ``tb.window`` from the leaf's relative position (their
+    lowest common ancestor is the root). With ``paired``
     false (``b`` is ``a``) there is no partner.
     """
     _pair_side(tb, top, a, b, paired, pattern, per_leaf, s, counts, buf)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from dpinfer.census import CensusRelease, _plan
+from dpinfer.census import CensusRelease, _layout, _plan
 from dpinfer.census._posterior import sample_posterior
 from dpinfer.results import effective_sample_size
 
@@ -154,3 +154,20 @@ def test_summaries_match_the_stored_draws(tree):
     q05, q95 = np.quantile(draws, [0.05, 0.95], axis=0, method="inverted_cdf")
     np.testing.assert_array_equal(post.lower["a"][leaves[order]], q05)
     np.testing.assert_array_equal(post.upper["a"][leaves[order]], q95)
+
+
+def test_partners_from_a_window_of_one_leaf_match_exact_enumeration(monkeypatch):
+    # partners only among the adjacent leaves ("1111" and "1121" never pair directly, and
+    # between the counties a leaf meets the one at its relative position): the tables
+    # are reached through chains of moves, and the posterior is the same
+    build = _layout.Layout.tables
+
+    def adjacent(*args, **kwargs):
+        return build(*args, **kwargs)._replace(window=1)
+
+    monkeypatch.setattr(_layout.Layout, "tables", adjacent)
+    rows, invariant = TREES["deep"]
+    tree = (rows, invariant, CensusRelease.from_rows({"a": 2}, rows, invariants=invariant))
+    post, draws = run(tree[2], seed=4)
+    check_against_enumeration(tree, draws)
+    assert post.idata.attrs["rhat_max"] < 1.05
