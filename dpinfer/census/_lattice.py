@@ -32,12 +32,14 @@ Moves between two leaves are scored at the units strictly below their lowest
 common ancestor (the units above it do not change), so the partner may be
 drawn by any rule that does not look at the counts: for a given pair each
 move is a Metropolis-Hastings step that leaves the posterior invariant, and so
-is any sequence of them. Partners are drawn near the leaf in memory: uniformly
-among the leaves at most ``Tables.window`` away in the leaves' order (geocode
-order, so a tract's blocks sit together), under the ancestor the pass names.
-Consecutive leaves can always pair, so every table the uniform partners reach
-is still reached; the window only trades the reach of one move for cache hits
-(a partner drawn across a whole county costs a cache miss at each of its rows).
+is any sequence of them. Partners are drawn near the leaf in memory (the
+leaves are in geocode order, so a unit's leaves sit together): for a lowest
+common ancestor at depth ``t``, uniformly among the leaves under that ancestor,
+outside the leaf's own unit at depth ``t + 1``, at most ``Tables.window`` beyond
+its edges. Adjacent units' edge leaves can always pair, so every table that
+partners drawn across the whole ancestor reach is still reached; the window
+trades the reach of one move for cache hits (a partner drawn across a whole
+county costs a cache miss at each of its rows).
 
 A *subtree pass* (:func:`run_subtree`) runs the moves that keep the subtree's
 detailed counts (between leaves and swaps, the partner drawn under the leaf's
@@ -74,7 +76,7 @@ FLAT, POISSON, NEGATIVE_BINOMIAL = 0, 1, 2
 REFUSED, REJECTED, ACCEPTED = 0, 1, 2
 WITHIN, BETWEEN, BIRTH_DEATH = 0, 1, 2
 #: Default half-width of the window of leaves a partner is drawn in.
-WINDOW = 64
+WINDOW = 32
 
 #: Entry points: compiled once (cached), no reference counting.
 _kernel = numba.njit(cache=True, _nrt=False)
@@ -345,17 +347,6 @@ def _swap(tb, first, a, leaf, b, other, buf, s):
 
 
 @_inline
-def _common_depth(anc, leaf, other, t):
-    """Depth of the lowest common ancestor of two leaves that share the one at depth ``t``."""
-    same = True
-    depth = t
-    for d in range(t + 1, anc.shape[1]):
-        same = same and anc[leaf, d] >= 0 and anc[leaf, d] == anc[other, d]
-        depth += same
-    return depth
-
-
-@_inline
 def _tally(counts, code):
     if code != REFUSED:
         counts[0] += 1
@@ -370,18 +361,21 @@ def _cycle(t, tmin, tmax):
 
 @_inline
 def _partner(a, leaf, t, window, s):
-    """Draw a leaf among the others under ``leaf``'s ancestor at depth ``t`` (-1: none).
+    """Draw a partner whose lowest common ancestor with ``leaf`` is at depth ``t`` (-1: none).
 
-    Uniformly among those at most ``window`` leaves away.
+    Uniformly among the leaves under that ancestor but outside ``leaf``'s child of it,
+    at most ``window`` leaves beyond either edge of that child.
     """
     if t >= a.depth[leaf]:
         return -1
-    lo = max(a.leaf_lo[a.anc[leaf, t]], leaf - window)
-    hi = min(a.leaf_hi[a.anc[leaf, t]], leaf + window + 1)
-    if hi - lo < 2:
+    outer, inner = a.anc[leaf, t], a.anc[leaf, t + 1]
+    lo, hi = a.leaf_lo[inner], a.leaf_hi[inner]
+    left = min(window, lo - a.leaf_lo[outer])
+    right = min(window, a.leaf_hi[outer] - hi)
+    if left + right == 0:
         return -1
-    other = lo + below(s, hi - lo - 1)
-    return other + (other >= leaf)
+    k = below(s, left + right)
+    return lo - left + k if k < left else hi + k - left
 
 
 @_inline
@@ -397,10 +391,10 @@ def _facing(leaf, n_a, n_b, window, s):
 def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
     """About ``per_leaf`` moves between leaves and swaps at each leaf of ``a`` (kept counts).
 
-    For each of ``ceil(per_leaf / 2)`` partners, drawn uniformly among the other
-    leaves under the leaf's ancestor at a depth that cycles through ``tmin..tmax``: a
+    For each of ``ceil(per_leaf / 2)`` partners, whose lowest common ancestor with the
+    leaf is at a depth that cycles through ``tmin..tmax`` (:func:`_partner`): a
     move between the two, where no invariant below their common ancestor forbids it,
-    and a swap; partners lie at most ``tb.window`` leaves away. ``counts`` accumulates
+    and a swap. ``counts`` accumulates
     (proposals scored, accepted); ``buf`` is :func:`scratch`'s. Each partner is drawn
     one turn ahead and its rows are fetched into the cache while the turn before runs.
     """
@@ -421,7 +415,7 @@ def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
                     prefetch_row(a.fen, ahead)
             if other < 0:
                 continue
-            first = _common_depth(a.anc, leaf, other, depth) + 1
+            first = depth + 1  # the units the two paths do not share
             if a.deepest[leaf] < first and a.deepest[other] < first:
                 flip = (leaf ^ other) * (uniform(s) < 0.5)  # either way, with probability 1/2
                 _tally(counts, _transfer(tb, first, a, leaf ^ flip, a, other ^ flip, buf, s))
