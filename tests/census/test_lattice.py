@@ -157,9 +157,10 @@ def test_summaries_match_the_stored_draws(tree):
 
 
 def test_partners_from_a_window_of_one_leaf_match_exact_enumeration(monkeypatch):
-    # partners only among the adjacent leaves ("1111" and "1121" never pair directly, and
-    # between the counties a leaf meets the one at its relative position): the tables
-    # are reached through chains of moves, and the posterior is the same
+    # partners at most one leaf beyond the edges of the leaf's own unit below their
+    # common ancestor (from "1121" the county's pass reaches "1112" only), and between
+    # the counties at most one leaf from the leaf's relative position: the posterior is
+    # the same
     build = _layout.Layout.tables
 
     def adjacent(*args, **kwargs):
