@@ -3,7 +3,8 @@ r"""Compiled Metropolis-Hastings moves on the lattice of integer, non-negative l
 The state lives in *arenas* (:class:`Arena`), one per subtree (a county and
 everything below it) and one for the units above the subtrees (the state):
 each leaf's detailed counts ``x``, a Fenwick tree of them (``fen``, to draw a
-person uniformly in ``O(log cells)``), and every unit's query cells as
+person uniformly in ``O(log cells)``; none where a leaf has at most
+:data:`SCANNED` cells, whose row is scanned), and every unit's query cells as
 residuals ``r = released - current`` (int32). A move changes counts by one
 person and is scored against every measured cell it changes, on the paths
 from the leaves to the root, through the discrete Gaussian's exact pmf ratio
@@ -75,6 +76,8 @@ __all__ = ["Arena", "Scratch", "Tables", "fenwick", "run_pair", "run_subtree", "
 FLAT, POISSON, NEGATIVE_BINOMIAL = 0, 1, 2
 REFUSED, REJECTED, ACCEPTED = 0, 1, 2
 WITHIN, BETWEEN, BIRTH_DEATH = 0, 1, 2
+#: Leaves with at most this many cells keep no Fenwick sums: a scan of the row is faster.
+SCANNED = 16
 #: Default half-width of the window of leaves a partner is drawn in.
 WINDOW = 32
 
@@ -103,7 +106,7 @@ class Arena(NamedTuple):
     """One subtree's chain state and fixed arrays (or the top units', without leaves)."""
 
     x: np.ndarray  # (leaves, cells) int32 detailed counts
-    fen: np.ndarray  # (leaves, width) int32 Fenwick sums of x's rows (width a power of 2)
+    fen: np.ndarray  # (leaves, width) int32 Fenwick sums of x's rows (see fenwick)
     r: np.ndarray  # (units, query cells) int32 residuals released - current
     intercept: np.ndarray  # (units, columns) float64: noise laws' intercepts (0: not measured)
     anc: np.ndarray  # (leaves, depths) int32: the unit at each depth (the top's above top_depth)
@@ -129,7 +132,12 @@ def scratch(tables: Tables) -> Scratch:
 
 
 def fenwick(x: np.ndarray) -> np.ndarray:
-    """Fenwick sums of each row of ``x`` (``(leaves, width)``, width a power of 2)."""
+    """Fenwick sums of each row of ``x`` (``(leaves, width)``, width a power of 2).
+
+    Rows of at most :data:`SCANNED` cells get none (width 0): they are scanned.
+    """
+    if x.shape[1] <= SCANNED:
+        return np.zeros((x.shape[0], 0), dtype=np.int32)
     width = 1 << max(int(x.shape[1]) - 1, 0).bit_length()
     fen = np.zeros((x.shape[0], width), dtype=np.int32)
     fen[:, : x.shape[1]] = x
@@ -142,12 +150,23 @@ def fenwick(x: np.ndarray) -> np.ndarray:
 
 @_inline
 def _persons(a, leaf):
+    if a.fen.shape[1] == 0:
+        n = 0
+        for c in range(a.x.shape[1]):
+            n += a.x[leaf, c]
+        return n
     return a.fen[leaf, a.fen.shape[1] - 1]
 
 
 @_inline
 def _find(a, leaf, k):
     """Return the cell of the ``k``-th person (0-based) of ``leaf``."""
+    if a.fen.shape[1] == 0:
+        c = 0
+        while k >= a.x[leaf, c]:
+            k -= a.x[leaf, c]
+            c += 1
+        return c
     pos = 0
     bit = a.fen.shape[1] >> 1
     while bit:

@@ -172,3 +172,25 @@ def test_partners_from_a_window_of_one_leaf_match_exact_enumeration(monkeypatch)
     post, draws = run(tree[2], seed=4)
     check_against_enumeration(tree, draws)
     assert post.idata.attrs["rhat_max"] < 1.05
+
+
+@pytest.mark.parametrize("cells", [4, 20])
+def test_a_drawn_person_is_found_in_their_cell_with_or_without_fenwick_sums(cells):
+    # rows of at most SCANNED cells are scanned, longer rows read their Fenwick sums
+    # (the enumeration trees have two cells: this is where the sums are checked)
+    from collections import namedtuple
+
+    from dpinfer.census import _lattice
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 4, size=(3, cells)).astype(np.int32)
+    rows = namedtuple("Rows", "x fen")(x, _lattice.fenwick(x))
+    assert (rows.fen.shape[1] == 0) == (cells <= _lattice.SCANNED)
+    for _ in range(20):  # moves keep the sums current
+        leaf, c = int(rng.integers(3)), int(rng.integers(cells))
+        _lattice._add(rows, leaf, c, 1)
+        np.testing.assert_array_equal(rows.fen, _lattice.fenwick(x))
+        n = _lattice._persons(rows, leaf)
+        assert n == x[leaf].sum()
+        found = [_lattice._find(rows, leaf, k) for k in range(n)]
+        np.testing.assert_array_equal(found, np.repeat(np.arange(cells), x[leaf]))
