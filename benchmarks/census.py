@@ -25,7 +25,8 @@ Synthetic releases (``dpinfer.census.synthetic_state``, the state total exact):
   (``after``) and by the kernel of the commit ``--before`` (``before``: that commit's
   ``dpinfer`` package, taken with ``git archive``, imported ahead of this one), each in
   its own process, and their ratio. The kernel rate is the median over ``--kernel-runs``
-  runs of ``--rounds`` rounds each, the two kernels' runs taken in turn.
+  runs of ``--rounds`` rounds each, the two kernels' runs taken in turn; ``--ess-draws 0``
+  leaves the ESS out.
 
 A *cell update* is one proposed move of one person (between two cells of a leaf,
 between two leaves, a birth or death, or a swap) scored against every measured cell it
@@ -374,7 +375,7 @@ def kernel_section(case: str, tmp: str, args) -> None:
     runs: dict = {stage: [] for stage in PLAN[case]}
     for k in range(args.kernel_runs):
         for stage in PLAN[case]:
-            if stage.startswith("ess") and k:
+            if stage.startswith("ess") and (k or not args.ess_draws):
                 continue
             runs[stage].append(run_child(case, stage, tmp, args, envs[stage]))
             print(json.dumps(dict(runs[stage][-1], run=k)), flush=True)
@@ -382,7 +383,7 @@ def kernel_section(case: str, tmp: str, args) -> None:
     rates = {s: float(np.median([r[key] for r in runs[s]])) for s in ("before", "after")}
     out = {"case": case, "before_commit": args.before, "median_" + key: rates,
            "after_over_before": rates["after"] / rates["before"]}  # fmt: skip
-    if "ess-after" in runs:
+    if runs.get("ess-after"):
         ess = "tract_total_ess_per_chains_cpu_s_median"
         out["ess_after_over_before"] = {
             k: runs["ess-after"][0][k] / runs["ess-before"][0][k]
