@@ -18,6 +18,10 @@ Synthetic releases (``dpinfer.census.synthetic_state``, the state total exact):
 * ``baseline``: the same compiled moves on a small state (1,200 blocks), and the same
   code run as plain Python (``NUMBA_DISABLE_JIT=1``): the ratio is the compiled
   kernel's speed-up over the plain-Python path of the same moves.
+* ``counties4``, ``counties8``: 4 and 8 counties of the ``state`` case's size (5,250
+  blocks each), streamed: the streamed run's peak resident set above its start should
+  not grow with the number of counties (printed side by side, with the largest
+  county's size).
 * ``ess``: a 2,400-block state, four chains; the bulk ESS per CPU second of the chains
   (and of the whole run) of a few block cells (traced) and of a few tract totals.
 * ``kernel`` (and ``kernel-pl94``): the compiled passes' rate on the ``state`` (and
@@ -73,6 +77,8 @@ SHAPES = {
     "pl94": ((10, 25, 3, 33), None),
     "baseline": ((2, 10, 2, 30), {"votingage": 2, "hispanic": 2}),
     "ess": ((4, 10, 3, 20), {"votingage": 2, "hispanic": 2}),
+    "counties4": ((4, 50, 3, 35), {"votingage": 2, "hispanic": 2}),
+    "counties8": ((8, 50, 3, 35), {"votingage": 2, "hispanic": 2}),
 }
 
 
@@ -342,6 +348,8 @@ PLAN = {
     "pl94": ("gls", "sample", "write", "stream"),
     "baseline": ("kernel", "plain"),
     "ess": ("ess",),
+    "counties4": ("write", "stream"),
+    "counties8": ("write", "stream"),
     "kernel": ("before", "after", "ess-before", "ess-after"),
     "kernel-pl94": ("before", "after"),
 }
@@ -394,7 +402,7 @@ def kernel_section(case: str, tmp: str, args) -> None:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", default="state,pl94,baseline,ess")
+    parser.add_argument("--cases", default="state,pl94,baseline,ess,counties4,counties8")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ess-draws", type=int, default=2400)
     parser.add_argument("--ess-tune", type=int, default=600)
@@ -409,6 +417,7 @@ def main():
         return
     print("machine: shared 2-core; CPU seconds by time.process_time, memory by VmHWM")
     bluedown(args.bluedown, args.bluedown_python)
+    streamed = {}
     for case in filter(None, args.cases.split(",")):
         results = {}
         with tempfile.TemporaryDirectory() as tmp:
@@ -423,6 +432,23 @@ def main():
             ratio = (results["kernel"]["kernel_cell_updates_per_cpu_s"]
                      / results["plain"]["kernel_cell_updates_per_cpu_s"])  # fmt: skip
             print(json.dumps({"case": "baseline", "compiled_over_plain_python": ratio}))
+        if case.startswith("counties"):
+            streamed[SHAPES[case][0][0]] = results["stream"]
+    if len(streamed) > 1:
+        print(json.dumps(streamed_growth(streamed)))
+
+
+def streamed_growth(streamed: dict) -> dict:
+    """The streamed runs' peak increase by number of counties, against the largest county."""
+    return {
+        "case": "streamed peak by counties",
+        "peak_increase_mb": {n: round(r["peak_increase_mb"], 1) for n, r in streamed.items()},
+        "largest_county_mb": {n: round(r["largest_part_mb"], 1) for n, r in streamed.items()},
+        "largest_county_with_histograms_mb": {
+            n: round(r["largest_part_mb"] + r["largest_part_histograms_mb"], 1)
+            for n, r in streamed.items()
+        },
+    }
 
 
 def bluedown(checkout, python):

@@ -271,6 +271,7 @@ def run_round(plan: Plan, top, seed, *, out: dict | None, draw: int) -> np.ndarr
             if out is not None:
                 _record(plan.layout, side, plan.store.get(("static", i)), out, draw)
             plan.store.put(i, side)
+        del sides, arenas  # else the last pair stays in memory while the next one is read
     if out is not None and top.r.shape[0]:
         assert plan.top_watch is not None, "a chain with a top arena watches it"
         out["top_summary"].add(top.r)

@@ -30,8 +30,11 @@ from ._units import Units
 
 __all__ = ["StreamedRelease"]
 
-#: Rows read at a time.
-CHUNK_ROWS = 250_000
+#: Rows read at a time. A chunk in pandas costs about 200 bytes a row (geocode and query
+#: strings as objects, the checked arrays beside them), so 20,000 rows stay within a few
+#: MB, below a county's arrays; 250,000 rows took 200 MB, 30 times a county of the
+#: benchmark's state, and set the streamed run's peak.
+CHUNK_ROWS = 20_000
 _FILE_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
 _TABLES = {"measurements": True, "invariants": False}  # stem: required
 
@@ -45,8 +48,8 @@ class StreamedRelease(contextlib.AbstractContextManager):
         A release folder in the documented layout (``release.json``, the
         ``measurements`` and ``invariants`` tables as ``.csv`` or ``.parquet``). Files
         are read through the folder's descriptor, never through a symbolic link.
-    chunk_rows : int, default 250,000
-        Rows read at a time.
+    chunk_rows : int, default 20,000
+        Rows read at a time (about 200 bytes a row while a chunk is checked).
 
     Attributes
     ----------

@@ -121,7 +121,7 @@ def stream_posterior(
         Of ``summary``.
     overwrite : bool, default False
         Passed to :class:`dpinfer.outputs.OutputFolder`.
-    chunk_rows : int, default 250,000
+    chunk_rows : int, default 20,000
         Rows of the release's tables read at a time.
     progressbar : bool, default True
 

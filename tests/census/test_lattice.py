@@ -78,14 +78,20 @@ def exact_posterior(rows, invariant, release, prior="flat", params=None):
     return np.stack(tables), p / p.sum()
 
 
-def run(release, seed, **prior):
+def run(release, seed, draws=4000, **prior):
     post = sample_posterior(
-        release, draws=4000, tune=100, chains=4, per_leaf=32, store_leaves=True, rng=seed,
+        release, draws=draws, tune=100, chains=4, per_leaf=32, store_leaves=True, rng=seed,
         progressbar=False, **prior,
     )  # fmt: skip
     leaves = release.units.leaves.size
     draws = np.asarray(post.idata.posterior["leaf_counts"]).reshape(4, -1, leaves, 2)
     return post, draws
+
+
+@pytest.fixture(scope="module")
+def sampled(tree):
+    """One long run of each tree, shared by the enumeration check and the summaries check."""
+    return run(tree[2], seed=1)
 
 
 def check_against_enumeration(tree, draws, prior="flat", params=None):
@@ -108,8 +114,8 @@ def check_against_enumeration(tree, draws, prior="flat", params=None):
     np.testing.assert_array_less(error, 5 * exact_sd / np.sqrt(ess))
 
 
-def test_the_lattice_posterior_matches_exact_enumeration(tree):
-    post, draws = run(tree[2], seed=1)
+def test_the_lattice_posterior_matches_exact_enumeration(tree, sampled):
+    post, draws = sampled
     check_against_enumeration(tree, draws)
     assert post.idata.attrs["rhat_max"] < 1.05
     assert post.clipped == 0
@@ -130,6 +136,7 @@ def test_the_lattice_posterior_under_a_prior_matches_exact_enumeration(prior, pa
 def test_planted_companion_dropping_the_invariant_fails(tree, monkeypatch):
     # the sampler believes no unit carries an invariant: birth and death moves run at
     # every leaf, so the draws leave the invariant's total and the enumeration check fails
+    # (its first assertion: a few hundred draws break it as surely as the full run)
     build = _plan.static_arrays
 
     def without_invariant(*args, **kwargs):
@@ -138,14 +145,14 @@ def test_planted_companion_dropping_the_invariant_fails(tree, monkeypatch):
         return static
 
     monkeypatch.setattr(_plan, "static_arrays", without_invariant)
-    _, draws = run(tree[2], seed=1)
-    with pytest.raises(AssertionError):
+    _, draws = run(tree[2], seed=1, draws=250)
+    with pytest.raises(AssertionError, match="breaks the invariant"):
         check_against_enumeration(tree, draws)
 
 
-def test_summaries_match_the_stored_draws(tree):
+def test_summaries_match_the_stored_draws(tree, sampled):
     release = tree[2]
-    post, draws = run(release, seed=2)
+    post, draws = sampled
     draws = draws.reshape(-1, *draws.shape[2:])
     leaves = release.units.leaves
     order = np.argsort(release.units.geocodes[leaves].astype(str))

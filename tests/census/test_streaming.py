@@ -1,13 +1,15 @@
 """A release folder read and sampled one county at a time gives the in-memory run's results."""
 
 import os
+import tracemalloc
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from dpinfer import census
-from dpinfer.census import StreamedRelease, stream_posterior
+from dpinfer.census import StreamedRelease, _streaming, stream_posterior
+from dpinfer.census._chains import MemoryStore
 from dpinfer.census._parts import Partition, ReleaseParts
 from dpinfer.census._units import Units
 
@@ -94,3 +96,57 @@ def test_each_part_tree_equals_the_tree_of_its_geocodes(release):
         got = partition.tree(i)
         for field in ("geocodes", "parent", "depth", "level_start", "first_child", "n_children"):
             np.testing.assert_array_equal(getattr(got, field), getattr(expected, field))
+
+
+class _KeepEveryPart(MemoryStore):
+    """A planted store: every county's chain state and summaries stay in memory."""
+
+    def __init__(self, release):
+        super().__init__()
+
+
+def _streamed_peak(path, out) -> int:
+    """The peak traced memory (bytes) of a streamed run of the folder ``path``."""
+    tracemalloc.start()
+    try:
+        stream_posterior(path, out, draws=2, tune=0, chains=1, rng=4, progressbar=False,
+                         chunk_rows=500)  # fmt: skip
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _growth(folders, out) -> int:
+    """How much the streamed run's peak grows from 4 to 8 counties of the same size."""
+    return _streamed_peak(folders[8], out / "8") - _streamed_peak(folders[4], out / "4")
+
+
+@pytest.fixture(scope="module")
+def four_and_eight_counties(tmp_path_factory):
+    """Release folders of 4 and 8 counties of 64 blocks each (the first 4 alike)."""
+    folders = {}
+    for n in (4, 8):
+        truth = census.synthetic_state(AXES, shape=(n, 4, 2, 8), mean_block=30, rng=1)
+        folders[n] = tmp_path_factory.mktemp(f"counties{n}") / "release"
+        census.write_release(census.synthetic_release(truth, census.pl94_variances(AXES),
+                                                      rng=2), folders[n])  # fmt: skip
+    _streamed_peak(folders[4], tmp_path_factory.mktemp("warm") / "out")  # first-use imports
+    return folders
+
+
+#: The peak's allowed growth from 4 to 8 counties: the tree's units (geocodes and links,
+#: about 0.6 KB a unit, 308 more units) and noise. Measured: 100 to 180 KB over repeated
+#: runs (the peak itself about 1.3 MB, set by the chunk read and the summary written);
+#: keeping the 4 more counties' chain states and summaries adds about 650 KB.
+GROWTH_BOUND = 400 * 1024
+
+
+def test_the_streamed_peak_does_not_grow_with_the_counties(four_and_eight_counties, tmp_path):
+    assert _growth(four_and_eight_counties, tmp_path) < GROWTH_BOUND
+
+
+def test_planted_companion_keeping_every_county_in_memory_grows(
+    four_and_eight_counties, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(_streaming, "DiskStore", _KeepEveryPart)
+    assert _growth(four_and_eight_counties, tmp_path) >= GROWTH_BOUND
