@@ -39,9 +39,9 @@ def _host(function):
         return np.asarray(function(*(np.asarray(x, dtype=float) for x in args)), dtype=float)
 
     def call(*args):
-        args = [jnp.asarray(x, dtype=jnp.float64) for x in args]
-        shape = jax.ShapeDtypeStruct(jnp.broadcast_shapes(*(x.shape for x in args)), jnp.float64)
-        return jax.pure_callback(on_host, shape, *args, vmap_method="broadcast_all")
+        arrays = [jnp.asarray(x, dtype=jnp.float64) for x in args]
+        shape = jax.ShapeDtypeStruct(jnp.broadcast_shapes(*(x.shape for x in arrays)), jnp.float64)
+        return jax.pure_callback(on_host, shape, *arrays, vmap_method="broadcast_all")
 
     return call
 
