@@ -84,9 +84,11 @@ def _at(form, table, n, j, row, s):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _walk(lam, row):
-    """Walk from the last mode to the first s where ``t`` stops rising; NaN after 8 steps."""
-    s, up, step = row[AT], row[UP], row[STEP]
+def _walk(lam, s, up, step):
+    """Walk from ``s`` (``up = exp(A - B s)``) to the first s where ``t`` stops rising.
+
+    NaN after 8 steps.
+    """
     for _ in range(8):
         if _rises(lam, up, s):
             s += 1.0
@@ -97,6 +99,27 @@ def _walk(lam, row):
         else:
             return s
     return math.nan
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _jump(lam, s, gauss_a, gauss_b):
+    """Return an integer next to the mode, by Newton's method from ``s``.
+
+    ``t`` rises at s while ``g(s) = log lam + A - B s - log(s + 1) > 0``; ``g``
+    is decreasing and convex (``B > 0``), so the first Newton step from any point
+    lands at or left of its root, and the following ones climb to it. The mode is
+    the root rounded up: :func:`_walk` finishes from the integer below.
+    """
+    log_lam, x = math.log(lam), s
+    for _ in range(64):
+        g = log_lam + gauss_a - gauss_b * x - math.log(x + 1.0)
+        if x == 0.0 and g <= 0.0:
+            break
+        move = g / (gauss_b + 1.0 / (x + 1.0))
+        x = max(x + move, 0.0)
+        if abs(move) < 0.5:
+            break
+    return math.floor(x)
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -146,15 +169,21 @@ def _in_range(row):
 def ready(lam, form, table, n, j, row):
     """Find cell j's mode from its last one and set its constants; False if this path cannot.
 
-    False, leaving the cell to :func:`._kernels._cell`, when ``lam`` is not
-    finite and at least ``_SMALLEST``, the mode is unknown or more than 8 steps away,
-    or ``exp(A - B s)`` leaves the floating-point range.
+    A mode more than 8 counts away is jumped to (:func:`_jump`). False, leaving
+    the cell to :func:`._kernels._cell`, when ``lam`` is not finite and at least
+    ``_SMALLEST``, the mode is unknown or not found, or ``exp(A - B s)`` leaves the
+    floating-point range.
     """
     if not (_SMALLEST <= lam < math.inf and row[MODE] >= 0.0):
         return False
     if row[AT] != row[MODE]:
         _at(form, table, n, j, row, row[MODE])
-    mode = _walk(lam, row)
+    mode = _walk(lam, row[AT], row[UP], row[STEP])
+    if math.isnan(mode):  # moved more than 8 counts: jump near it, and walk from there
+        gauss_a, gauss_b = row[GA], row[GB]
+        start = _jump(lam, row[MODE], gauss_a, gauss_b)
+        if start < _LARGEST:
+            mode = _walk(lam, start, math.exp(gauss_a - gauss_b * start), row[STEP])
     if not mode < _LARGEST:  # NaN: the walk did not end
         return False
     _at(form, table, n, j, row, mode)

@@ -269,3 +269,40 @@ def test_a_tiny_rate_at_mode_zero_with_a_negative_release_sums_exactly():
     logp, score, _ = sweep([1e-300], pairs, state)
     assert abs(logp[0] - log_marginal("poisson", 1e-300, 0, pairs)) <= 2 * TOL
     assert np.isfinite(score[0])
+
+
+# rates a step moves by far more than 8 counts: from tiny to large (the reference sums a window
+# of 60 sd: 4e5 is its largest cheap rate), and back
+JUMPS = [1e-8, 0.3, 900.0, 2e3, 6e3, 4e5, 37.0, 1e-8]
+
+
+@pytest.mark.parametrize("mech", ["discrete gaussian", "gaussian", "twice", "wide"])
+def test_a_mode_that_moves_far_is_jumped_to_on_the_fast_path(mech):
+    # A cell whose mode moved more than 8 counts is found by Newton's method and a walk, not
+    # the general sum; the sums stay those of the brute force, the scores its gradient.
+    pairs = GAUSSIANS[mech]
+    state = fresh(1)
+    sweep([JUMPS[0]], pairs, state)
+    for before, rate in zip(JUMPS[:-1], JUMPS[1:], strict=True):
+        logp, score, _ = sweep([rate], pairs, state)
+        assert state[0, P.AT] == state[0, P.MODE], (before, rate)  # the fast path summed it
+        searched = fresh(1)
+        sweep([rate], pairs, searched)  # the general sum's mode, found by its own search
+        assert state[0, P.MODE] == searched[0, P.MODE]
+        exact = reference(mech, rate)
+        assert abs(logp[0] - exact) <= 2 * TOL + 1e-12 * abs(exact), rate
+        if rate > 1.0:
+            h = 1e-5 * rate
+            fd = (reference(mech, rate + h) - reference(mech, rate - h)) / (2 * h)
+            assert score[0] == pytest.approx(fd, rel=1e-5, abs=1e-7), rate
+
+
+def test_companion_a_cell_on_the_general_sum_is_told_from_the_fast_path():
+    # Planted failure of the check above: a subnormal rate takes the general sum, which finds
+    # the mode but leaves the fast path's constants at the last one, so AT != MODE
+    pairs = GAUSSIANS["wide"]
+    state = fresh(1)
+    sweep([900.0], pairs, state)
+    sweep([900.0], pairs, state)
+    sweep([1e-310], pairs, state)
+    assert state[0, P.AT] != state[0, P.MODE]
