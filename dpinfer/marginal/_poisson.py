@@ -180,7 +180,7 @@ def ready(lam, form, table, n, j, row):
         _at(form, table, n, j, row, row[MODE])
     mode = _walk(lam, row[AT], row[UP], row[STEP])
     if math.isnan(mode):  # moved more than 8 counts: jump near it, and walk from there
-        gauss_a, gauss_b = row[GA], row[GB]
+        gauss_a, gauss_b = _gaussian_ratio(form, n, j)
         start = _jump(lam, row[MODE], gauss_a, gauss_b)
         if start < _LARGEST:
             mode = _walk(lam, start, math.exp(gauss_a - gauss_b * start), row[STEP])
