@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --quiet "torch==$(TORCH_VERSION)"
-	$(BIN)/python -m pip install --quiet --quiet -e ".[test,distributed,neural,nutpie]"
+	$(BIN)/python -m pip install --quiet --quiet -e ".[test,distributed,neural,parquet,nutpie]"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -81,7 +81,7 @@ def _add_example_parser(chooser, example) -> None:
         description=f"{example.title}. {example.paper}. Expected run time {example.runtime}.",
     )
     for opt in example.options:
-        choices = getattr(opt.check, "choices", None)
+        choices = None if hasattr(opt.check, "several") else getattr(opt.check, "choices", None)
         sub.add_argument(
             opt.cli_flag,
             dest=f"option_{opt.name}",
@@ -282,7 +282,8 @@ def _out_folder(text: str):
 
 def _valid(opt) -> str:
     # the documented range and the default, for --help; '%' is argparse's format character
-    text = opt.range + ("" if opt.default is None else f"; default: {_show(opt.default)}")
+    default = ",".join(opt.default) if hasattr(opt.check, "several") else _show(opt.default)
+    text = opt.range + ("" if opt.default is None else f"; default: {default}")
     return text.replace("%", "%%")
 
 

@@ -20,9 +20,11 @@ from dpinfer.example import (
     distribution_rows,
     draw_rows,
     finite,
+    folder,
     integer,
     mle_rows,
     positive,
+    subset,
     vector,
     yes_no,
 )
@@ -39,6 +41,8 @@ from dpinfer.example import (
         (yes_no, "yes", True),
         (yes_no, False, False),
         (choice("a", "b"), "b", "b"),
+        (subset("a", "b", "c"), "c, a,c", ("c", "a")),
+        (subset("a", "b"), ["b"], ("b",)),
     ],
 )
 def test_option_checks_accept(check, value, expected):
@@ -62,11 +66,33 @@ def test_option_checks_accept(check, value, expected):
         (vector(2), "1 nan", "x[1] must be a finite number"),
         (yes_no, "maybe", "x must be yes or no"),
         (choice("a", "b"), "c", "x must be one of a, b; got 'c'"),
+        (subset("a", "b"), "a,", "x must be a comma-separated subset of a,b, got 'a,'"),
+        (subset("a", "b"), "", "x must be a comma-separated subset of a,b, got ''"),
+        (folder("f", holding="f"), 3, "x must be a folder holding f, got int"),
     ],
 )
 def test_option_checks_refuse_by_name(check, value, message):
     with pytest.raises((ValueError, TypeError), match=re.escape(message)):
         check("x", value)
+
+
+def test_a_folder_option_needs_a_real_folder_with_its_files(tmp_path):
+    check = folder("meta.json", "table.csv|table.parquet", holding="meta.json and a table")
+    release = tmp_path / "release"
+    release.mkdir()
+    (release / "meta.json").write_text("{}")
+    with pytest.raises(ValueError, match=r"x must be a folder holding .* has no table.csv or"):
+        check("x", release)
+    (release / "table.parquet").write_bytes(b"")
+    assert check("x", release) == str(release)
+    (tmp_path / "link").symlink_to(release, target_is_directory=True)
+    for path in (tmp_path / "link", release / "meta.json", tmp_path / "none", ""):
+        with pytest.raises(ValueError, match="is not a folder"):
+            check("x", path)
+    (release / "table.parquet").unlink()
+    (release / "table.csv").symlink_to(release / "meta.json")  # a link is not the file
+    with pytest.raises(ValueError, match="has no table.csv or table.parquet"):
+        check("x", release)
 
 
 def test_vector_of_a_users_own_check_without_a_range():

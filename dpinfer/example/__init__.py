@@ -8,7 +8,8 @@ analysis, plus
   time and :class:`Option` list (the release, the privacy budget, prior
   hyperparameters, sample sizes), each with a default and an argument check
   with its documented range (:func:`between`, :func:`integer`, :func:`vector`,
-  :func:`yes_no`, :func:`choice`, :func:`positive`, :func:`finite`), shown in
+  :func:`yes_no`, :func:`choice`, :func:`subset`, :func:`folder`, :func:`positive`,
+  :func:`finite`), shown in
   ``--help`` and applied by :meth:`Example.run` before anything is computed;
 * ``run(*, <options>, rng=None, progressbar=True, verbose=False)``, returning a
   :class:`Result`: a :class:`Report` (one :class:`Row` per analysis and
@@ -76,7 +77,17 @@ ValueError: center must be from -10 to 10, got '11'
 """
 
 from ._budget import REJECTION_BUDGET, SamplerPlan, plan_sampler
-from ._checks import between, choice, finite, integer, positive, vector, yes_no
+from ._checks import (
+    between,
+    choice,
+    finite,
+    folder,
+    integer,
+    positive,
+    subset,
+    vector,
+    yes_no,
+)
 from ._figures import density_figure, interval_figure, new_figure
 from ._nuts import NUTS_DRAWS, NUTS_OPTIONS, fit_each, nuts_options
 from ._report import mle_interval_notes, nuts_note, save_run, smc_note
@@ -115,6 +126,7 @@ __all__ = [
     "draw_rows",
     "fit_each",
     "finite",
+    "folder",
     "idata_draws",
     "integer",
     "interval_figure",
@@ -127,6 +139,7 @@ __all__ = [
     "positive",
     "save_run",
     "smc_note",
+    "subset",
     "value_rows",
     "vector",
     "yes_no",

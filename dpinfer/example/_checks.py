@@ -2,13 +2,18 @@
 
 Each check takes ``(name, text or value)`` and returns the value, converted and
 checked, or raises ValueError/TypeError naming the option; ``check.range`` says
-the valid values in words and ``check.bounds`` gives the ends of a range.
+the valid values in words, and one attribute lists them for the tests and the
+command line: ``check.bounds`` the ends of a range, ``check.choices`` the words
+allowed (with ``check.several`` when a comma-separated subset of them is), or
+``check.requires`` the files a folder must hold.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import os
+import stat
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -221,6 +226,70 @@ def choice(*values: str) -> Callable[[str, Any], str]:
 
     _attach(check, choices=values)
     return _described(check, "one of " + ", ".join(values), None)
+
+
+def subset(*values: str) -> Callable[[str, Any], tuple[str, ...]]:
+    """Return the check of a comma-separated subset of the given strings: at least one, each once.
+
+    Examples
+    --------
+    >>> from dpinfer.example import subset
+    >>> subset("naive", "gls", "posterior")("methods", "gls, naive,gls")
+    ('gls', 'naive')
+    """
+    text = "a comma-separated subset of " + ",".join(values)
+
+    def check(name: str, value) -> tuple[str, ...]:
+        items = list(value) if isinstance(value, list | tuple) else str(value).split(",")
+        chosen = tuple(dict.fromkeys(str(item).strip() for item in items))
+        if not chosen or any(c not in values for c in chosen):
+            raise ValueError(f"{name} must be {text}, got {value!r}")
+        return chosen
+
+    _attach(check, choices=values, several=True)
+    return _described(check, text, None)
+
+
+def folder(*required: str, holding: str) -> Callable[[str, Any], str]:
+    """Return the check of an existing folder (not a symbolic link) holding ``required``.
+
+    Parameters
+    ----------
+    *required : str
+        Each names one file, or alternatives joined by ``|``
+        (``"table.csv|table.parquet"``); the folder must hold one of each.
+    holding : str
+        What the folder holds, in words (``check.range``).
+
+    Returns
+    -------
+    callable
+        ``check(name, value) -> str``, with ``check.range`` and ``check.requires``.
+    """
+    text = f"a folder holding {holding}"
+
+    def check(name: str, value) -> str:
+        if not isinstance(value, str | os.PathLike):
+            raise TypeError(f"{name} must be {text}, got {type(value).__name__}")
+        path = os.fspath(value)
+        if not (path and _is(stat.S_ISDIR, path)):
+            raise ValueError(f"{name} must be {text}; {path!r} is not a folder")
+        for item in required:
+            names = item.split("|")
+            if not any(_is(stat.S_ISREG, os.path.join(path, n)) for n in names):
+                raise ValueError(f"{name} must be {text}; {path!r} has no {' or '.join(names)}")
+        return path
+
+    _attach(check, requires=required)
+    return _described(check, text, None)
+
+
+def _is(kind: Callable[[int], bool], path: str) -> bool:
+    """Whether ``path`` exists and is of ``kind``, a symbolic link being of no other kind."""
+    try:
+        return kind(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def _described(check: Callable, range_text: str, bounds) -> Callable:

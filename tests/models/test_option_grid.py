@@ -71,8 +71,11 @@ def test_every_option_documents_its_range(capsys):
     for example in EXAMPLES.values():
         for opt in example.options:
             assert opt.range, f"{example.name} {opt.cli_flag} has no documented range"
-            choices = getattr(opt.check, "choices", None) or opt.range == "yes or no"
-            assert choices or opt.check.bounds is not None, (example.name, opt.name)
+            listed = getattr(opt.check, "choices", None) or getattr(opt.check, "requires", None)
+            assert listed or opt.range == "yes or no" or opt.check.bounds is not None, (
+                example.name,
+                opt.name,
+            )
         with pytest.raises(SystemExit):
             cli.main(["run", example.name, "--help"])
         text = " ".join(capsys.readouterr().out.split())

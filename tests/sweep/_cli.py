@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+from pathlib import Path
 
 from dpinfer import _run_command, cli
 from dpinfer import example as _example
@@ -32,6 +33,8 @@ _BAD_TEXT = {
     "integer": (*_NOT_A_NUMBER, "nan", "inf", "2.5", "-1", "0", str(2**70)),
     "yes_no": ("maybe", "", "2", "nan"),
     "choice": ("", "other", "AUTO"),
+    "subset": ("", ",", "other", "AUTO", "naive,other"),
+    "folder": ("", "no-such-folder", __file__, str(Path(__file__).parent)),
 }
 
 
@@ -42,6 +45,10 @@ def _kind(check) -> str:
         return "finite"
     if check is _example.yes_no:
         return "yes_no"
+    if hasattr(check, "requires"):
+        return "folder"
+    if hasattr(check, "several"):
+        return "subset"
     if hasattr(check, "choices"):
         return "choice"
     if hasattr(check, "size"):

@@ -1,0 +1,462 @@
+r"""Compiled Metropolis-Hastings moves on the lattice of integer, non-negative leaf tables.
+
+The state lives in *arenas* (:class:`Arena`), one per subtree (a county and
+everything below it) and one for the units above the subtrees (the state):
+each leaf's detailed counts ``x``, a Fenwick tree of them (``fen``, to draw a
+person uniformly in ``O(log cells)``), and every unit's query cells as
+residuals ``r = released - current`` (int32). A move changes counts by one
+person and is scored against every measured cell it changes, on the paths
+from the leaves to the root, through the discrete Gaussian's exact pmf ratio
+(:func:`dpinfer.census._noise_term.step_log_ratio`, from the line of each
+cell's noise law), times the proposal's and the prior's ratios.
+
+Four moves, each refused (before scoring) where it would break an invariant.
+A person is drawn uniformly among a leaf's persons (cell ``c`` with
+probability ``x_c / n``), so the Hastings ratios hold the counts:
+
+* **within a leaf**: a person of cell ``c1`` moves to ``c2``, drawn among the
+  other cells that agree with ``c1`` on every axis an invariant on the leaf's
+  path keeps; ratio ``(x_c2 + 1) / x_c1``;
+* **between leaves**: a person of cell ``c`` moves from ``src`` to ``dst`` (the
+  current leaf and a partner, either way with probability 1/2); ratio
+  ``((x^dst_c + 1) / (n_dst + 1)) / (x^src_c / n_src)``; refused if a unit below
+  the two leaves' lowest common ancestor carries an invariant;
+* **birth or death**: a person enters a uniform cell or a drawn person leaves
+  (probability 1/2 each), only where no unit on the leaf's path carries an
+  invariant; ratios ``d (x_c + 1) / (n + 1)`` and ``n / (d x_c)``;
+* **swap**: a person of ``c1`` in the current leaf and one of ``c2`` in the
+  partner exchange cells (both leaves' invariant axes must agree on them); ratio
+  ``(x_c2 + 1)(x'_c1 + 1) / (x_c1 x'_c2)``.
+
+Moves between two leaves are scored at the units strictly below their lowest
+common ancestor (the units above it do not change), so the partner may be
+drawn by any rule that does not look at the counts.
+
+A *subtree pass* (:func:`run_subtree`) runs the moves that keep the subtree's
+detailed counts (between leaves and swaps, the partner drawn under the leaf's
+ancestor at a depth ``t`` in ``tmin..tmax``); given those counts the subtrees
+are independent. A *pair pass* (:func:`run_pair`) runs, on the leaves of two
+subtrees, the moves within a leaf, births and deaths, and moves and swaps whose
+partner is a leaf of the other subtree; it reads and writes the top arena.
+
+A *cell update*, as the rates count it, is one proposed move of one person
+scored against every measured cell it changes and then accepted or rejected;
+proposals refused before scoring (an empty leaf, a move an invariant forbids)
+are not counted.
+
+The kernels are compiled without numba's reference counting (they allocate
+nothing; the caller passes the buffers of :func:`scratch`) and with every
+helper inlined: an array handed to a function, or taken from a tuple, is
+otherwise reference-counted at every use, which costs more than the move itself.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from ._noise_term import step_log_ratio
+from ._prefetch import prefetch_row
+from ._xoshiro import below, uniform
+
+__all__ = ["Arena", "Scratch", "Tables", "fenwick", "run_pair", "run_subtree", "scratch"]
+
+FLAT, POISSON, NEGATIVE_BINOMIAL = 0, 1, 2
+REFUSED, REJECTED, ACCEPTED = 0, 1, 2
+WITHIN, BETWEEN, BIRTH_DEATH = 0, 1, 2
+
+#: Entry points: compiled once (cached), no reference counting.
+_kernel = numba.njit(cache=True, _nrt=False)
+#: Helpers: inlined into the entry points.
+_inline = numba.njit(cache=True, inline="always", _nrt=False)
+
+
+class Tables(NamedTuple):
+    """What every arena shares: the query cells of each detailed cell, the invariant groups."""
+
+    cidx: np.ndarray  # (cells, queries) int32: flat query cell of each detailed cell
+    law_col: np.ndarray  # (cells, queries) int32: column of Arena.intercept of each of those
+    perm: np.ndarray  # (groups, cells) int32: cells sorted by their invariant axes' values
+    pos: np.ndarray  # (groups, cells) int32: inverse of perm
+    gsize: np.ndarray  # (groups,) int32: cells per value of the invariant axes
+    prior: int  # FLAT, POISSON or NEGATIVE_BINOMIAL
+    pa: np.ndarray  # (cells,) float64: Poisson rate, or negative binomial size
+    pb: np.ndarray  # (cells,) float64: negative binomial mean / (mean + size)
+    top_depth: int  # depths served by the top arena (1: the root; 0: no top arena)
+
+
+class Arena(NamedTuple):
+    """One subtree's chain state and fixed arrays (or the top units', without leaves)."""
+
+    x: np.ndarray  # (leaves, cells) int32 detailed counts
+    fen: np.ndarray  # (leaves, width) int32 Fenwick sums of x's rows (width a power of 2)
+    r: np.ndarray  # (units, query cells) int32 residuals released - current
+    intercept: np.ndarray  # (units, columns) float64: noise laws' intercepts (0: not measured)
+    anc: np.ndarray  # (leaves, depths) int32: the unit at each depth (the top's above top_depth)
+    depth: np.ndarray  # (leaves,) int32
+    leaf_lo: np.ndarray  # (units,) int32: each unit's leaves are leaf_lo:leaf_hi
+    leaf_hi: np.ndarray
+    deepest: np.ndarray  # (leaves,) int32: deepest invariant on the path (-1: none)
+    group: np.ndarray  # (leaves,) int32: invariant group (Tables.perm row)
+
+
+class Scratch(NamedTuple):
+    """The query cells one move changes, their noise laws' columns and their steps (+-1)."""
+
+    cell: np.ndarray
+    col: np.ndarray
+    step: np.ndarray
+
+
+def scratch(tables: Tables) -> Scratch:
+    """Buffers for the cells one move changes (two per query at most)."""
+    size = 2 * tables.cidx.shape[1]
+    return Scratch(np.empty(size, np.uint64), np.empty(size, np.uint64), np.empty(size, np.int64))
+
+
+def fenwick(x: np.ndarray) -> np.ndarray:
+    """Fenwick sums of each row of ``x`` (``(leaves, width)``, width a power of 2)."""
+    width = 1 << max(int(x.shape[1]) - 1, 0).bit_length()
+    fen = np.zeros((x.shape[0], width), dtype=np.int32)
+    fen[:, : x.shape[1]] = x
+    for i in range(1, width + 1):
+        j = i + (i & -i)
+        if j <= width:
+            fen[:, j - 1] += fen[:, i - 1]
+    return fen
+
+
+@_inline
+def _persons(a, leaf):
+    return a.fen[leaf, a.fen.shape[1] - 1]
+
+
+@_inline
+def _find(a, leaf, k):
+    """Return the cell of the ``k``-th person (0-based) of ``leaf``."""
+    pos = 0
+    bit = a.fen.shape[1] >> 1
+    while bit:
+        before = a.fen[leaf, pos + bit - 1]
+        step = before <= k
+        k -= before * step
+        pos += bit * step
+        bit >>= 1
+    return pos
+
+
+@_inline
+def _add(a, leaf, c, v):
+    a.x[leaf, c] += v
+    i = c + 1
+    while i <= a.fen.shape[1]:
+        a.fen[leaf, i - 1] += v
+        i += i & -i
+
+
+@_inline
+def _up(tb, c, k):
+    """``prior(k + 1) / prior(k)`` for detailed cell ``c``."""
+    if tb.prior == FLAT:
+        return 1.0
+    if tb.prior == POISSON:
+        return tb.pa[c] / (k + 1.0)
+    return (k + tb.pa[c]) / (k + 1.0) * tb.pb[c]
+
+
+@_inline
+def _terms(tb, c_out, c_in, buf):
+    """List the query cells a person changes leaving ``c_out``, entering ``c_in`` (-1: none)."""
+    m = 0
+    for j in range(tb.cidx.shape[1]):
+        i_out = tb.cidx[c_out, j] if c_out >= 0 else -1
+        i_in = tb.cidx[c_in, j] if c_in >= 0 else -1
+        if i_out == i_in:
+            continue
+        if i_out >= 0:
+            buf.cell[m], buf.col[m], buf.step[m] = i_out, tb.law_col[c_out, j], -1
+            m += 1
+        if i_in >= 0:
+            buf.cell[m], buf.col[m], buf.step[m] = i_in, tb.law_col[c_in, j], 1
+            m += 1
+    return m
+
+
+@_inline
+def _units(r, intercept, anc, leaf, first, last, buf, m, sign, apply):
+    """Score (or, with ``apply``, make) the change ``sign * step`` of the listed cells.
+
+    At the units of depths ``first:last`` on ``leaf``'s path (up to its own depth).
+    """
+    delta = 0.0
+    for t in range(first, last):
+        if anc[leaf, t] < 0:
+            break
+        u = np.uint64(anc[leaf, t])
+        for k in range(m):
+            step = sign * buf.step[k]
+            if apply:
+                r[u, buf.cell[k]] -= step
+            else:
+                delta += step_log_ratio(intercept[u, buf.col[k]], r[u, buf.cell[k]], step)
+    return delta
+
+
+@_inline
+def _path(tb, top, a, leaf, buf, m, apply):
+    """:func:`_units` on ``leaf``'s whole path: the top arena's units, then its own."""
+    levels = a.anc.shape[1]
+    last = min(tb.top_depth, levels)
+    delta = _units(top.r, top.intercept, a.anc, leaf, 0, last, buf, m, 1, apply)
+    return delta + _units(a.r, a.intercept, a.anc, leaf, tb.top_depth, levels, buf, m, 1, apply)
+
+
+@_inline
+def _below_ancestor(a, leaf, first, buf, m, sign, apply):
+    """:func:`_units` on ``leaf``'s path from depth ``first`` down."""
+    return _units(a.r, a.intercept, a.anc, leaf, first, a.anc.shape[1], buf, m, sign, apply)
+
+
+@_inline
+def _accept(s, delta, ratio):
+    if delta >= 0.0 and ratio >= 1.0:  # odds >= 1 without the exponential
+        return True
+    odds = np.exp(delta) * ratio
+    return odds >= 1.0 or uniform(s) < odds
+
+
+@_inline
+def _within(tb, top, a, leaf, buf, s):
+    n = _persons(a, leaf)
+    g = a.group[leaf]
+    size = tb.gsize[g]
+    if n == 0 or size < 2:
+        return REFUSED
+    c1 = _find(a, leaf, below(s, n))
+    p = tb.pos[g, c1]
+    k = below(s, size - 1)
+    if k >= p % size:
+        k += 1
+    c2 = tb.perm[g, p - p % size + k]
+    m = _terms(tb, c1, c2, buf)
+    x1, x2 = a.x[leaf, c1], a.x[leaf, c2]
+    delta = _path(tb, top, a, leaf, buf, m, False)
+    if not _accept(s, delta, (x2 + 1.0) / x1 * _up(tb, c2, x2) / _up(tb, c1, x1 - 1)):
+        return REJECTED
+    _path(tb, top, a, leaf, buf, m, True)
+    _add(a, leaf, c1, -1)
+    _add(a, leaf, c2, 1)
+    return ACCEPTED
+
+
+@_inline
+def _birth_death(tb, top, a, leaf, buf, s):
+    n = _persons(a, leaf)
+    d = a.x.shape[1]
+    if uniform(s) < 0.5:
+        c, sign = below(s, d), -1
+        k = a.x[leaf, c]
+        ratio = d * (k + 1.0) / (n + 1.0) * _up(tb, c, k)
+    else:
+        if n == 0:
+            return REFUSED
+        c, sign = _find(a, leaf, below(s, n)), 1
+        k = a.x[leaf, c]
+        ratio = n / (d * float(k)) / _up(tb, c, k - 1)
+    m = _terms(tb, c, -1, buf)
+    for i in range(m):
+        buf.step[i] *= sign
+    delta = _path(tb, top, a, leaf, buf, m, False)
+    if not _accept(s, delta, ratio):
+        return REJECTED
+    _path(tb, top, a, leaf, buf, m, True)
+    _add(a, leaf, c, -sign)
+    return ACCEPTED
+
+
+@_inline
+def _exchange(tb, first, a, leaf, b, other, c_out, c_in, ratio, buf, s):
+    """At ``leaf`` a person leaves ``c_out`` for ``c_in``; at ``other`` one does the reverse.
+
+    A cell of -1 is none (a person moving between the leaves). Scored at the units of
+    depth ``first`` and below on both paths, with the proposal and prior ``ratio``.
+    """
+    m = _terms(tb, c_out, c_in, buf)
+    delta = _below_ancestor(a, leaf, first, buf, m, 1, False)
+    delta += _below_ancestor(b, other, first, buf, m, -1, False)
+    if not _accept(s, delta, ratio):
+        return REJECTED
+    _below_ancestor(a, leaf, first, buf, m, 1, True)
+    _below_ancestor(b, other, first, buf, m, -1, True)
+    for cell, step in ((c_out, -1), (c_in, 1)):
+        if cell >= 0:
+            _add(a, leaf, cell, step)
+            _add(b, other, cell, -step)
+    return ACCEPTED
+
+
+@_inline
+def _transfer(tb, first, sa, src, da, dst, buf, s):
+    """Move one person of a drawn cell from leaf ``src`` to ``dst`` (depths ``first`` on)."""
+    n_src = _persons(sa, src)
+    if n_src == 0:
+        return REFUSED
+    c = _find(sa, src, below(s, n_src))
+    n_dst = _persons(da, dst)
+    k_src, k_dst = sa.x[src, c], da.x[dst, c]
+    ratio = (k_dst + 1.0) / (n_dst + 1.0) * n_src / k_src
+    ratio *= _up(tb, c, k_dst) / _up(tb, c, k_src - 1)
+    return _exchange(tb, first, sa, src, da, dst, c, -1, ratio, buf, s)
+
+
+@_inline
+def _same_block(tb, g, c1, c2):
+    return tb.pos[g, c1] // tb.gsize[g] == tb.pos[g, c2] // tb.gsize[g]
+
+
+@_inline
+def _swap(tb, first, a, leaf, b, other, buf, s):
+    """Exchange the cells of a person of ``leaf`` and one of ``other`` (depths ``first`` on)."""
+    n_a, n_b = _persons(a, leaf), _persons(b, other)
+    if n_a == 0 or n_b == 0:
+        return REFUSED
+    c1 = _find(a, leaf, below(s, n_a))
+    c2 = _find(b, other, below(s, n_b))
+    if c1 == c2 or not (
+        _same_block(tb, a.group[leaf], c1, c2) and _same_block(tb, b.group[other], c1, c2)
+    ):
+        return REFUSED
+    a1, a2, b1, b2 = a.x[leaf, c1], a.x[leaf, c2], b.x[other, c1], b.x[other, c2]
+    ratio = (a2 + 1.0) * (b1 + 1.0) / (a1 * float(b2)) * _up(tb, c2, a2) * _up(tb, c1, b1)
+    ratio /= _up(tb, c1, a1 - 1) * _up(tb, c2, b2 - 1)
+    return _exchange(tb, first, a, leaf, b, other, c1, c2, ratio, buf, s)
+
+
+@_inline
+def _common_depth(anc, leaf, other, t):
+    """Depth of the lowest common ancestor of two leaves that share the one at depth ``t``."""
+    same = True
+    depth = t
+    for d in range(t + 1, anc.shape[1]):
+        same = same and anc[leaf, d] >= 0 and anc[leaf, d] == anc[other, d]
+        depth += same
+    return depth
+
+
+@_inline
+def _tally(counts, code):
+    if code != REFUSED:
+        counts[0] += 1
+        if code == ACCEPTED:
+            counts[1] += 1
+
+
+@_inline
+def _cycle(t, tmin, tmax):
+    return tmin if t == tmax else t + 1
+
+
+@_inline
+def _partner(a, leaf, t, s):
+    """Draw a leaf among the others under ``leaf``'s ancestor at depth ``t`` (-1: none)."""
+    if t >= a.depth[leaf]:
+        return -1
+    lo, hi = a.leaf_lo[a.anc[leaf, t]], a.leaf_hi[a.anc[leaf, t]]
+    if hi - lo < 2:
+        return -1
+    other = lo + below(s, hi - lo - 1)
+    return other + (other >= leaf)
+
+
+@_kernel
+def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
+    """About ``per_leaf`` moves between leaves and swaps at each leaf of ``a`` (kept counts).
+
+    For each of ``ceil(per_leaf / 2)`` partners, drawn uniformly among the other
+    leaves under the leaf's ancestor at a depth that cycles through ``tmin..tmax``: a
+    move between the two, where no invariant below their common ancestor forbids it,
+    and a swap. ``counts`` accumulates (proposals scored, accepted); ``buf`` is
+    :func:`scratch`'s. Each partner is drawn one turn ahead and its rows are fetched
+    into the cache while the turn before runs: partners lie far apart in memory.
+    """
+    n = a.x.shape[0]
+    turns = (per_leaf + 1) // 2
+    t = _cycle(tmin, tmin, tmax)
+    ahead, ahead_t = (_partner(a, 0, t, s) if n else -1), t
+    for leaf in range(n):
+        for turn in range(turns):
+            other, depth = ahead, ahead_t
+            following = leaf + (turn + 1 == turns)
+            if following < n:
+                t = _cycle(t, tmin, tmax)
+                ahead, ahead_t = _partner(a, following, t, s), t
+                if ahead >= 0:
+                    prefetch_row(a.anc, ahead)
+                    prefetch_row(a.x, ahead)
+                    prefetch_row(a.fen, ahead)
+            if other < 0:
+                continue
+            first = _common_depth(a.anc, leaf, other, depth) + 1
+            if a.deepest[leaf] < first and a.deepest[other] < first:
+                flip = (leaf ^ other) * (uniform(s) < 0.5)  # either way, with probability 1/2
+                _tally(counts, _transfer(tb, first, a, leaf ^ flip, a, other ^ flip, buf, s))
+            _tally(counts, _swap(tb, first, a, leaf, a, other, buf, s))
+
+
+@_inline
+def _possible(kind, within_ok, between_ok, birth_ok):
+    """``kind``, or the first move a leaf can make in its place (-1: none)."""
+    if kind == WITHIN and within_ok or kind == BETWEEN and between_ok:
+        return kind
+    if kind == BIRTH_DEATH and birth_ok:
+        return kind
+    if within_ok:
+        return WITHIN
+    return BETWEEN if between_ok else BIRTH_DEATH if birth_ok else -1
+
+
+@_kernel
+def _pair_side(tb, top, a, b, paired, pattern, per_leaf, s, counts, buf):
+    first = tb.top_depth  # the partner's path meets the leaf's at the root
+    turn = 0
+    for leaf in range(a.x.shape[0]):
+        within_ok = tb.gsize[a.group[leaf]] > 1
+        between_ok = paired and a.deepest[leaf] < first
+        birth_ok = a.deepest[leaf] < 0
+        for _ in range(per_leaf):
+            kind = _possible(pattern[turn], within_ok, between_ok, birth_ok)
+            turn = 0 if turn + 1 == pattern.size else turn + 1
+            if kind == WITHIN:
+                code = _within(tb, top, a, leaf, buf, s)
+            elif kind == BIRTH_DEATH:
+                code = _birth_death(tb, top, a, leaf, buf, s)
+            elif kind == BETWEEN:
+                other = below(s, b.x.shape[0])
+                if b.deepest[other] >= first:
+                    code = REFUSED
+                else:  # either way, with probability 1/2
+                    (sa, src), (da, dst) = (
+                        ((a, leaf), (b, other)) if uniform(s) < 0.5 else ((b, other), (a, leaf))
+                    )
+                    code = _transfer(tb, first, sa, src, da, dst, buf, s)
+            else:
+                continue
+            _tally(counts, code)
+
+
+@_kernel
+def run_pair(tb, top, a, b, paired, per_leaf, pattern, s, counts, buf):
+    """``per_leaf`` moves at each leaf of the subtrees ``a`` and ``b`` (changed counts).
+
+    The moves cycle through ``pattern`` (``WITHIN``, ``BETWEEN``, ``BIRTH_DEATH``),
+    a move a leaf cannot make (a birth under an invariant, within a leaf whose cells
+    an invariant fixes, between leaves without a partner) replaced by the first it
+    can; the partner of a move between leaves is drawn uniformly among the leaves of
+    the other subtree (their lowest common ancestor is the root). With ``paired``
+    false (``b`` is ``a``) there is no partner.
+    """
+    _pair_side(tb, top, a, b, paired, pattern, per_leaf, s, counts, buf)
+    if paired:
+        _pair_side(tb, top, b, a, paired, pattern, per_leaf, s, counts, buf)
