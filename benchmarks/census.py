@@ -24,6 +24,13 @@ Synthetic releases (``dpinfer.census.synthetic_state``, the state total exact):
   county's size).
 * ``ess``: a 2,400-block state, four chains; the bulk ESS per CPU second of the chains
   (and of the whole run) of a few block cells (traced) and of a few tract totals.
+* ``kernel`` (and ``kernel-pl94``): the compiled passes' rate on the ``state`` (and
+  ``pl94``) release, and the bulk ESS of the ``ess`` case, by this checkout's kernel
+  (``after``) and by the kernel of the commit ``--before`` (``before``: that commit's
+  ``dpinfer`` package, taken with ``git archive``, imported ahead of this one), each in
+  its own process, and their ratio. The kernel rate is the median over ``--kernel-runs``
+  runs of ``--rounds`` rounds each, the two kernels' runs taken in turn; ``--ess-draws 0``
+  leaves the ESS out.
 
 A *cell update* is one proposed move of one person (between two cells of a leaf,
 between two leaves, a birth or death, or a swap) scored against every measured cell it
@@ -60,6 +67,10 @@ import time
 import numpy as np
 from _bluedown import CASES as BLUEDOWN_CASES
 from _bluedown import compare, default_python
+
+#: The commit whose lattice kernel the ``kernel`` case measures as "before": partners
+#: drawn uniformly across the whole ancestor (or the other subtree).
+BEFORE = "1659ca8"
 
 SHAPES = {
     "state": ((20, 50, 3, 35), {"votingage": 2, "hispanic": 2}),
@@ -295,9 +306,19 @@ def ess_stage(draws: int, tune: int) -> dict:
 
 
 def child(case: str, stage: str, folder: str, args) -> dict:
+    import dpinfer
     from dpinfer import census
 
     out = {"case": case, "stage": stage}
+    if stage in ("before", "after"):
+        source = "state" if case == "kernel" else "pl94"
+        out.update(kernel_rate(release_of(source), rounds=args.rounds), release=source,
+                   package=os.path.dirname(dpinfer.__file__))  # fmt: skip
+        return out
+    if stage in ("ess-before", "ess-after"):
+        out.update(ess_stage(args.ess_draws, args.ess_tune),
+                   package=os.path.dirname(dpinfer.__file__))  # fmt: skip
+        return out
     if stage == "write":
         start = time.process_time()
         write_folder(release_of(case), folder)
@@ -329,7 +350,54 @@ PLAN = {
     "ess": ("ess",),
     "counties4": ("write", "stream"),
     "counties8": ("write", "stream"),
+    "kernel": ("before", "after", "ess-before", "ess-after"),
+    "kernel-pl94": ("before", "after"),
 }
+
+
+def before_package(commit: str, folder: str) -> str:
+    """Extract the ``dpinfer`` package of ``commit`` into ``folder``; return the folder."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    archive = subprocess.run(["git", "-C", root, "archive", commit, "dpinfer"],
+                             capture_output=True, check=True).stdout  # fmt: skip
+    os.makedirs(folder)
+    subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+    return folder
+
+
+def run_child(case: str, stage: str, tmp: str, args, env=None) -> dict:
+    """Run one stage in its own process; return what it printed."""
+    cmd = [sys.executable, __file__, "--rounds", str(args.rounds), "--ess-draws",
+           str(args.ess_draws), "--ess-tune", str(args.ess_tune), "--child", case,
+           stage, f"{tmp}/release"]  # fmt: skip
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"{case} {stage} failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def kernel_section(case: str, tmp: str, args) -> None:
+    """Print the rates of the kernels before and after, in turn, and their ratios."""
+    old = dict(os.environ, PYTHONPATH=before_package(args.before, f"{tmp}/before"))
+    envs = {"before": old, "after": None, "ess-before": old, "ess-after": None}
+    runs: dict = {stage: [] for stage in PLAN[case]}
+    for k in range(args.kernel_runs):
+        for stage in PLAN[case]:
+            if stage.startswith("ess") and (k or not args.ess_draws):
+                continue
+            runs[stage].append(run_child(case, stage, tmp, args, envs[stage]))
+            print(json.dumps(dict(runs[stage][-1], run=k)), flush=True)
+    key = "kernel_cell_updates_per_cpu_s"
+    rates = {s: float(np.median([r[key] for r in runs[s]])) for s in ("before", "after")}
+    out = {"case": case, "before_commit": args.before, "median_" + key: rates,
+           "after_over_before": rates["after"] / rates["before"]}  # fmt: skip
+    if runs.get("ess-after"):
+        ess = "tract_total_ess_per_chains_cpu_s_median"
+        out["ess_after_over_before"] = {
+            k: runs["ess-after"][0][k] / runs["ess-before"][0][k]
+            for k in (ess, "block_cell_ess_per_chains_cpu_s_median")
+        }
+    print(json.dumps(out), flush=True)
 
 
 def main():
@@ -341,6 +409,8 @@ def main():
     parser.add_argument("--bluedown", default=None, help="a census-bluedown checkout to compare")
     parser.add_argument("--bluedown-python", default=None, help="the Python of BlueDown's venv")
     parser.add_argument("--child", nargs=3, metavar=("CASE", "STAGE", "DIR"))
+    parser.add_argument("--before", default=BEFORE, help="the commit of the 'before' kernel")
+    parser.add_argument("--kernel-runs", type=int, default=3)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(*args.child, args)), flush=True)
@@ -351,15 +421,12 @@ def main():
     for case in filter(None, args.cases.split(",")):
         results = {}
         with tempfile.TemporaryDirectory() as tmp:
+            if case.startswith("kernel"):
+                kernel_section(case, tmp, args)
+                continue
             for stage in PLAN[case]:
                 env = dict(os.environ, NUMBA_DISABLE_JIT="1") if stage == "plain" else None
-                cmd = [sys.executable, __file__, "--rounds", str(args.rounds), "--ess-draws",
-                       str(args.ess_draws), "--ess-tune", str(args.ess_tune), "--child", case,
-                       stage, f"{tmp}/release"]  # fmt: skip
-                done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-                if done.returncode:
-                    sys.exit(f"{case} {stage} failed:\n{done.stderr}")
-                results[stage] = json.loads(done.stdout.strip().splitlines()[-1])
+                results[stage] = run_child(case, stage, tmp, args, env)
                 print(json.dumps(results[stage]), flush=True)
         if case == "baseline":
             ratio = (results["kernel"]["kernel_cell_updates_per_cpu_s"]

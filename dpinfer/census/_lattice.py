@@ -3,7 +3,8 @@ r"""Compiled Metropolis-Hastings moves on the lattice of integer, non-negative l
 The state lives in *arenas* (:class:`Arena`), one per subtree (a county and
 everything below it) and one for the units above the subtrees (the state):
 each leaf's detailed counts ``x``, a Fenwick tree of them (``fen``, to draw a
-person uniformly in ``O(log cells)``), and every unit's query cells as
+person uniformly in ``O(log cells)``; none where a leaf has at most
+:data:`SCANNED` cells, whose row is scanned), and every unit's query cells as
 residuals ``r = released - current`` (int32). A move changes counts by one
 person and is scored against every measured cell it changes, on the paths
 from the leaves to the root, through the discrete Gaussian's exact pmf ratio
@@ -30,7 +31,16 @@ probability ``x_c / n``), so the Hastings ratios hold the counts:
 
 Moves between two leaves are scored at the units strictly below their lowest
 common ancestor (the units above it do not change), so the partner may be
-drawn by any rule that does not look at the counts.
+drawn by any rule that does not look at the counts: for a given pair each
+move is a Metropolis-Hastings step that leaves the posterior invariant, and so
+is any sequence of them. Partners are drawn near the leaf in memory (the
+leaves are in geocode order, so a unit's leaves sit together): for a lowest
+common ancestor at depth ``t``, uniformly among the leaves under that ancestor,
+outside the leaf's own unit at depth ``t + 1``, at most ``Tables.window`` beyond
+its edges. Adjacent units' edge leaves can always pair, so every table that
+partners drawn across the whole ancestor reach is still reached; the window
+trades the reach of one move for cache hits (a partner drawn across a whole
+county costs a cache miss at each of its rows).
 
 A *subtree pass* (:func:`run_subtree`) runs the moves that keep the subtree's
 detailed counts (between leaves and swaps, the partner drawn under the leaf's
@@ -66,6 +76,10 @@ __all__ = ["Arena", "Scratch", "Tables", "fenwick", "run_pair", "run_subtree", "
 FLAT, POISSON, NEGATIVE_BINOMIAL = 0, 1, 2
 REFUSED, REJECTED, ACCEPTED = 0, 1, 2
 WITHIN, BETWEEN, BIRTH_DEATH = 0, 1, 2
+#: Leaves with at most this many cells keep no Fenwick sums: a scan of the row is faster.
+SCANNED = 16
+#: Default half-width of the window of leaves a partner is drawn in.
+WINDOW = 32
 
 #: Entry points: compiled once (cached), no reference counting.
 _kernel = numba.njit(cache=True, _nrt=False)
@@ -85,13 +99,14 @@ class Tables(NamedTuple):
     pa: np.ndarray  # (cells,) float64: Poisson rate, or negative binomial size
     pb: np.ndarray  # (cells,) float64: negative binomial mean / (mean + size)
     top_depth: int  # depths served by the top arena (1: the root; 0: no top arena)
+    window: int = WINDOW  # partners lie at most this many leaves away (in a leaf's order)
 
 
 class Arena(NamedTuple):
     """One subtree's chain state and fixed arrays (or the top units', without leaves)."""
 
     x: np.ndarray  # (leaves, cells) int32 detailed counts
-    fen: np.ndarray  # (leaves, width) int32 Fenwick sums of x's rows (width a power of 2)
+    fen: np.ndarray  # (leaves, width) int32 Fenwick sums of x's rows (see fenwick)
     r: np.ndarray  # (units, query cells) int32 residuals released - current
     intercept: np.ndarray  # (units, columns) float64: noise laws' intercepts (0: not measured)
     anc: np.ndarray  # (leaves, depths) int32: the unit at each depth (the top's above top_depth)
@@ -117,7 +132,12 @@ def scratch(tables: Tables) -> Scratch:
 
 
 def fenwick(x: np.ndarray) -> np.ndarray:
-    """Fenwick sums of each row of ``x`` (``(leaves, width)``, width a power of 2)."""
+    """Fenwick sums of each row of ``x`` (``(leaves, width)``, width a power of 2).
+
+    Rows of at most :data:`SCANNED` cells get none (width 0): they are scanned.
+    """
+    if x.shape[1] <= SCANNED:
+        return np.zeros((x.shape[0], 0), dtype=np.int32)
     width = 1 << max(int(x.shape[1]) - 1, 0).bit_length()
     fen = np.zeros((x.shape[0], width), dtype=np.int32)
     fen[:, : x.shape[1]] = x
@@ -130,12 +150,23 @@ def fenwick(x: np.ndarray) -> np.ndarray:
 
 @_inline
 def _persons(a, leaf):
+    if a.fen.shape[1] == 0:
+        n = 0
+        for c in range(a.x.shape[1]):
+            n += a.x[leaf, c]
+        return n
     return a.fen[leaf, a.fen.shape[1] - 1]
 
 
 @_inline
 def _find(a, leaf, k):
     """Return the cell of the ``k``-th person (0-based) of ``leaf``."""
+    if a.fen.shape[1] == 0:
+        c = 0
+        while k >= a.x[leaf, c]:
+            k -= a.x[leaf, c]
+            c += 1
+        return c
     pos = 0
     bit = a.fen.shape[1] >> 1
     while bit:
@@ -335,17 +366,6 @@ def _swap(tb, first, a, leaf, b, other, buf, s):
 
 
 @_inline
-def _common_depth(anc, leaf, other, t):
-    """Depth of the lowest common ancestor of two leaves that share the one at depth ``t``."""
-    same = True
-    depth = t
-    for d in range(t + 1, anc.shape[1]):
-        same = same and anc[leaf, d] >= 0 and anc[leaf, d] == anc[other, d]
-        depth += same
-    return depth
-
-
-@_inline
 def _tally(counts, code):
     if code != REFUSED:
         counts[0] += 1
@@ -359,46 +379,62 @@ def _cycle(t, tmin, tmax):
 
 
 @_inline
-def _partner(a, leaf, t, s):
-    """Draw a leaf among the others under ``leaf``'s ancestor at depth ``t`` (-1: none)."""
+def _partner(a, leaf, t, window, s):
+    """Draw a partner whose lowest common ancestor with ``leaf`` is at depth ``t`` (-1: none).
+
+    Uniformly among the leaves under that ancestor but outside ``leaf``'s child of it,
+    at most ``window`` leaves beyond either edge of that child.
+    """
     if t >= a.depth[leaf]:
         return -1
-    lo, hi = a.leaf_lo[a.anc[leaf, t]], a.leaf_hi[a.anc[leaf, t]]
-    if hi - lo < 2:
+    outer, inner = a.anc[leaf, t], a.anc[leaf, t + 1]
+    lo, hi = a.leaf_lo[inner], a.leaf_hi[inner]
+    left = min(window, lo - a.leaf_lo[outer])
+    right = min(window, a.leaf_hi[outer] - hi)
+    if left + right == 0:
         return -1
-    other = lo + below(s, hi - lo - 1)
-    return other + (other >= leaf)
+    k = below(s, left + right)
+    return lo - left + k if k < left else hi + k - left
+
+
+@_inline
+def _facing(leaf, n_a, n_b, window, s):
+    """Draw a leaf of a subtree of ``n_b`` leaves near the position of ``leaf`` among ``n_a``."""
+    centre = leaf * n_b // n_a
+    lo = max(centre - window, 0)
+    hi = min(centre + window + 1, n_b)
+    return lo + below(s, hi - lo)
 
 
 @_kernel
 def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
     """About ``per_leaf`` moves between leaves and swaps at each leaf of ``a`` (kept counts).
 
-    For each of ``ceil(per_leaf / 2)`` partners, drawn uniformly among the other
-    leaves under the leaf's ancestor at a depth that cycles through ``tmin..tmax``: a
+    For each of ``ceil(per_leaf / 2)`` partners, whose lowest common ancestor with the
+    leaf is at a depth that cycles through ``tmin..tmax`` (:func:`_partner`): a
     move between the two, where no invariant below their common ancestor forbids it,
-    and a swap. ``counts`` accumulates (proposals scored, accepted); ``buf`` is
-    :func:`scratch`'s. Each partner is drawn one turn ahead and its rows are fetched
-    into the cache while the turn before runs: partners lie far apart in memory.
+    and a swap. ``counts`` accumulates
+    (proposals scored, accepted); ``buf`` is :func:`scratch`'s. Each partner is drawn
+    one turn ahead and its rows are fetched into the cache while the turn before runs.
     """
     n = a.x.shape[0]
     turns = (per_leaf + 1) // 2
     t = _cycle(tmin, tmin, tmax)
-    ahead, ahead_t = (_partner(a, 0, t, s) if n else -1), t
+    ahead, ahead_t = (_partner(a, 0, t, tb.window, s) if n else -1), t
     for leaf in range(n):
         for turn in range(turns):
             other, depth = ahead, ahead_t
             following = leaf + (turn + 1 == turns)
             if following < n:
                 t = _cycle(t, tmin, tmax)
-                ahead, ahead_t = _partner(a, following, t, s), t
+                ahead, ahead_t = _partner(a, following, t, tb.window, s), t
                 if ahead >= 0:
                     prefetch_row(a.anc, ahead)
                     prefetch_row(a.x, ahead)
                     prefetch_row(a.fen, ahead)
             if other < 0:
                 continue
-            first = _common_depth(a.anc, leaf, other, depth) + 1
+            first = depth + 1  # the units the two paths do not share
             if a.deepest[leaf] < first and a.deepest[other] < first:
                 flip = (leaf ^ other) * (uniform(s) < 0.5)  # either way, with probability 1/2
                 _tally(counts, _transfer(tb, first, a, leaf ^ flip, a, other ^ flip, buf, s))
@@ -433,7 +469,7 @@ def _pair_side(tb, top, a, b, paired, pattern, per_leaf, s, counts, buf):
             elif kind == BIRTH_DEATH:
                 code = _birth_death(tb, top, a, leaf, buf, s)
             elif kind == BETWEEN:
-                other = below(s, b.x.shape[0])
+                other = _facing(leaf, a.x.shape[0], b.x.shape[0], tb.window, s)
                 if b.deepest[other] >= first:
                     code = REFUSED
                 else:  # either way, with probability 1/2
@@ -454,7 +490,8 @@ def run_pair(tb, top, a, b, paired, per_leaf, pattern, s, counts, buf):
     a move a leaf cannot make (a birth under an invariant, within a leaf whose cells
     an invariant fixes, between leaves without a partner) replaced by the first it
     can; the partner of a move between leaves is drawn uniformly among the leaves of
-    the other subtree (their lowest common ancestor is the root). With ``paired``
+    the other subtree at most ``tb.window`` from the leaf's relative position (their
+    lowest common ancestor is the root). With ``paired``
     false (``b`` is ``a``) there is no partner.
     """
     _pair_side(tb, top, a, b, paired, pattern, per_leaf, s, counts, buf)

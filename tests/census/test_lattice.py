@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from dpinfer.census import CensusRelease, _plan
+from dpinfer.census import CensusRelease, _layout, _plan
 from dpinfer.census._posterior import sample_posterior
 from dpinfer.results import effective_sample_size
 
@@ -161,3 +161,43 @@ def test_summaries_match_the_stored_draws(tree, sampled):
     q05, q95 = np.quantile(draws, [0.05, 0.95], axis=0, method="inverted_cdf")
     np.testing.assert_array_equal(post.lower["a"][leaves[order]], q05)
     np.testing.assert_array_equal(post.upper["a"][leaves[order]], q95)
+
+
+def test_partners_from_a_window_of_one_leaf_match_exact_enumeration(monkeypatch):
+    # partners at most one leaf beyond the edges of the leaf's own unit below their
+    # common ancestor (from "1121" the county's pass reaches "1112" only), and between
+    # the counties at most one leaf from the leaf's relative position: the posterior is
+    # the same
+    build = _layout.Layout.tables
+
+    def adjacent(*args, **kwargs):
+        return build(*args, **kwargs)._replace(window=1)
+
+    monkeypatch.setattr(_layout.Layout, "tables", adjacent)
+    rows, invariant = TREES["deep"]
+    tree = (rows, invariant, CensusRelease.from_rows({"a": 2}, rows, invariants=invariant))
+    post, draws = run(tree[2], seed=4)
+    check_against_enumeration(tree, draws)
+    assert post.idata.attrs["rhat_max"] < 1.05
+
+
+@pytest.mark.parametrize("cells", [4, 20])
+def test_a_drawn_person_is_found_in_their_cell_with_or_without_fenwick_sums(cells):
+    # rows of at most SCANNED cells are scanned, longer rows read their Fenwick sums
+    # (the enumeration trees have two cells: this is where the sums are checked)
+    from collections import namedtuple
+
+    from dpinfer.census import _lattice
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 4, size=(3, cells)).astype(np.int32)
+    rows = namedtuple("Rows", "x fen")(x, _lattice.fenwick(x))
+    assert (rows.fen.shape[1] == 0) == (cells <= _lattice.SCANNED)
+    for _ in range(20):  # moves keep the sums current
+        leaf, c = int(rng.integers(3)), int(rng.integers(cells))
+        _lattice._add(rows, leaf, c, 1)
+        np.testing.assert_array_equal(rows.fen, _lattice.fenwick(x))
+        n = _lattice._persons(rows, leaf)
+        assert n == x[leaf].sum()
+        found = [_lattice._find(rows, leaf, k) for k in range(n)]
+        np.testing.assert_array_equal(found, np.repeat(np.arange(cells), x[leaf]))
