@@ -11,17 +11,35 @@ vector: the number of groups ``g`` and of group numbers ``k`` (0 when every cell
 in one group), the ``g`` group records, the ``k`` int32 group numbers (two a word,
 the last word padded) and the log-CDF tables, whose places the records' ``table_start``
 count from the tables' start. :func:`unpacked` gives the grouped form and the tables back.
+
+**One layout, one compiled copy.** Numba compiles a kernel once for each combination of
+its arguments' types, and a read-only array is not of a writable one's type. Every
+caller of the compiled sums therefore hands them the form as :func:`unpacked` gives it
+(a :class:`~dpinfer.noise.form.Grouped` form of read-only arrays, with read-only tables:
+:func:`kernel_form` from a joined form), the latent parameters as writable C-contiguous
+float64 vectors (:func:`parameters`), and its own writable outputs.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from .. import _validate
 from ..noise.form import CELL, Grouped, as_matrix, grouped, log_cdf_tables
 from ._kernels import COUNTABLE
 
-__all__ = ["HEADER", "joined_form", "packed", "release_form", "release_views", "unpacked"]
+__all__ = [
+    "HEADER",
+    "joined_form",
+    "kernel_form",
+    "packed",
+    "parameters",
+    "read_only",
+    "release_form",
+    "release_views",
+    "unpacked",
+]
 
 #: The shared vector's leading words: the number of groups and of group numbers.
 HEADER = 2
@@ -88,12 +106,28 @@ def packed(form: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 def unpacked(released: np.ndarray, shared: np.ndarray) -> tuple[Grouped, np.ndarray]:
-    """Return the grouped form and the tables of :func:`packed`'s vectors (views of them)."""
-    shared = np.ascontiguousarray(shared, dtype=np.float64)
+    """Return the grouped form and the tables of :func:`packed`'s vectors (read-only views)."""
+    shared = read_only(shared)
     groups, numbers = int(shared[0]), int(shared[1])
     start = HEADER + groups * _WIDTH
     stop = start + (numbers + 1) // 2
     records = shared[HEADER:start].view(CELL)
     group = shared[start:stop].view(np.int32)[:numbers]
-    form = Grouped(np.ascontiguousarray(released, dtype=np.float64), group, records)
-    return form, shared[stop:]
+    return Grouped(read_only(released), group, records), shared[stop:]
+
+
+def kernel_form(form: np.ndarray, table: np.ndarray) -> tuple[Grouped, np.ndarray]:
+    """Return a joined form (records) and its tables as the compiled sums read them."""
+    return unpacked(*packed(form, table))
+
+
+def read_only(x: np.ndarray, dtype: DTypeLike = np.float64) -> np.ndarray:
+    """``x`` as a read-only C-contiguous array of ``dtype`` (a view where it already is one)."""
+    view: np.ndarray = np.ascontiguousarray(x, dtype=dtype).view()
+    view.setflags(write=False)
+    return view
+
+
+def parameters(x: np.ndarray) -> np.ndarray:
+    """``x`` as a writable C-contiguous float64 vector (itself where it already is one)."""
+    return np.require(x, dtype=np.float64, requirements=["C", "W"])

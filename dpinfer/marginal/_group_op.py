@@ -8,10 +8,9 @@ from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_impl
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-from ..noise.form import as_matrix, from_matrix
 from ._families import LatentFamily
-from ._forms import joined_form
-from ._groups import BEYOND, OK, UNREACHABLE, WIDE, group_sweep, read_only
+from ._forms import joined_form, packed, parameters, read_only, unpacked
+from ._groups import BEYOND, OK, UNREACHABLE, WIDE, group_sweep
 from ._totals import Groups
 
 __all__ = ["GroupTotalsLogp", "group_logp"]
@@ -24,8 +23,9 @@ class GroupTotalsLogp(Op):
     ``family`` (see :mod:`dpinfer.marginal._groups`).
 
     Inputs: ``a``, ``b``, the latent parameters of the grouped cells, group after
-    group; ``form`` and ``table``, their releases' joined per-cell form as a matrix
-    and its log-CDF tables (as for :class:`~dpinfer.marginal._op.MarginalLogp`);
+    group; ``form`` and ``table``, their releases' joined per-cell form, grouped, and
+    its log-CDF tables as the two vectors of :func:`dpinfer.marginal._forms.packed`
+    (as for :class:`~dpinfer.marginal._op.MarginalLogp`);
     ``starts`` (``(G + 1,)`` int64: group ``g`` is cells ``starts[g]:starts[g + 1]``)
     and ``totals`` (``(G,)``), constants.
 
@@ -53,13 +53,12 @@ class GroupTotalsLogp(Op):
         score_a, score_b = np.empty(a.size), np.empty(a.size)
         group_sweep(
             self.family,
-            np.ascontiguousarray(a, dtype=float),
-            np.ascontiguousarray(b, dtype=float),
-            from_matrix(form),
-            read_only(table),
+            parameters(a),
+            parameters(b),
+            *unpacked(form, table),
             self.tol,
-            np.ascontiguousarray(starts, dtype=np.int64),
-            np.ascontiguousarray(totals, dtype=float),
+            read_only(starts, np.int64),
+            read_only(totals),
             logp,
             score_a,
             score_b,
@@ -97,14 +96,14 @@ def group_logp(family: LatentFamily, a, b, forms: list[np.ndarray], groups: Grou
     per-cell forms of the cells' releases (flat, C order).
     """
     order = groups.order
-    form, table = joined_form([f[order] for f in forms])
+    released, shared = packed(*joined_form([f[order] for f in forms]))
     op = GroupTotalsLogp(family, tol)
     # an Op's outputs are a list, which the stubs leave a union
     return op(  # type: ignore[index]
         a[order],
         b[order],
-        pt.constant(as_matrix(form)),
-        pt.constant(table),
+        pt.constant(released),
+        pt.constant(shared),
         pt.constant(groups.starts),
         pt.constant(groups.totals),
     )[0]

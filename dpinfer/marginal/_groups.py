@@ -53,6 +53,7 @@ import math
 import numba as nb
 import numpy as np
 
+from ..noise.form import size
 from ..noise.terms import support
 from . import _dispatch as latent
 from ._convolve import backward, domains, forward, work
@@ -89,7 +90,6 @@ __all__ = [
     "WIDE",
     "group_draws",
     "group_sweep",
-    "read_only",
     "release_supports",
 ]
 
@@ -270,9 +270,10 @@ def group_sweep(family, pa, pb, form, table, tol, starts, totals, logp, score_a,
 
     ``family`` is a :class:`~dpinfer.marginal._families.LatentFamily`; ``pa, pb``
     the latent parameters of the grouped cells, group after group (group ``g`` is
-    cells ``starts[g]:starts[g + 1]``); ``form`` their releases' per-cell form as for
-    :func:`._sweep.marginal_sweep` (release ``m`` of cell ``j`` at ``m n + j``) and
-    ``table`` its log-CDF tables; ``totals`` each group's exact total.
+    cells ``starts[g]:starts[g + 1]``); ``form`` their releases' grouped per-cell form as
+    for :func:`._sweep.marginal_sweep` (release ``m`` of cell ``j`` at ``m n + j``) and
+    ``table`` its log-CDF tables; ``totals`` each group's exact total. The arguments'
+    types are those :mod:`._forms` names (one compiled copy).
     """
     n = pa.size
     for g in range(totals.size):
@@ -332,20 +333,8 @@ def group_draws(family, pa, pb, form, table, tol, starts, totals, uniforms, out)
 def release_supports(form, n):
     """``(lower, upper)`` of each of ``n`` cells: the counts every release of it allows."""
     lower, upper = np.full(n, -math.inf), np.full(n, math.inf)
-    for i in range(form.shape[0]):
+    for i in range(size(form)):
         lo, hi = support(form, i)
         lower[i % n] = max(lower[i % n], lo)
         upper[i % n] = min(upper[i % n], hi)
     return lower, upper
-
-
-def read_only(table: np.ndarray) -> np.ndarray:
-    """``table`` as a read-only contiguous float64 array (a view where it already is one).
-
-    The compiled functions are specialised once, for read-only tables (as
-    :func:`dpinfer.noise.form.log_cdf_tables` returns them); a writable one would
-    compile them all again.
-    """
-    view = np.ascontiguousarray(table, dtype=float).view()
-    view.setflags(write=False)
-    return view

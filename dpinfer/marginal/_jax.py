@@ -11,7 +11,7 @@ into :func:`._groups.group_sweep`, without state) and of the quadrature's
 (:mod:`dpinfer._backend_hooks`), so that a model alone never imports JAX.
 
 **What the callback does.** :class:`MarginalLogp`'s JAX function is a
-``jax.pure_callback`` into :func:`._sweep.marginal_sweep`, the numba kernel the
+``jax.pure_callback`` into :func:`._op.sweep`, the numba kernel the
 default backend runs: JAX hands the callback the latent parameters ``a, b``, the
 kernel sums every cell on the host, and the log-likelihood and both scores come
 back. The releases' form and log-CDF tables are constants of the model, read once
@@ -24,7 +24,7 @@ device waits for the host's sum.
 **State.** The kernel keeps each cell's last mode and the constants of its releases
 (:data:`._poisson.STATE` columns), which make the next evaluation cheaper and never
 change its result. A JAX function cannot update the state input (JAX arrays are
-immutable), and a fresh state per call (``marginal_cells``) would redo each cell's
+immutable), and a fresh state per call would redo each cell's
 constants and mode search at every evaluation. The callback keeps the states on the
 host instead, one per batch row (a chain under ``vmap``) and per thread (``pmap``
 runs devices on their own threads), and returns the state input unchanged as the
@@ -66,22 +66,20 @@ from pytensor.graph.basic import Constant
 from pytensor.link.jax.dispatch import jax_funcify
 
 from ..mechanisms import _jax as _mechanisms_jax  # noqa: F401 (registers the mechanisms' Ops)
-from ..noise.form import NO_TABLE, from_matrix
 from ..noise.terms import log_terms
-from ._forms import unpacked
+from ._forms import read_only, unpacked
 from ._group_op import GroupTotalsLogp
 from ._group_op import _refuse as _refuse_groups
-from ._groups import OK, group_sweep, read_only
+from ._groups import OK, group_sweep
 from ._kernels import BEYOND
-from ._op import STATE, MarginalLogp, _refuse
+from ._op import STATE, MarginalLogp, _refuse, sweep
 from ._quadrature import _held_fixed_op, _noise_terms_op
-from ._sweep import marginal_sweep
 
 __all__ = ["HostGroups", "HostSweep", "marginal_logp_jax"]
 
 
 class HostSweep:
-    """:func:`._sweep.marginal_sweep` over the rows of ``a, b``, with host-side states.
+    """:func:`._op.sweep` over the rows of ``a, b``, with host-side states.
 
     ``HostSweep(op, form, table)(a, b)`` returns ``(logp, score_a, score_b)`` of
     the shape of ``a`` and ``b`` broadcast (``(..., n)``), each row of cells summed
@@ -91,7 +89,7 @@ class HostSweep:
 
     def __init__(self, op: MarginalLogp, form: np.ndarray, table: np.ndarray):
         self.family, self.tol = op.family, op.tol
-        self.form, self.table = unpacked(np.asarray(form, dtype=float), read_only(table))
+        self.form, self.table = unpacked(form, table)
         self._local = threading.local()
 
     def __call__(self, a, b):
@@ -104,7 +102,7 @@ class HostSweep:
         for row, state in enumerate(self._states(rows_a.shape[0], n)):
             outputs = logp[row], score_a[row], score_b[row], terms
             args = (self.family, rows_a[row], rows_b[row], self.form, self.table, self.tol)
-            marginal_sweep(*args, state, *outputs)
+            sweep(*args, state, *outputs)
             failed = np.isnan(logp[row])
             if failed.any():
                 _warn_unsummed(failed, terms == BEYOND)
@@ -180,9 +178,8 @@ class HostGroups:
 
     def __init__(self, op: GroupTotalsLogp, form, table, starts, totals):
         self.family, self.tol = op.family, op.tol
-        self.form, self.table = from_matrix(np.asarray(form, dtype=float)), read_only(table)
-        self.starts = np.ascontiguousarray(starts, dtype=np.int64)
-        self.totals = np.ascontiguousarray(totals, dtype=float)
+        self.form, self.table = unpacked(form, table)
+        self.starts, self.totals = read_only(starts, np.int64), read_only(totals)
 
     def __call__(self, a, b):
         a, b = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
@@ -258,15 +255,15 @@ def _jax_held_fixed(op, **kwargs):
 
 @jax_funcify.register(type(_noise_terms_op()))
 def _jax_noise_terms(op, node=None, **kwargs):
-    cells = from_matrix(_constant(node, 1, "form"))
+    cells, table = unpacked(_constant(node, 1, "form"), _constant(node, 2, "table"))
 
     def terms(s):
-        s = np.asarray(s, dtype=float)
+        s = np.array(s, dtype=float)  # a writable copy: the compiled terms take one
         rows = s.reshape(-1, *s.shape[-2:])
-        out = [log_terms(cells, NO_TABLE, np.ascontiguousarray(r)) for r in rows]
+        out = [log_terms(cells, table, r) for r in rows]
         return np.stack(out).reshape(s.shape)
 
-    def noise_terms(s, form):
+    def noise_terms(s, form, table):
         # no derivative rule: the quadrature's nodes are held fixed (HeldFixed above),
         # so JAX never differentiates this callback; if it did, it would raise
         shape = jax.ShapeDtypeStruct(jnp.shape(s), jnp.float64)

@@ -11,7 +11,8 @@ imports neither.
 ``._op.THREADED_CELLS`` cells or more over numba's threads (the calling thread's
 ``numba.get_num_threads()``) in the process that compiled it, and sums every
 other table, and any table in a child process, on the calling thread
-(:func:`._sweep.sweep_cells`).
+(:func:`._sweep.sweep_cells`). A node whose releases are a constant of fewer numbers
+than that never calls the threaded sweep, which is then not compiled for it.
 
 **The per-cell state.** The Op's ``state`` input (a shared variable) cannot be
 updated in place here: nutpie hands one read-only copy of every shared variable to
@@ -43,10 +44,11 @@ from numba.core import cgutils
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
+from pytensor.graph.basic import Constant
 from pytensor.link.numba.dispatch.basic import numba_funcify
 
 from .._tensor_shapes import ShapeCheck, _message
-from ..noise.form import CELL, NO_TABLE, Grouped
+from ..noise.form import CELL, Grouped
 from ..noise.terms import log_terms
 from . import _op
 from ._forms import HEADER
@@ -102,19 +104,18 @@ def _funcify_group_totals(op, node=None, **kwargs):
 @nb.njit(cache=True, error_model="numpy")
 def _group_totals_logp(family, tol, a, b, form, table, starts, totals):
     """Return GroupTotalsLogp's outputs; a failed group raises its Python error."""
-    if form.shape[1] != _WIDTH:
-        raise ValueError("form must have one column per field of dpinfer.noise.form.CELL")
+    cells, table = _unpacked(form, table)
     logp, status = np.empty(totals.size), np.empty(totals.size, dtype=np.int64)
     score_a, score_b = np.empty(a.size), np.empty(a.size)
     group_sweep(
         family,
         np.ascontiguousarray(a),
         np.ascontiguousarray(b),
-        _records(np.ascontiguousarray(form)),
+        cells,
         table,
         tol,
-        np.ascontiguousarray(starts).astype(np.int64),
-        np.ascontiguousarray(totals).astype(np.float64),
+        _frozen(np.ascontiguousarray(starts).astype(np.int64)),
+        _frozen(np.ascontiguousarray(totals).astype(np.float64)),
         logp,
         score_a,
         score_b,
@@ -176,9 +177,10 @@ def _copy(x):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _noise_terms(s, form):
-    """:func:`dpinfer.noise.terms.log_terms` of the form's records at ``s``."""
-    return log_terms(_records(np.ascontiguousarray(form)), NO_TABLE, np.ascontiguousarray(s))
+def _noise_terms(s, form, table):
+    """:func:`dpinfer.noise.terms.log_terms` of the packed form at ``s``."""
+    cells, table = _unpacked(form, table)
+    return log_terms(cells, table, np.ascontiguousarray(s))
 
 
 class _Pool:
@@ -201,17 +203,32 @@ def _funcify_marginal_logp(op, node=None, **kwargs):
     """Return the compiled ``(a, b, form, table, state) -> (logp, score_a, score_b, state)``."""
     family, tol = op.family, op.tol
     pool = _Pool()
-    words = pool.address
+    words = np.uint64(pool.address)
     threaded_cells, home = _op.THREADED_CELLS, _op._home()
 
-    @nb.njit(error_model="numpy")
-    def marginal_logp(a, b, form, table, state):
-        # not cached (it reads numba's thread count): the cached sweep takes the answer
-        threaded = a.size >= threaded_cells and _process_id() == home and nb.get_num_threads() > 1
-        return _marginal_logp(family, tol, nb.uint64(words), threaded, a, b, form, table, state)
+    if _may_thread(node, threaded_cells):
+
+        @nb.njit(error_model="numpy")
+        def marginal_logp(a, b, form, table, state):
+            # not cached (it reads numba's thread count): the cached sweep takes the answer
+            threaded = (
+                a.size >= threaded_cells and _process_id() == home and nb.get_num_threads() > 1
+            )
+            return _marginal_logp(family, tol, words, threaded, a, b, form, table, state)
+    else:
+
+        @nb.njit(error_model="numpy")
+        def marginal_logp(a, b, form, table, state):
+            return _marginal_logp(family, tol, words, None, a, b, form, table, state)
 
     marginal_logp.dpinfer_pool = pool  # the slots live as long as the compiled function
     return marginal_logp
+
+
+def _may_thread(node, threaded_cells: int) -> bool:
+    """Whether the node's table may have ``threaded_cells`` cells (unknown: it may)."""
+    released = None if node is None else node.inputs[2]
+    return not (isinstance(released, Constant) and released.data.size < threaded_cells)
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -219,7 +236,8 @@ def _marginal_logp(family, tol, words, threaded, a, b, form, table, state):
     """Return the Op's outputs: the sweep with the state of a slot of the pool at ``words``.
 
     The sweep spreads the cells over numba's threads if ``threaded``, else it runs on the
-    calling thread.
+    calling thread. With ``threaded=None`` the threaded sweep is not even compiled (numba
+    prunes its branch): a table too small for threads does not pay for it.
     """
     n = a.size
     cells, table = _unpacked(form, table)
@@ -231,10 +249,10 @@ def _marginal_logp(family, tol, words, threaded, a, b, form, table, state):
     pa, pb = np.ascontiguousarray(a), np.ascontiguousarray(b)
     slot = _claim_slot(words)
     own = np.full((n, STATE), math.nan) if slot < 0 else _slot_state(words, slot, n)
-    if threaded:
-        marginal_sweep(family, pa, pb, cells, table, tol, own, logp, score_a, score_b, terms)
-    else:
+    if threaded is None or not threaded:
         sweep_cells(family, pa, pb, cells, table, tol, own, logp, score_a, score_b, terms, 0, n)
+    else:
+        marginal_sweep(family, pa, pb, cells, table, tol, own, logp, score_a, score_b, terms)
     if slot >= 0:
         _release(_word(words, slot, _TAKEN))
     if np.isnan(logp).any():
@@ -267,13 +285,19 @@ def _huge_pages(x):
 
 @nb.njit(cache=True, error_model="numpy")
 def _unpacked(released, shared):
-    """:func:`._forms.unpacked` in compiled code: the grouped form and the tables (views)."""
+    """:func:`._forms.unpacked` in compiled code: the grouped form and the tables (views).
+
+    Of the types :func:`._forms.unpacked` gives, whatever the inputs' (read-only or
+    not, contiguous or not): the sweeps compiled for Python's calls serve these too.
+    """
+    shared = np.ascontiguousarray(shared)
     groups, numbers = int(shared[0]), int(shared[1])
     start = HEADER + groups * _WIDTH
     stop = start + (numbers + 1) // 2
     records = _records(np.ascontiguousarray(shared[HEADER:start]).reshape((groups, _WIDTH)))
-    group = np.ascontiguousarray(shared[start:stop]).view(np.int32)[:numbers]
-    return Grouped(np.ascontiguousarray(released), group, records), shared[stop:]
+    group = _frozen(np.ascontiguousarray(shared[start:stop]).view(np.int32)[:numbers])
+    form = Grouped(_frozen(np.ascontiguousarray(released)), group, records)
+    return form, _frozen(np.ascontiguousarray(shared[stop:]))
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -321,13 +345,25 @@ def _word(words, slot, field):
 
 
 @intrinsic
+def _frozen(typingctx, array):
+    """Return the C-contiguous ``array`` typed read-only (the same array, no copy)."""
+    if not (isinstance(array, types.Array) and array.layout == "C"):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, signature.return_type, args[0])
+
+    return array.copy(readonly=True)(array), codegen
+
+
+@intrinsic
 def _records(typingctx, matrix):
-    """View a C-contiguous ``(n, len(CELL))`` float64 matrix as ``n`` CELL records."""
+    """View a C-contiguous ``(n, len(CELL))`` float64 matrix as ``n`` read-only CELL records."""
     if not (isinstance(matrix, types.Array) and matrix.ndim == 2 and matrix.layout == "C"):
         return None
     if matrix.dtype != types.float64:
         return None
-    result = types.Array(_RECORD, 1, "C", readonly=not matrix.mutable, aligned=True)
+    result = types.Array(_RECORD, 1, "C", readonly=True, aligned=True)
 
     def codegen(context, builder, signature, args):
         source = make_array(signature.args[0])(context, builder, args[0])

@@ -13,12 +13,12 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
 from ._families import LatentFamily
-from ._forms import unpacked
+from ._forms import parameters, unpacked
 from ._kernels import BEYOND
 from ._poisson import STATE
 from ._sweep import marginal_sweep, sweep_cells
 
-__all__ = ["STATE", "MarginalLogp"]
+__all__ = ["STATE", "MarginalLogp", "sweep"]
 
 #: The fewest cells whose sums the Op spreads over threads. Each evaluation wakes the other
 #: threads, which takes microseconds on an idle machine but up to a scheduler's time slice
@@ -85,22 +85,8 @@ class MarginalLogp(Op):
         logp, score_a, score_b = np.empty(n), np.empty(n), np.empty(n)
         terms = np.empty(n, dtype=np.int64)
         cells, tables = unpacked(form, table)
-        arrays = (
-            np.ascontiguousarray(a, dtype=float),
-            np.ascontiguousarray(b, dtype=float),
-            cells,
-            tables,
-            self.tol,
-            state,
-            logp,
-            score_a,
-            score_b,
-            terms,
-        )
-        if n >= THREADED_CELLS and _threads() > 1:
-            marginal_sweep(self.family, *arrays)
-        else:
-            sweep_cells(self.family, *arrays, 0, n)
+        outputs = (logp, score_a, score_b, terms)
+        sweep(self.family, parameters(a), parameters(b), cells, tables, self.tol, state, *outputs)
         if np.isnan(logp).any():
             _refuse(np.isnan(logp), terms == BEYOND)
         for storage, value in zip(output_storage, (logp, score_a, score_b, state), strict=True):
@@ -123,6 +109,21 @@ class MarginalLogp(Op):
                 return own + constants
         g = output_grads[0]
         return [g * score_a, g * score_b, *constants]
+
+
+def sweep(family, a, b, form, table, tol, state, logp, score_a, score_b, terms) -> None:
+    """Sum every cell, on numba's threads for a table of ``THREADED_CELLS`` or more.
+
+    The arguments are :func:`._sweep.marginal_sweep`'s, of the types :mod:`._forms`
+    names; a table of fewer cells, or any table in a child process, is summed by
+    :func:`._sweep.sweep_cells` on the calling thread (the threaded sweep is compiled
+    only when a table needs it).
+    """
+    arrays = (a, b, form, table, tol, state, logp, score_a, score_b, terms)
+    if a.size >= THREADED_CELLS and _threads() > 1:
+        marginal_sweep(family, *arrays)
+    else:
+        sweep_cells(family, *arrays, 0, a.size)
 
 
 _HOME = os.getpid()

@@ -40,8 +40,9 @@ import math
 
 import numpy as np
 
-from ..noise.form import GAUSSIAN, LAPLACE, NO_TABLE, as_matrix, from_matrix
+from ..noise.form import GAUSSIAN, LAPLACE, NO_TABLE
 from ..noise.terms import log_terms
+from ._forms import packed, unpacked
 
 #: Gauss-Legendre nodes per piece
 NODES = 16
@@ -191,9 +192,16 @@ def noise_terms(form: np.ndarray, s):
 
     The compiled :func:`dpinfer.noise.terms.log_terms` of the release's form at
     values ``s`` that the gradient does not pass through (the quadrature's
-    nodes, held fixed).
+    nodes, held fixed). The Op holds the form grouped, as the marginal Op does
+    (:func:`dpinfer.marginal._forms.packed`), so that the compiled terms are those
+    the marginal sums use.
     """
-    return _noise_terms_op()(s, as_matrix(form))
+    return _noise_terms_op()(s, *packed(form, NO_TABLE))
+
+
+def _values(s: np.ndarray) -> np.ndarray:
+    """``s`` as the compiled terms take it: a writable C-contiguous float64 array."""
+    return np.require(s, dtype=np.float64, requirements=["C", "W"])
 
 
 @functools.cache
@@ -207,14 +215,14 @@ def _noise_terms_op():
         __props__ = ()
 
         # PyTensor's Ops name their inputs (the base class takes *inputs)
-        def make_node(self, s, form):  # type: ignore[override]
+        def make_node(self, s, form, table):  # type: ignore[override]
             s = as_tensor_variable(s).astype("float64")
-            return Apply(self, [s, as_tensor_variable(form)], [s.type()])
+            constants = [as_tensor_variable(x) for x in (form, table)]
+            return Apply(self, [s, *constants], [s.type()])
 
         def perform(self, node, inputs, outputs):
-            s, form = inputs
-            cells = from_matrix(form)
-            outputs[0][0] = log_terms(cells, NO_TABLE, np.ascontiguousarray(s))
+            s, form, table = inputs
+            outputs[0][0] = log_terms(*unpacked(form, table), _values(s))
 
         def infer_shape(self, fgraph, node, shapes):
             return [shapes[0]]

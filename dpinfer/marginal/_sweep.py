@@ -2,7 +2,10 @@
 
 :func:`marginal_sweep` is what the Op calls; it keeps a per-cell state between
 evaluations (:mod:`._poisson`, and :mod:`._suppressed` for Poisson cells suppressed by a
-discrete Gaussian threshold). :func:`marginal_cells` is the same with a fresh state.
+discrete Gaussian threshold); :func:`sweep_cells` is the same on the calling thread, which
+is all that a table of fewer than ``._op.THREADED_CELLS`` cells needs (:func:`._op.sweep`
+chooses). Each is compiled once per latent family, for the argument types that
+:mod:`._forms` names.
 """
 
 from __future__ import annotations
@@ -25,28 +28,14 @@ CHUNK = 1024
 # remove this folder's __pycache__.
 
 
-@nb.njit(cache=True, error_model="numpy")
-def marginal_cells(family, pa, pb, form, table, tol, hints, logp, score_a, score_b, terms):
-    """Fill ``logp``, the scores and the term counts of every cell; update the mode ``hints``.
-
-    ``hints`` are only starting points for the search of each cell's mode: the
-    result does not depend on them. :func:`marginal_sweep` with a fresh state.
-    """
-    state = np.full((pa.size, STATE), math.nan)
-    state[:, MODE] = hints
-    sweep_cells(family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, 0, pa.size)
-    hints[:] = state[:, MODE]
-
-
 @nb.njit(cache=True, error_model="numpy", parallel=True)
 def marginal_sweep(family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms):
-    """:func:`marginal_cells` with the per-cell ``state`` (``(n, STATE)``) of the last call.
+    """Fill ``logp``, the scores and the term counts of every cell; update ``state``.
 
     ``family`` is a :class:`~dpinfer.marginal._families.LatentFamily` (the sweep is
     compiled for each). ``form`` holds the per-cell forms of the cells' releases
-    (:data:`~dpinfer.noise.form.CELL` records or a :class:`~dpinfer.noise.form.Grouped`
-    form), release ``m`` of cell ``j`` at ``m n + j`` (``n = pa.size``), and ``table``
-    their log-CDF tables.
+    (a :class:`~dpinfer.noise.form.Grouped` form), release ``m`` of cell ``j`` at
+    ``m n + j`` (``n = pa.size``), and ``table`` their log-CDF tables.
     ``state`` must be all NaN, or left by a call with the same form: it holds each
     cell's last mode and constants of the releases, so that a Poisson cell with
     Gaussian releases is summed by :mod:`._poisson` without recomputing them, and

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _validate
 from ..noise.form import CELL, NO_TABLE
+from ._forms import kernel_form, parameters, read_only
 from ._groups import OK, group_draws, release_supports
 from ._kernels import COUNTABLE
 
@@ -121,7 +122,7 @@ def _check_entries(groups: np.ndarray, values: np.ndarray) -> None:
 
 def _check_reachable(groups: Groups, forms: list[np.ndarray]) -> None:
     """Refuse the totals that no split allowed by the cells' releases can meet."""
-    form = np.concatenate([f[groups.order] for f in forms])
+    form, _ = kernel_form(np.concatenate([f[groups.order] for f in forms]), NO_TABLE)
     lower, upper = release_supports(form, groups.order.size)
     low = np.add.reduceat(np.ceil(lower), groups.starts[:-1])
     high = np.add.reduceat(np.floor(upper), groups.starts[:-1])
@@ -156,13 +157,12 @@ def draw_given_totals(family, a, b, groups: Groups, tol: float, rng) -> np.ndarr
     drawn = np.empty(groups.order.size)
     status = group_draws(
         family,
-        np.ascontiguousarray(a[groups.order], dtype=float),
-        np.ascontiguousarray(b[groups.order], dtype=float),
-        np.zeros(0, dtype=CELL),  # no releases: the latent counts alone
-        NO_TABLE,
+        parameters(a[groups.order]),
+        parameters(b[groups.order]),
+        *kernel_form(np.zeros(0, dtype=CELL), NO_TABLE),  # no releases: the latent counts alone
         tol,
-        groups.starts,
-        groups.totals,
+        read_only(groups.starts, np.int64),
+        read_only(groups.totals),
         rng.random(groups.order.size),
         drawn,
     )

@@ -22,9 +22,9 @@ import pytest
 
 import dpinfer as dp
 from dpinfer.marginal import _families as F
-from dpinfer.marginal._forms import joined_form, release_form
+from dpinfer.marginal._forms import joined_form, kernel_form, release_form
 from dpinfer.marginal._poisson import STATE
-from dpinfer.marginal._sweep import marginal_sweep
+from dpinfer.marginal._sweep import sweep_cells
 
 TOL = 1e-10
 DECADES = [10.0**k for k in range(16)]
@@ -110,14 +110,14 @@ def test_marginal_log_likelihood_within_tol_at_every_size(family, mean):
     # for the Poisson, the fast path (the kept state)
     y = int(mean) + 3
     a, b = _parameters(family, mean)
-    form, table = joined_form([release_form(dp.DiscreteGaussian(2.0), np.array([y]), True)])
+    form = kernel_form(*joined_form([release_form(dp.DiscreteGaussian(2.0), np.array([y]), True)]))
     state = np.full((1, STATE), np.nan)
     out = [np.empty(1) for _ in range(3)]
     exact = _exact_marginal(family, a, b, y)
     for _ in range(2):
-        marginal_sweep(
-            FAMILIES[family], np.array([a]), np.array([b]), form, table, TOL, state,
-            *out, np.empty(1, dtype=np.int64),
+        sweep_cells(
+            FAMILIES[family], np.array([a]), np.array([b]), *form, TOL, state,
+            *out, np.empty(1, dtype=np.int64), 0, 1,
         )  # fmt: skip
         assert abs(out[0][0] - exact) <= TOL
 

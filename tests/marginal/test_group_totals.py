@@ -19,7 +19,7 @@ import scipy.stats as st
 from scipy.special import logsumexp
 
 import dpinfer as dp
-from dpinfer.marginal._forms import joined_form, release_form
+from dpinfer.marginal._forms import joined_form, kernel_form, read_only, release_form
 from dpinfer.marginal._groups import OK, group_sweep
 from dpinfer.marginal._totals import draw_given_totals, read_totals
 from dpinfer.results import effective_sample_size
@@ -83,7 +83,7 @@ SMOOTH = {
 
 def group_kernel(family, a, b, pairs, starts, totals, tol=TOL):
     """The compiled sums: (log-likelihood per group, score a, score b per cell, status)."""
-    form, table = joined_form([release_form(m, np.asarray(r), True) for m, r in pairs])
+    form = kernel_form(*joined_form([release_form(m, np.asarray(r), True) for m, r in pairs]))
     a = np.asarray(a, dtype=float)
     b = np.broadcast_to(np.asarray(b, dtype=float), a.shape).copy()
     logp, status = np.empty(len(totals)), np.empty(len(totals), dtype=np.int64)
@@ -92,11 +92,10 @@ def group_kernel(family, a, b, pairs, starts, totals, tol=TOL):
         FAMILIES[family],
         a,
         b,
-        form,
-        table,
+        *form,
         tol,
-        np.asarray(starts, dtype=np.int64),
-        np.asarray(totals, dtype=float),
+        read_only(starts, np.int64),
+        read_only(totals),
         logp,
         score_a,
         score_b,

@@ -14,8 +14,9 @@ import pytest
 
 import dpinfer as dp
 from dpinfer.marginal import _families as F
-from dpinfer.marginal._forms import joined_form, release_form
-from dpinfer.marginal._sweep import marginal_cells
+from dpinfer.marginal._forms import joined_form, kernel_form, release_form
+from dpinfer.marginal._poisson import STATE
+from dpinfer.marginal._sweep import sweep_cells
 
 from ._brute import log_marginal
 
@@ -50,16 +51,17 @@ def kernel(family, a, b, pairs, tol=TOL):
     )
     out = [np.empty(1) for _ in range(3)]
     terms = np.empty(1, dtype=np.int64)
-    marginal_cells(
+    sweep_cells(
         FAMILIES[family],
         np.array([float(a)]),
         np.array([float(b)]),
-        form,
-        table,
+        *kernel_form(form, table),
         tol,
-        np.full(1, np.nan),
+        np.full((1, STATE), np.nan),
         *out,
         terms,
+        0,
+        1,
     )
     return out[0][0], out[1][0], out[2][0], int(terms[0])
 

@@ -118,7 +118,7 @@ def _python_core(op, a, b, form, table, state):
 
 def _numba_core(op, a, b, form, table, state, *, pool):
     words = np.uint64(pool.address)
-    return _numba_op._marginal_logp(op.family, op.tol, words, False, a, b, form, table, state)
+    return _numba_op._marginal_logp(op.family, op.tol, words, None, a, b, form, table, state)
 
 
 def _drops_later_releases(op, a, b, form, table, state, *, pool):
@@ -349,7 +349,7 @@ def test_companion_threads_sharing_one_state_unlocked_fail():
 
         @nb.njit
         def marginal(a, b, form, table, state):
-            return planted(family, tol, words, False, a, b, form, table, state)
+            return planted(family, tol, words, None, a, b, form, table, state)
 
         marginal.pool = pool  # the slots live as long as the function
         return marginal

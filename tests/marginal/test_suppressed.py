@@ -19,8 +19,8 @@ import dpinfer as dp
 from dpinfer.marginal import _poisson as P
 from dpinfer.marginal import _suppressed as S
 from dpinfer.marginal._families import POISSON
-from dpinfer.marginal._forms import joined_form, release_form
-from dpinfer.marginal._sweep import marginal_sweep
+from dpinfer.marginal._forms import joined_form, kernel_form, release_form
+from dpinfer.marginal._sweep import sweep_cells
 
 from ._brute import log_marginal
 
@@ -41,17 +41,17 @@ def mechanism(sigma, cut, n):
 @functools.cache
 def constants(sigma, cut, n):
     form = release_form(mechanism(sigma, cut, n), np.full(n, np.nan), latent_discrete=True)
-    return joined_form([form])
+    return kernel_form(*joined_form([form]))
 
 
 def sweep(rates, sigma, cut, state, form_table=None):
-    """``marginal_sweep`` of Poisson cells at ``rates``: (logp, score, terms)."""
+    """The sweep of Poisson cells at ``rates``: (logp, score, terms)."""
     rates = np.asarray(rates, dtype=float)
     n = rates.size
     form, table = form_table or constants(sigma, cut, n)
     out = [np.empty(n) for _ in range(3)]
     terms = np.empty(n, dtype=np.int64)
-    marginal_sweep(POISSON, rates, np.zeros(n), form, table, TOL, state, *out, terms)
+    sweep_cells(POISSON, rates, np.zeros(n), form, table, TOL, state, *out, terms, 0, n)
     return out[0], out[1], terms
 
 

@@ -18,9 +18,9 @@ import pytest
 import dpinfer as dp
 from dpinfer.marginal import _poisson as P
 from dpinfer.marginal._families import POISSON
-from dpinfer.marginal._forms import joined_form, packed, release_form
+from dpinfer.marginal._forms import joined_form, kernel_form, packed, release_form
 from dpinfer.marginal._op import MarginalLogp
-from dpinfer.marginal._sweep import marginal_sweep
+from dpinfer.marginal._sweep import sweep_cells
 
 from ._brute import log_marginal
 
@@ -51,12 +51,13 @@ def constants(pairs, cells=1):
 
 
 def sweep(rates, pairs, state, tol=TOL):
-    """``marginal_sweep`` of a Poisson latent at ``rates``: (logp, score, terms)."""
+    """The sweep of a Poisson latent at ``rates``: (logp, score, terms)."""
     rates = np.asarray(rates, dtype=float)
     n = rates.size
     out = [np.empty(n) for _ in range(3)]
     terms = np.empty(n, dtype=np.int64)
-    marginal_sweep(POISSON, rates, np.zeros(n), *constants(pairs, n), tol, state, *out, terms)
+    form = kernel_form(*constants(pairs, n))
+    sweep_cells(POISSON, rates, np.zeros(n), *form, tol, state, *out, terms, 0, n)
     return out[0], out[1], terms
 
 

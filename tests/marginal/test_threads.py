@@ -24,7 +24,7 @@ import dpinfer as dp
 from dpinfer import _threading_layer as _layer
 from dpinfer.marginal import _families as F
 from dpinfer.marginal import _op
-from dpinfer.marginal._forms import joined_form, packed, release_form
+from dpinfer.marginal._forms import joined_form, packed, release_form, unpacked
 from dpinfer.marginal._op import MarginalLogp
 from dpinfer.marginal._poisson import STATE
 from dpinfer.marginal._sweep import CHUNK, marginal_sweep, sweep_cells
@@ -47,8 +47,8 @@ def cells():
     forms = [
         release_form(m, m.release(counts, rng=seed), latent_discrete=True) for m, seed in pairs
     ]
-    form, table = joined_form(forms)
-    return rate * rng.uniform(0.8, 1.25, CELLS), form, table
+    released, shared = packed(*joined_form(forms))
+    return rate * rng.uniform(0.8, 1.25, CELLS), released, shared
 
 
 def on_threads(sweep, threads):
@@ -70,11 +70,12 @@ def serial(family, a, *args):
     sweep_cells(family, a, *args, 0, a.size)
 
 
-def evaluate(sweep, family, a, b, form, table, state):
+def evaluate(sweep, family, a, b, released, shared, state):
     """``sweep`` from ``state`` (updated): the outputs and the state's bits."""
     n = a.size
     logp, score_a, score_b = np.empty(n), np.empty(n), np.empty(n)
     terms = np.empty(n, dtype=np.int64)
+    form, table = unpacked(released, shared)  # the Op's arguments: one compiled sweep
     sweep(family, a, b, form, table, TOL, state, logp, score_a, score_b, terms)
     return logp, score_a, score_b, terms, state.copy()
 
@@ -137,7 +138,7 @@ def test_the_sweep_is_kept_in_numbas_cache(cells):
     rate, form, table = cells
     state = np.full((CELLS, STATE), np.nan)
     evaluate(marginal_sweep, F.POISSON, rate, np.zeros(CELLS), form, table, state)
-    # every Poisson signature compiled in this process (the records and the grouped form)
+    # every Poisson signature compiled in this process
     signatures = [s for s in marginal_sweep.signatures if s[0] == F.POISSON._numba_type_]
     cache, target = marginal_sweep._cache, marginal_sweep.targetctx
     assert signatures and all(cache.load_overload(s, target) is not None for s in signatures)
@@ -174,8 +175,8 @@ def _sweep_in(inputs):
 
 def op_inputs(cells):
     """The Op's inputs for ``cells``, from a fresh state."""
-    rate, form, table = cells
-    return [rate, np.zeros(CELLS), *packed(form, table), np.full((CELLS, STATE), np.nan)]
+    rate, released, shared = cells
+    return [rate, np.zeros(CELLS), released, shared, np.full((CELLS, STATE), np.nan)]
 
 
 @pytest.fixture
