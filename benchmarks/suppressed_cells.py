@@ -28,7 +28,7 @@ import numpy as np
 
 from dpinfer.marginal import _poisson
 from dpinfer.marginal._families import POISSON
-from dpinfer.marginal._forms import joined_form, release_form
+from dpinfer.marginal._forms import joined_form, kernel_form, release_form
 from dpinfer.marginal._sweep import marginal_sweep
 from dpinfer.models import pageviews as pv
 
@@ -78,8 +78,10 @@ def main(argv=None) -> None:
         for suppressed in (True, False):
             cells = np.flatnonzero((sigma == s) & (hidden == suppressed))
             sub = released.ravel()[cells]
-            form, table = joined_form(
-                [release_form(_sub_mechanism(mech, cells), sub, latent_discrete=True)]
+            form, table = kernel_form(
+                *joined_form(
+                    [release_form(_sub_mechanism(mech, cells), sub, latent_discrete=True)]
+                )
             )
             rates = _path(table_["rate"].ravel()[cells], STEPS, step, rng)
             cost = {}

@@ -560,8 +560,8 @@ def numba_evaluation(sizes, rho, repeats=50):
 def callback_cost(sizes, rho, repeats=30):
     """CPU time of one log-likelihood-and-gradient of the marginal Op: kernel, JAX callback.
 
-    ``kernel``: :func:`dpinfer.marginal._sweep.marginal_sweep` called directly with its
-    state (the default backend's work, without PyTensor); ``callback``: the JAX function of
+    ``kernel``: :func:`dpinfer.marginal._op.sweep` called directly with its state (the
+    default backend's work, without PyTensor); ``callback``: the JAX function of
     the Op (:mod:`dpinfer.marginal._jax`), ``jax.jit(jax.value_and_grad)`` of the summed
     log-likelihood, a host callback into the same kernel. Both at the model's initial point;
     CPU time counts every thread of the process (XLA's wait for the callback among them).
@@ -571,9 +571,8 @@ def callback_cost(sizes, rho, repeats=30):
 
     from dpinfer.marginal import _jax as marginal_jax
     from dpinfer.marginal._forms import unpacked
-    from dpinfer.marginal._op import MarginalLogp
+    from dpinfer.marginal._op import MarginalLogp, sweep
     from dpinfer.marginal._poisson import STATE
-    from dpinfer.marginal._sweep import marginal_sweep
 
     for n in sizes:
         m = model("dpinfer", *table(n, rho))
@@ -582,14 +581,14 @@ def callback_cost(sizes, rho, repeats=30):
         inputs = [m.compile_fn(x, inputs=m.value_vars, on_unused_input="ignore")(m.initial_point())
                   for x in node.inputs[:2]]  # fmt: skip
         a, b = (np.ascontiguousarray(x, dtype=float) for x in inputs)
-        op, (form, tab) = node.op, (x.data for x in node.inputs[2:4])
-        (cells, tab), state = unpacked(form, tab), np.full((n, STATE), np.nan)
+        op, (form, shared) = node.op, (x.data for x in node.inputs[2:4])
+        (cells, tab), state = unpacked(form, shared), np.full((n, STATE), np.nan)
         outs = (np.empty(n), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64))
 
         def kernel(a=a, b=b, op=op, cells=cells, tab=tab, state=state, outs=outs):
-            marginal_sweep(op.family, a, b, cells, tab, op.tol, state, *outs)
+            sweep(op.family, a, b, cells, tab, op.tol, state, *outs)
 
-        marginal = marginal_jax.marginal_logp_jax(marginal_jax.HostSweep(op, form, tab))
+        marginal = marginal_jax.marginal_logp_jax(marginal_jax.HostSweep(op, form, shared))
         value_and_grad = jax.jit(jax.value_and_grad(lambda a, b: marginal(a, b)[0].sum()))
 
         def callback(a=jax.numpy.asarray(a), b=jax.numpy.asarray(b), f=value_and_grad):
