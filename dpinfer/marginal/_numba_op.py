@@ -250,7 +250,9 @@ def _marginal_logp(family, tol, words, threaded, a, b, form, table, state):
     slot = _claim_slot(words)
     own = np.full((n, STATE), math.nan) if slot < 0 else _slot_state(words, slot, n)
     if threaded is None or not threaded:
-        sweep_cells(family, pa, pb, cells, table, tol, own, logp, score_a, score_b, terms, 0, n)
+        # an int64 0, not numba's literal 0: the sweep Python's calls compiled serves this one
+        zero = nb.int64(0)
+        sweep_cells(family, pa, pb, cells, table, tol, own, logp, score_a, score_b, terms, zero, n)
     else:
         marginal_sweep(family, pa, pb, cells, table, tol, own, logp, score_a, score_b, terms)
     if slot >= 0:
