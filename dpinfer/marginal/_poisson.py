@@ -56,9 +56,6 @@ _SMALLEST = 2.0**-1022
 # the largest mode of this path: its sums walk fewer than 10^8 terms, so they stay below 2**53,
 # where float64 counts in steps of one (larger modes take _kernels._cell, which checks)
 _LARGEST = 2.0**52
-# the smallest lift of sum_cell's paired steps: their shared quotient lift / ((s+1) (s+2))
-# stays a normal float, as lift / (s + 1) does (a subnormal one would lose a tiny rate's score)
-_PAIRED = 2.0**-900
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -215,24 +212,9 @@ def sum_cell(lam, row, z, half):
     w_r, sum_r, acc_r, ratio = 1.0, 1.0, 0.0, 0.0
     w_l, sum_l, acc_l, back = 1.0, 0.0, 0.0, 0.0
     # the first k terms on each side with no test between them: the bounds are checked after
-    paired = lift >= _PAIRED  # else a pair's shared quotient would be subnormal (rare)
-    if k % 2 == 1 or not paired:
+    for _ in range(k):
         ratio, lift, den, w_r, sum_r, acc_r = _right(lift, den, step, w_r, sum_r, acc_r)
         back, fall, num, w_l, sum_l, acc_l = _left(fall, num, step, w_l, sum_l, acc_l)
-    for _ in range((k - 1) * (not paired)):
-        ratio, lift, den, w_r, sum_r, acc_r = _right(lift, den, step, w_r, sum_r, acc_r)
-        back, fall, num, w_l, sum_l, acc_l = _left(fall, num, step, w_l, sum_l, acc_l)
-    pairs_r = firsts_r = pairs_l = firsts_l = 0.0
-    step2 = step * step
-    for _ in range((k // 2) * paired):
-        ratio, lift, den, w_r, sum_r, pairs_r, firsts_r = _right_pair(
-            lift, den, step, step2, w_r, sum_r, pairs_r, firsts_r
-        )
-        back, fall, num, w_l, sum_l, pairs_l, firsts_l = _left_pair(
-            fall, num, step, step2, w_l, sum_l, pairs_l, firsts_l
-        )
-    acc_r += 2.0 * pairs_r + firsts_r
-    acc_l += 2.0 * pairs_l + firsts_l
     d_r = d_l = k
     right = not _below(w_r, ratio, half * (sum_r + sum_l))
     left = mode > d_l and not _below(w_l, back, half * (sum_r + sum_l))
@@ -264,52 +246,6 @@ def _right(lift, den, step, w, total, acc):
     ratio = lift / den
     w *= ratio
     return ratio, lift * step, den, w, total + w, acc + total
-
-
-@nb.njit(cache=True, error_model="numpy", inline="always")
-def _right_pair(lift, den, step, step2, w, total, pairs, firsts):
-    """Take the next two terms to the right, with one division for both.
-
-    ``lift / ((den + 1) (den + 2))`` gives both ratios by products; the two
-    terms are independent products of the last one, and the running total of
-    the sums before them (:func:`_right`'s ``acc``) grows by twice the sum
-    before the pair plus the pair's first term: ``pairs`` and ``firsts`` add
-    these up, ``acc = 2 pairs + firsts``. Returns (the second ratio, next lift,
-    next den, the second term, partial sum, pairs, firsts).
-    """
-    near, far = den + 1.0, den + 2.0
-    share = lift / (near * far)
-    first = share * far
-    second = share * near * step
-    w_near = w * first
-    w_far = w * (first * second)
-    return (
-        second,
-        lift * step2,
-        far,
-        w_far,
-        total + (w_near + w_far),
-        pairs + total,
-        firsts + w_near,
-    )
-
-
-@nb.njit(cache=True, error_model="numpy", inline="always")
-def _left_pair(fall, num, step, step2, w, total, pairs, firsts):
-    """Take the next two terms to the left; returns as :func:`_right_pair`."""
-    first = num * fall
-    second = (num - 1.0) * (fall * step)
-    w_near = w * first
-    w_far = w * (first * second)
-    return (
-        second,
-        fall * step2,
-        num - 2.0,
-        w_far,
-        total + (w_near + w_far),
-        pairs + total,
-        firsts + w_near,
-    )
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
