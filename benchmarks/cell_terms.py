@@ -29,7 +29,6 @@ from pathlib import Path
 import numpy as np
 
 import dpinfer as dp
-from dpinfer.marginal import _poisson
 from dpinfer.marginal._families import POISSON
 from dpinfer.marginal._forms import joined_form, release_form
 from dpinfer.marginal._sweep import marginal_sweep
@@ -37,20 +36,16 @@ from dpinfer.models import pageviews as pv
 
 sys.path.insert(0, str(Path(__file__).parent))
 import tables  # noqa: E402
+from suppressed_cells import _path as path  # noqa: E402
+from suppressed_cells import sweep_arrays  # noqa: E402
 
 TOL = 1e-10
 
 
 def sweeps(rates, form, table, *, general: bool, repeats: int) -> tuple[float, int]:
     """Best CPU seconds of one pass along ``rates``, and the terms summed in it."""
-    n = rates[0].size
-    state = np.full((n, _poisson.STATE), np.nan)
-    if general:
-        state[:, _poisson.STEP] = -1.0  # prepared, for the general path
-    logp, score_a, score_b = np.empty(n), np.empty(n), np.empty(n)
-    terms = np.empty(n, dtype=np.int64)
-    out = (logp, score_a, score_b, terms)
-    zeros = np.zeros(n)
+    state, out, zeros = sweep_arrays(rates[0].size, general=general)
+    terms = out[3]
     marginal_sweep(POISSON, rates[0], zeros, form, table, TOL, state, *out)
     best, total = math.inf, 0
     for _ in range(repeats):
@@ -63,11 +58,6 @@ def sweeps(rates, form, table, *, general: bool, repeats: int) -> tuple[float, i
     return best, total
 
 
-def path(rate, steps: int, rng, size: float = 0.002) -> list[np.ndarray]:
-    walk = np.cumsum(size * rng.standard_normal((steps, rate.size)), axis=0)
-    return [rate * np.exp(w) for w in walk]
-
-
 def groups(steps: int):
     """(name, rates along the path, form, table) of each group of cells."""
     rng = np.random.default_rng(1)
@@ -77,7 +67,7 @@ def groups(steps: int):
             [release_form(mechanism, np.asarray(released), latent_discrete=True)]
         )
         rate = np.maximum(np.asarray(released, dtype=float), 1.0)
-        yield f"county rho {rho:g}", path(rate, steps, rng), form, table
+        yield f"county rho {rho:g}", path(rate, steps, 0.002, rng), form, table
     data, mech = pv.simulate(days=280), pv.mechanism(days=280)
     released = data["released"].ravel()
     sigma, hidden = mech.mechanism.sigma.ravel(), np.isnan(released)
@@ -91,7 +81,7 @@ def groups(steps: int):
             )
             form, table = joined_form([release_form(sub, released[cells], latent_discrete=True)])
             name = f"pageviews sigma {s:.0f} {'suppressed' if suppressed else 'published'}"
-            yield name, path(data["rate"].ravel()[cells], steps, rng), form, table
+            yield name, path(data["rate"].ravel()[cells], steps, 0.002, rng), form, table
 
 
 def main(argv=None) -> None:
