@@ -42,16 +42,21 @@ def _path(rate: np.ndarray, steps: int, size: float, rng) -> list[np.ndarray]:
     return [rate * np.exp(w) for w in walk]
 
 
-def _run(rates, form, table, *, general: bool):
-    """CPU seconds per sweep along ``rates`` and the terms of each cell (mean over the path)."""
-    n = rates[0].size
+def sweep_arrays(n: int, *, general: bool):
+    """A fresh state of ``n`` cells (all prepared for the general path if ``general``), the
+    outputs (logp, score_a, score_b, terms) and the zeros of ``marginal_sweep``."""
     state = np.full((n, _poisson.STATE), np.nan)
     if general:
         state[:, _poisson.STEP] = -1.0  # prepared, for the general path
-    logp, score_a, score_b = np.empty(n), np.empty(n), np.empty(n)
-    terms = np.empty(n, dtype=np.int64)
-    zeros = np.zeros(n)
-    out = (logp, score_a, score_b, terms)
+    out = (np.empty(n), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64))
+    return state, out, np.zeros(n)
+
+
+def _run(rates, form, table, *, general: bool):
+    """CPU seconds per sweep along ``rates`` and the terms of each cell (mean over the path)."""
+    state, out, zeros = sweep_arrays(rates[0].size, general=general)
+    logp, terms = out[0], out[3]
+    n = rates[0].size
     marginal_sweep(POISSON, rates[0], zeros, form, table, TOL, state, *out)
     total = np.zeros(n)
     start = time.process_time()

@@ -183,11 +183,26 @@ def sum_cell(lam, table, row, z, half):
     w_r, sum_r, moment_r, ratio = 1.0, 1.0, mode, 0.0
     w_l, sum_l, moment_l, back = 1.0, 0.0, 0.0, 0.0
     # the first k terms on each side with no test between them (ready checked the table's range)
-    for _ in range(k):
+    paired = _pairs_fit(lam, table, left_at, mode)
+    if k % 2 == 1 or not paired:
         ratio, den, right_at, w_r, sum_r, moment_r = _right(
             lam, table, right_at, den, w_r, sum_r, moment_r
         )
         back, num, left_at, w_l, sum_l, moment_l = _left(
+            inv_lam, table, left_at, num, w_l, sum_l, moment_l
+        )
+    for _ in range((k - 1) * (not paired)):
+        ratio, den, right_at, w_r, sum_r, moment_r = _right(
+            lam, table, right_at, den, w_r, sum_r, moment_r
+        )
+        back, num, left_at, w_l, sum_l, moment_l = _left(
+            inv_lam, table, left_at, num, w_l, sum_l, moment_l
+        )
+    for _ in range((k // 2) * paired):
+        ratio, den, right_at, w_r, sum_r, moment_r = _right_pair(
+            lam, table, right_at, den, w_r, sum_r, moment_r
+        )
+        back, num, left_at, w_l, sum_l, moment_l = _left_pair(
             inv_lam, table, left_at, num, w_l, sum_l, moment_l
         )
     d_r = d_l = k
@@ -244,3 +259,59 @@ def _left(inv_lam, table, at, num, w, total, moment):
     w *= back
     num -= 1.0
     return back, num, at + 1, w, total + w, moment + w * num
+
+
+# the smallest rate and table ratio of the paired steps: their shared quotients
+# lam / ((s + 1) (s + 2)) and 1 / (lam R R') stay normal and finite floats
+_PAIRED = 2.0**-400
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _pairs_fit(lam, table, left_at, mode):
+    """Whether :func:`_right_pair` and :func:`_left_pair` may take the first terms.
+
+    The left side's ratios ``R`` only rise from ``table[left_at]`` on, and at a
+    mode above 0 ``lam R >= mode >= 1`` there, so ``1 / (lam R R')`` is at most
+    ``1 / R^2``; at mode 0 the left side has only zero terms, which the pair
+    would make ``0 * inf``.
+    """
+    return lam >= _PAIRED and mode > 0.0 and table[left_at] >= _PAIRED
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _right_pair(lam, table, at, den, w, total, moment):
+    """Take the next two terms to the right with one division for both; returns as _right."""
+    near, far = den + 1.0, den + 2.0
+    share = lam / (near * far)
+    first = share * far * table[at]
+    second = share * near * table[at - 1]
+    w_near = w * first
+    w_far = w_near * second
+    return (
+        second,
+        far,
+        at - 2,
+        w_far,
+        total + (w_near + w_far),
+        moment + (w_near * near + w_far * far),
+    )
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _left_pair(inv_lam, table, at, num, w, total, moment):
+    """Take the next two terms to the left with one division for both; returns as _left."""
+    near, far = table[at], table[at + 1]
+    share = inv_lam / (near * far)
+    first = num * share * far
+    second = (num - 1.0) * share * near
+    w_near = w * first
+    w_far = w_near * second
+    num -= 2.0
+    return (
+        second,
+        num,
+        at + 2,
+        w_far,
+        total + (w_near + w_far),
+        moment + (w_near * (num + 1.0) + w_far * num),
+    )
