@@ -30,7 +30,7 @@ import numpy as np
 
 import dpinfer as dp
 from dpinfer.marginal._families import POISSON
-from dpinfer.marginal._forms import joined_form, release_form
+from dpinfer.marginal._forms import joined_form, kernel_form, release_form
 from dpinfer.marginal._sweep import marginal_sweep
 from dpinfer.models import pageviews as pv
 
@@ -63,8 +63,8 @@ def groups(steps: int):
     rng = np.random.default_rng(1)
     for rho in (0.5, 0.05):
         _, mechanism, released = tables.table(10_000, rho)
-        form, table = joined_form(
-            [release_form(mechanism, np.asarray(released), latent_discrete=True)]
+        form, table = kernel_form(
+            *joined_form([release_form(mechanism, np.asarray(released), latent_discrete=True)])
         )
         rate = np.maximum(np.asarray(released, dtype=float), 1.0)
         yield f"county rho {rho:g}", path(rate, steps, 0.002, rng), form, table
@@ -79,7 +79,9 @@ def groups(steps: int):
                 threshold=mech.threshold.ravel()[cells],
                 publish=mech.publish,
             )
-            form, table = joined_form([release_form(sub, released[cells], latent_discrete=True)])
+            form, table = kernel_form(
+                *joined_form([release_form(sub, released[cells], latent_discrete=True)])
+            )
             name = f"pageviews sigma {s:.0f} {'suppressed' if suppressed else 'published'}"
             yield name, path(data["rate"].ravel()[cells], steps, 0.002, rng), form, table
 
