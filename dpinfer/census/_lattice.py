@@ -99,6 +99,7 @@ class Tables(NamedTuple):
     perm: np.ndarray  # (groups, cells) int32: cells sorted by their invariant axes' values
     pos: np.ndarray  # (groups, cells) int32: inverse of perm
     gsize: np.ndarray  # (groups,) int32: cells per value of the invariant axes
+    lead: np.ndarray  # (groups, cells) int32: position in perm of the first cell of the value
     prior: int  # FLAT, POISSON or NEGATIVE_BINOMIAL
     pa: np.ndarray  # (cells,) float64: Poisson rate, or negative binomial size
     pb: np.ndarray  # (cells,) float64: negative binomial mean / (mean + size)
@@ -271,11 +272,11 @@ def _within(tb, top, a, leaf, buf, s):
     if n == 0 or size < 2:
         return REFUSED
     c1 = _find(a, leaf, below(s, n))
-    p = tb.pos[g, c1]
+    lead = tb.lead[g, c1]
     k = below(s, size - 1)
-    if k >= p % size:
+    if k >= tb.pos[g, c1] - lead:
         k += 1
-    c2 = tb.perm[g, p - p % size + k]
+    c2 = tb.perm[g, lead + k]
     m = _terms(tb, c1, c2, buf)
     x1, x2 = a.x[leaf, c1], a.x[leaf, c2]
     delta = _path(tb, top, a, leaf, buf, m, False)
@@ -356,7 +357,7 @@ def _transfer(tb, first, sa, src, da, dst, buf, s):
 
 @_inline
 def _same_block(tb, g, c1, c2):
-    return tb.pos[g, c1] // tb.gsize[g] == tb.pos[g, c2] // tb.gsize[g]
+    return tb.lead[g, c1] == tb.lead[g, c2]
 
 
 @_inline
@@ -422,6 +423,19 @@ def _facing(leaf, n_a, n_b, window, s):
     return lo + below(s, hi - lo)
 
 
+@_inline
+def _prefetch_leaf(a, leaf):
+    """Fetch ``leaf``'s rows, and those of its own unit, into the cache."""
+    prefetch_row(a.anc, leaf)
+    prefetch_row(a.x, leaf)
+    prefetch_row(a.fen, leaf)
+    prefetch_row(a.deepest, leaf)
+    prefetch_row(a.group, leaf)
+    unit = a.anc[leaf, a.depth[leaf]]
+    prefetch_row(a.r, unit)
+    prefetch_row(a.intercept, unit)
+
+
 @_kernel
 def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
     """About ``per_leaf`` moves between leaves and swaps at each leaf of ``a`` (kept counts).
@@ -431,7 +445,8 @@ def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
     move between the two, where no invariant below their common ancestor forbids it,
     and a swap. ``counts`` accumulates
     (proposals scored, accepted); ``buf`` is :func:`scratch`'s. Each partner is drawn
-    one turn ahead and its rows are fetched into the cache while the turn before runs.
+    one turn ahead and its rows (and its own unit's) are fetched into the cache while
+    the turn before runs.
     """
     n = a.x.shape[0]
     turns = (per_leaf + 1) // 2
@@ -445,9 +460,7 @@ def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
                 t = _cycle(t, tmin, tmax)
                 ahead, ahead_t = _partner(a, following, t, tb.window, s), t
                 if ahead >= 0:
-                    prefetch_row(a.anc, ahead)
-                    prefetch_row(a.x, ahead)
-                    prefetch_row(a.fen, ahead)
+                    _prefetch_leaf(a, ahead)
             if other < 0:
                 continue
             first = depth + 1  # the units the two paths do not share
