@@ -74,7 +74,14 @@ def below(s, n):
     bound = np.uint64(n)
     high, low = _wide_product(_next(s), bound)
     if low < bound:
-        floor = -bound % bound  # 2**64 mod n
-        while low < floor:
-            high, low = _wide_product(_next(s), bound)
+        high = _redraw(s, bound, high, low)
     return np.int64(high)
+
+
+@numba.njit(cache=True, _nrt=False)
+def _redraw(s, bound, high, low):
+    """Lemire's rare redraws, out of line: the words whose low product is below 2**64 mod n."""
+    floor = -bound % bound
+    while low < floor:
+        high, low = _wide_product(_next(s), bound)
+    return high
