@@ -72,9 +72,10 @@ import numpy as np
 from _bluedown import CASES as BLUEDOWN_CASES
 from _bluedown import compare, default_python
 
-#: The commit whose lattice kernel the ``kernel`` case measures as "before": partners
-#: drawn uniformly across the whole ancestor (or the other subtree).
-BEFORE = "1659ca8"
+#: The commit whose lattice kernel the ``kernel`` case measures as "before": small leaves
+#: scanned, partners drawn across the whole ancestor, before Lemire's integer draws, the
+#: division-free acceptance and group checks and the partner's prefetched unit rows.
+BEFORE = "90a9034"
 
 SHAPES = {
     "state": ((20, 50, 3, 35), {"votingage": 2, "hispanic": 2}),

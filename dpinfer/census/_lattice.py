@@ -86,9 +86,9 @@ SCANNED = 16
 WINDOW = 2**30
 
 #: Entry points: compiled once (cached), no reference counting.
-_kernel = numba.njit(cache=True, _nrt=False)
+_kernel = numba.njit(cache=True, _nrt=False, error_model="numpy")
 #: Helpers: inlined into the entry points.
-_inline = numba.njit(cache=True, inline="always", _nrt=False)
+_inline = numba.njit(cache=True, inline="always", _nrt=False, error_model="numpy")
 
 
 class Tables(NamedTuple):
@@ -99,6 +99,7 @@ class Tables(NamedTuple):
     perm: np.ndarray  # (groups, cells) int32: cells sorted by their invariant axes' values
     pos: np.ndarray  # (groups, cells) int32: inverse of perm
     gsize: np.ndarray  # (groups,) int32: cells per value of the invariant axes
+    lead: np.ndarray  # (groups, cells) int32: position in perm of the first cell of the value
     prior: int  # FLAT, POISSON or NEGATIVE_BINOMIAL
     pa: np.ndarray  # (cells,) float64: Poisson rate, or negative binomial size
     pb: np.ndarray  # (cells,) float64: negative binomial mean / (mean + size)
@@ -193,12 +194,12 @@ def _add(a, leaf, c, v):
 
 @_inline
 def _up(tb, c, k):
-    """``prior(k + 1) / prior(k)`` for detailed cell ``c``."""
+    """``prior(k + 1) / prior(k)`` for detailed cell ``c``, as a numerator and denominator."""
     if tb.prior == FLAT:
-        return 1.0
+        return 1.0, 1.0
     if tb.prior == POISSON:
-        return tb.pa[c] / (k + 1.0)
-    return (k + tb.pa[c]) / (k + 1.0) * tb.pb[c]
+        return tb.pa[c], k + 1.0
+    return (k + tb.pa[c]) * tb.pb[c], k + 1.0
 
 
 @_inline
@@ -255,11 +256,12 @@ def _below_ancestor(a, leaf, first, buf, m, sign, apply):
 
 
 @_inline
-def _accept(s, delta, ratio):
-    if delta >= 0.0 and ratio >= 1.0:  # odds >= 1 without the exponential
+def _accept(s, delta, num, den):
+    """Metropolis-Hastings: accept with probability ``min(1, exp(delta) num / den)``."""
+    if delta >= 0.0 and num >= den:  # odds >= 1 without the exponential
         return True
-    odds = np.exp(delta) * ratio
-    return odds >= 1.0 or uniform(s) < odds
+    odds = np.exp(delta) * num
+    return odds >= den or uniform(s) * den < odds
 
 
 @_inline
@@ -270,15 +272,17 @@ def _within(tb, top, a, leaf, buf, s):
     if n == 0 or size < 2:
         return REFUSED
     c1 = _find(a, leaf, below(s, n))
-    p = tb.pos[g, c1]
+    lead = tb.lead[g, c1]
     k = below(s, size - 1)
-    if k >= p % size:
+    if k >= tb.pos[g, c1] - lead:
         k += 1
-    c2 = tb.perm[g, p - p % size + k]
+    c2 = tb.perm[g, lead + k]
     m = _terms(tb, c1, c2, buf)
     x1, x2 = a.x[leaf, c1], a.x[leaf, c2]
     delta = _path(tb, top, a, leaf, buf, m, False)
-    if not _accept(s, delta, (x2 + 1.0) / x1 * _up(tb, c2, x2) / _up(tb, c1, x1 - 1)):
+    up2, down2 = _up(tb, c2, x2)
+    up1, down1 = _up(tb, c1, x1 - 1)
+    if not _accept(s, delta, (x2 + 1.0) * up2 * down1, x1 * down2 * up1):
         return REJECTED
     _path(tb, top, a, leaf, buf, m, True)
     _add(a, leaf, c1, -1)
@@ -293,18 +297,20 @@ def _birth_death(tb, top, a, leaf, buf, s):
     if uniform(s) < 0.5:
         c, sign = below(s, d), -1
         k = a.x[leaf, c]
-        ratio = d * (k + 1.0) / (n + 1.0) * _up(tb, c, k)
+        up, down = _up(tb, c, k)
+        num, den = d * (k + 1.0) * up, (n + 1.0) * down
     else:
         if n == 0:
             return REFUSED
         c, sign = _find(a, leaf, below(s, n)), 1
         k = a.x[leaf, c]
-        ratio = n / (d * float(k)) / _up(tb, c, k - 1)
+        up, down = _up(tb, c, k - 1)
+        num, den = n * down, d * float(k) * up
     m = _terms(tb, c, -1, buf)
     for i in range(m):
         buf.step[i] *= sign
     delta = _path(tb, top, a, leaf, buf, m, False)
-    if not _accept(s, delta, ratio):
+    if not _accept(s, delta, num, den):
         return REJECTED
     _path(tb, top, a, leaf, buf, m, True)
     _add(a, leaf, c, -sign)
@@ -312,16 +318,17 @@ def _birth_death(tb, top, a, leaf, buf, s):
 
 
 @_inline
-def _exchange(tb, first, a, leaf, b, other, c_out, c_in, ratio, buf, s):
+def _exchange(tb, first, a, leaf, b, other, c_out, c_in, num, den, buf, s):
     """At ``leaf`` a person leaves ``c_out`` for ``c_in``; at ``other`` one does the reverse.
 
     A cell of -1 is none (a person moving between the leaves). Scored at the units of
-    depth ``first`` and below on both paths, with the proposal and prior ``ratio``.
+    depth ``first`` and below on both paths, with the proposal and prior ratio
+    ``num / den``.
     """
     m = _terms(tb, c_out, c_in, buf)
     delta = _below_ancestor(a, leaf, first, buf, m, 1, False)
     delta += _below_ancestor(b, other, first, buf, m, -1, False)
-    if not _accept(s, delta, ratio):
+    if not _accept(s, delta, num, den):
         return REJECTED
     _below_ancestor(a, leaf, first, buf, m, 1, True)
     _below_ancestor(b, other, first, buf, m, -1, True)
@@ -341,14 +348,16 @@ def _transfer(tb, first, sa, src, da, dst, buf, s):
     c = _find(sa, src, below(s, n_src))
     n_dst = _persons(da, dst)
     k_src, k_dst = sa.x[src, c], da.x[dst, c]
-    ratio = (k_dst + 1.0) / (n_dst + 1.0) * n_src / k_src
-    ratio *= _up(tb, c, k_dst) / _up(tb, c, k_src - 1)
-    return _exchange(tb, first, sa, src, da, dst, c, -1, ratio, buf, s)
+    up_dst, down_dst = _up(tb, c, k_dst)
+    up_src, down_src = _up(tb, c, k_src - 1)
+    num = (k_dst + 1.0) * n_src * up_dst * down_src
+    den = (n_dst + 1.0) * k_src * down_dst * up_src
+    return _exchange(tb, first, sa, src, da, dst, c, -1, num, den, buf, s)
 
 
 @_inline
 def _same_block(tb, g, c1, c2):
-    return tb.pos[g, c1] // tb.gsize[g] == tb.pos[g, c2] // tb.gsize[g]
+    return tb.lead[g, c1] == tb.lead[g, c2]
 
 
 @_inline
@@ -364,9 +373,13 @@ def _swap(tb, first, a, leaf, b, other, buf, s):
     ):
         return REFUSED
     a1, a2, b1, b2 = a.x[leaf, c1], a.x[leaf, c2], b.x[other, c1], b.x[other, c2]
-    ratio = (a2 + 1.0) * (b1 + 1.0) / (a1 * float(b2)) * _up(tb, c2, a2) * _up(tb, c1, b1)
-    ratio /= _up(tb, c1, a1 - 1) * _up(tb, c2, b2 - 1)
-    return _exchange(tb, first, a, leaf, b, other, c1, c2, ratio, buf, s)
+    up_a2, down_a2 = _up(tb, c2, a2)
+    up_b1, down_b1 = _up(tb, c1, b1)
+    up_a1, down_a1 = _up(tb, c1, a1 - 1)
+    up_b2, down_b2 = _up(tb, c2, b2 - 1)
+    num = (a2 + 1.0) * (b1 + 1.0) * up_a2 * up_b1 * down_a1 * down_b2
+    den = a1 * float(b2) * down_a2 * down_b1 * up_a1 * up_b2
+    return _exchange(tb, first, a, leaf, b, other, c1, c2, num, den, buf, s)
 
 
 @_inline
@@ -410,6 +423,19 @@ def _facing(leaf, n_a, n_b, window, s):
     return lo + below(s, hi - lo)
 
 
+@_inline
+def _prefetch_leaf(a, leaf):
+    """Fetch ``leaf``'s rows, and those of its own unit, into the cache."""
+    prefetch_row(a.anc, leaf)
+    prefetch_row(a.x, leaf)
+    prefetch_row(a.fen, leaf)
+    prefetch_row(a.deepest, leaf)
+    prefetch_row(a.group, leaf)
+    unit = a.anc[leaf, a.depth[leaf]]
+    prefetch_row(a.r, unit)
+    prefetch_row(a.intercept, unit)
+
+
 @_kernel
 def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
     """About ``per_leaf`` moves between leaves and swaps at each leaf of ``a`` (kept counts).
@@ -419,7 +445,8 @@ def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
     move between the two, where no invariant below their common ancestor forbids it,
     and a swap. ``counts`` accumulates
     (proposals scored, accepted); ``buf`` is :func:`scratch`'s. Each partner is drawn
-    one turn ahead and its rows are fetched into the cache while the turn before runs.
+    one turn ahead and its rows (and its own unit's) are fetched into the cache while
+    the turn before runs.
     """
     n = a.x.shape[0]
     turns = (per_leaf + 1) // 2
@@ -433,9 +460,7 @@ def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
                 t = _cycle(t, tmin, tmax)
                 ahead, ahead_t = _partner(a, following, t, tb.window, s), t
                 if ahead >= 0:
-                    prefetch_row(a.anc, ahead)
-                    prefetch_row(a.x, ahead)
-                    prefetch_row(a.fen, ahead)
+                    _prefetch_leaf(a, ahead)
             if other < 0:
                 continue
             first = depth + 1  # the units the two paths do not share

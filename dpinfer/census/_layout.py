@@ -79,7 +79,8 @@ class Layout:
             perm[g] = np.argsort(key, kind="stable")
             pos[g, perm[g]] = np.arange(d)
             gsize[g] = d // (int(key.max()) + 1)
-        return Tables(self.cidx, self.law_col, perm, pos, gsize, prior, pa, pb, top_depth)
+        lead = pos - pos % gsize[:, None]
+        return Tables(self.cidx, self.law_col, perm, pos, gsize, lead, prior, pa, pb, top_depth)
 
     def measured(self, part: CensusRelease) -> np.ndarray:
         """``(units, ncell)`` int32: the part's released values (0 where not measured)."""

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 __all__ = ["below", "round_states", "uniform"]
 
@@ -45,7 +48,40 @@ def uniform(s):
     return (_next(s) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
+@intrinsic
+def _wide_product(typingctx, a, b):
+    """Return the 128-bit product of the uint64 ``a`` and ``b`` as (high, low) words."""
+    signature = types.UniTuple(types.uint64, 2)(types.uint64, types.uint64)
+
+    def codegen(context, builder, sig, args):
+        wide = ir.IntType(128)
+        product = builder.mul(builder.zext(args[0], wide), builder.zext(args[1], wide))
+        high = builder.trunc(builder.lshr(product, wide(64)), ir.IntType(64))
+        low = builder.trunc(product, ir.IntType(64))
+        return context.make_tuple(builder, sig.return_type, (high, low))
+
+    return signature, codegen
+
+
 @numba.njit(cache=True, inline="always", _nrt=False)
 def below(s, n):
-    """Draw a uniform integer in ``0..n-1`` (``n`` below 2**53)."""
-    return int(uniform(s) * n)
+    """Draw a uniform integer in ``0..n-1`` (``n >= 1``), exactly uniform.
+
+    Lemire's method: the high word of ``n`` times a random word, the few words whose
+    low word falls below ``2**64 mod n`` drawn again (one multiplication, no division
+    but in that rare case).
+    """
+    bound = np.uint64(n)
+    high, low = _wide_product(_next(s), bound)
+    if low < bound:
+        high = _redraw(s, bound, high, low)
+    return np.int64(high)
+
+
+@numba.njit(cache=True, _nrt=False)
+def _redraw(s, bound, high, low):
+    """Lemire's rare redraws, out of line: the words whose low product is below 2**64 mod n."""
+    floor = -bound % bound
+    while low < floor:
+        high, low = _wide_product(_next(s), bound)
+    return high
