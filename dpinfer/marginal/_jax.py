@@ -11,9 +11,11 @@ into :func:`._groups.group_sweep`, without state) and of the quadrature's
 (:mod:`dpinfer._backend_hooks`), so that a model alone never imports JAX.
 
 **What the callback does.** :class:`MarginalLogp`'s JAX function is a
-``jax.pure_callback`` into :func:`._sweep.marginal_sweep`, the numba kernel the
-default backend runs: JAX hands the callback the latent parameters ``a, b``, the
-kernel sums every cell on the host, and the log-likelihood and both scores come
+``jax.pure_callback`` into the numba kernel the default backend runs, with the
+default backend's choice of threads (:func:`._sweep.marginal_sweep` on numba's threads
+for a table of ``._op.THREADED_CELLS`` cells or more, :func:`._sweep.sweep_cells` on
+the calling thread otherwise): JAX hands the callback the latent parameters ``a, b``,
+the kernel sums every cell on the host, and the log-likelihood and both scores come
 back. The releases' form and log-CDF tables are constants of the model, read once
 when the graph is converted and kept by the callback, so only ``a, b`` cross per
 evaluation. On CPU the arrays are shared with XLA; **on an accelerator the callback
@@ -73,20 +75,23 @@ from ._group_op import GroupTotalsLogp
 from ._group_op import _refuse as _refuse_groups
 from ._groups import OK, group_sweep, read_only
 from ._kernels import BEYOND
-from ._op import STATE, MarginalLogp, _refuse
+from ._op import STATE, THREADED_CELLS, MarginalLogp, _refuse, _threads
 from ._quadrature import _held_fixed_op, _noise_terms_op
-from ._sweep import marginal_sweep
+from ._sweep import marginal_sweep, sweep_cells
 
 __all__ = ["HostGroups", "HostSweep", "marginal_logp_jax"]
 
 
 class HostSweep:
-    """:func:`._sweep.marginal_sweep` over the rows of ``a, b``, with host-side states.
+    """The marginal sweep over the rows of ``a, b``, with host-side states.
 
     ``HostSweep(op, form, table)(a, b)`` returns ``(logp, score_a, score_b)`` of
     the shape of ``a`` and ``b`` broadcast (``(..., n)``), each row of cells summed
     with its own state (kept per thread and per number of rows; any state gives the
-    same sums). A cell that cannot be summed is NaN, with a RuntimeWarning.
+    same sums). A cell that cannot be summed is NaN, with a RuntimeWarning. A row of
+    ``._op.THREADED_CELLS`` cells or more is spread over numba's threads, as the
+    default backend's Op spreads it (a small one would wait for them to wake up at
+    every evaluation).
     """
 
     def __init__(self, op: MarginalLogp, form: np.ndarray, table: np.ndarray):
@@ -104,7 +109,10 @@ class HostSweep:
         for row, state in enumerate(self._states(rows_a.shape[0], n)):
             outputs = logp[row], score_a[row], score_b[row], terms
             args = (self.family, rows_a[row], rows_b[row], self.form, self.table, self.tol)
-            marginal_sweep(*args, state, *outputs)
+            if n >= THREADED_CELLS and _threads() > 1:
+                marginal_sweep(*args, state, *outputs)
+            else:
+                sweep_cells(*args, state, *outputs, 0, n)
             failed = np.isnan(logp[row])
             if failed.any():
                 _warn_unsummed(failed, terms == BEYOND)
