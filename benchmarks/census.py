@@ -24,6 +24,10 @@ Synthetic releases (``dpinfer.census.synthetic_state``, the state total exact):
   county's size).
 * ``ess``: a 2,400-block state, four chains; the bulk ESS per CPU second of the chains
   (and of the whole run) of a few block cells (traced) and of a few tract totals.
+* ``calibration``: synthetic states of 192, 400, 900 and 2,400 blocks (4 chains of 400
+  draws): how often the 90% intervals cover the true block cells (the issue's band:
+  85-95%), the intervals' own posterior mass, and the posterior mean's error against
+  least squares' (and least squares' own 90% coverage).
 * ``kernel`` (and ``kernel-pl94``): the compiled passes' rate on the ``state`` (and
   ``pl94``) release, and the bulk ESS of the ``ess`` case, by this checkout's kernel
   (``after``) and by the kernel of the commit ``--before`` (``before``: that commit's
@@ -305,6 +309,44 @@ def ess_stage(draws: int, tune: int) -> dict:
     }  # fmt: skip
 
 
+#: States of the ``calibration`` case: (shape, seed); seeds not used by the tests.
+CALIBRATION = (
+    ((3, 4, 2, 8), 501),
+    ((4, 5, 4, 5), 602),
+    ((5, 6, 5, 6), 703),
+    ((6, 8, 5, 10), 1013),
+)
+
+
+def calibration_stage() -> list[dict]:
+    """Coverage of the true block cells by the 90% intervals, and the error against gls."""
+    from dpinfer import census
+
+    axes = {"votingage": 2, "hispanic": 2}
+    rows = []
+    for shape, seed in CALIBRATION:
+        truth = census.synthetic_state(axes, shape=shape, mean_block=30, rng=seed)
+        release = census.synthetic_release(truth, census.pl94_variances(axes), rng=seed + 1)
+        post = census.sample_posterior(release, draws=400, tune=100, chains=4, rng=seed + 2,
+                                       store_leaves=True, progressbar=False)  # fmt: skip
+        fit = census.gls(release)
+        name, leaves = "votingage * hispanic", release.units.leaves
+        exact = release.query(name).project(truth.detailed())[leaves]
+        lower, upper = post.lower[name][leaves], post.upper[name][leaves]
+        draws = np.asarray(post.idata.posterior["leaf_counts"])
+        draws = draws.reshape(-1, *draws.shape[2:])
+        gls_est, gls_sd = fit.estimate(name)[leaves], fit.sd(name)[leaves]
+        rows.append({
+            "blocks": int(leaves.size),
+            "coverage": float(((lower <= exact) & (exact <= upper)).mean()),
+            "interval_mass": float(((draws >= lower) & (draws <= upper)).mean()),
+            "rmse": float(np.sqrt(np.mean((post.mean[name][leaves] - exact) ** 2))),
+            "gls_coverage": float((np.abs(gls_est - exact) <= 1.645 * gls_sd).mean()),
+            "gls_rmse": float(np.sqrt(np.mean((gls_est - exact) ** 2))),
+        })  # fmt: skip
+    return rows
+
+
 def child(case: str, stage: str, folder: str, args) -> dict:
     import dpinfer
     from dpinfer import census
@@ -340,6 +382,8 @@ def child(case: str, stage: str, folder: str, args) -> dict:
         out.update(kernel_rate(release_of(case), rounds=1))
     elif stage == "ess":
         out.update(ess_stage(args.ess_draws, args.ess_tune))
+    elif stage == "calibration":
+        out["states"] = calibration_stage()
     return out
 
 
@@ -348,6 +392,7 @@ PLAN = {
     "pl94": ("gls", "sample", "write", "stream"),
     "baseline": ("kernel", "plain"),
     "ess": ("ess",),
+    "calibration": ("calibration",),
     "counties4": ("write", "stream"),
     "counties8": ("write", "stream"),
     "kernel": ("before", "after", "ess-before", "ess-after"),
@@ -402,7 +447,9 @@ def kernel_section(case: str, tmp: str, args) -> None:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", default="state,pl94,baseline,ess,counties4,counties8")
+    parser.add_argument(
+        "--cases", default="state,pl94,baseline,ess,calibration,counties4,counties8"
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ess-draws", type=int, default=2400)
     parser.add_argument("--ess-tune", type=int, default=600)

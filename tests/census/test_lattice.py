@@ -8,6 +8,7 @@ from scipy import special, stats
 
 from dpinfer.census import CensusRelease, _layout, _plan
 from dpinfer.census._posterior import sample_posterior
+from dpinfer.census._summaries import highest_density
 from dpinfer.results import effective_sample_size
 
 #: A state "1" with counties "11", "12", blocks "111", "112", "121"; two cells per block.
@@ -158,9 +159,36 @@ def test_summaries_match_the_stored_draws(tree, sampled):
     order = np.argsort(release.units.geocodes[leaves].astype(str))
     detailed = post.mean["a"][leaves[order]]
     np.testing.assert_allclose(detailed, draws.mean(axis=0), rtol=1e-12)
-    q05, q95 = np.quantile(draws, [0.05, 0.95], axis=0, method="inverted_cdf")
-    np.testing.assert_array_equal(post.lower["a"][leaves[order]], q05)
-    np.testing.assert_array_equal(post.upper["a"][leaves[order]], q95)
+    flat = draws.reshape(draws.shape[0], -1)
+    ends = np.array([shortest_interval(flat[:, i], 0.9) for i in range(flat.shape[1])])
+    np.testing.assert_array_equal(post.lower["a"][leaves[order]].ravel(), ends[:, 0])
+    np.testing.assert_array_equal(post.upper["a"][leaves[order]].ravel(), ends[:, 1])
+
+
+def shortest_interval(values, level):
+    """The shortest integer interval holding at least ``level`` of ``values``, by enumeration.
+
+    Among the shortest, the one holding the most values.
+    """
+    values = np.asarray(values)
+    need = level * values.size
+    pairs = itertools.combinations_with_replacement(range(values.min(), values.max() + 1), 2)
+    held = [(b - a, -np.sum((values >= a) & (values <= b)), a, b) for a, b in pairs]
+    return min(h for h in held if -h[1] >= need)[2:]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_highest_density_runs_match_enumeration(seed):
+    gen = np.random.default_rng(seed)
+    hist = gen.integers(0, 6, size=(40, 12)).astype(np.uint16)
+    hist[::4, 3:9] = 0  # rows with empty stretches and two separated modes
+    need = 0.9 * np.median(hist.sum(axis=1))  # some rows hold fewer counts than that
+    for row, (first, last) in zip(hist, highest_density(hist, need), strict=True):
+        values = np.repeat(np.arange(row.size), row)
+        if values.size < need:  # no run holds enough: both ends beyond the window
+            assert (first, last) == (0, row.size - 1)
+        else:
+            assert (first, last) == shortest_interval(values, need / values.size)
 
 
 def test_partners_from_a_window_of_one_leaf_match_exact_enumeration(monkeypatch):
