@@ -2,7 +2,8 @@
 
 A to_pymc model must not import JAX (whose threads make a later fork warn) nor PyTensor's
 numba dispatch; each registers when its dispatch module is imported, before or after the
-model is built. The whole-process checks run in a fresh interpreter.
+model is built. The whole-process checks run in a fresh interpreter, each in a process forked
+from it once it has imported PyMC and dpinfer.
 """
 
 from __future__ import annotations
@@ -68,6 +69,28 @@ def _run(code: str) -> str:
     return done.stdout
 
 
+#: Runs each of ``SCENARIOS`` in a process forked from one that imported PyMC and dpinfer
+#: (but neither JAX nor a backend's dispatch): each starts from a fresh interpreter's state
+#: without paying for those imports again. Each prints its name, then its own lines.
+FORKED = """
+    import os
+    import traceback
+
+    for name, code in SCENARIOS.items():
+        print("scenario", name, flush=True)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                exec(code, dict(globals()))
+            except BaseException:
+                traceback.print_exc()
+                os._exit(1)
+            sys.stdout.flush()
+            os._exit(0)
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0, name
+"""
+
+
 MODEL = """
     import sys
     import numpy as np
@@ -104,22 +127,40 @@ REGISTERED = """
 """
 
 
-def test_a_model_imports_no_backend_until_numpyro_samples_it():
+BUILD_AND_EVALUATE = """
+model = build()
+model.compile_logp()(model.initial_point())
+loaded = [m for m in ("jax", "pytensor.link.jax.dispatch", "pytensor.link.numba.dispatch",
+                      "dpinfer.marginal._numba_op") if m in sys.modules]
+print("loaded", loaded)
+"""
+
+IMPORT_THEN_BUILD = """
+import pymc.sampling.jax
+model = build()
+"""
+
+
+@pytest.fixture(scope="module")
+def scenarios():
+    """Each scenario's standard output: a model sampled by numpyro, built before or after."""
     pytest.importorskip("numpyro")
-    build_and_evaluate = """
-    model = build()
-    model.compile_logp()(model.initial_point())
-    loaded = [m for m in ("jax", "pytensor.link.jax.dispatch", "pytensor.link.numba.dispatch",
-                          "dpinfer.marginal._numba_op") if m in sys.modules]
-    print("loaded", loaded)
-    """
-    out = _run(MODEL + build_and_evaluate + SAMPLE + REGISTERED)
+    sample, registered = (textwrap.dedent(code) for code in (SAMPLE, REGISTERED))
+    codes = {
+        "build first": BUILD_AND_EVALUATE + sample + registered,
+        "import first": IMPORT_THEN_BUILD + sample + registered,
+    }
+    out = _run(MODEL + f"\n    SCENARIOS = {codes!r}\n" + FORKED)
+    _, *parts = out.split("scenario ")
+    return dict(part.split("\n", 1) for part in parts)
+
+
+def test_a_model_imports_no_backend_until_numpyro_samples_it(scenarios):
+    out = scenarios["build first"]
     assert "loaded []" in out and "draws 30 True" in out, out
     assert "jax True" in out and "numba True" in out and "hooks []" in out, out
 
 
-def test_numpyro_samples_a_model_built_after_the_jax_dispatch_was_imported():
-    pytest.importorskip("numpyro")
-    first = "\n    import pymc.sampling.jax\n    model = build()\n"
-    out = _run(MODEL + first + SAMPLE + REGISTERED)
+def test_numpyro_samples_a_model_built_after_the_jax_dispatch_was_imported(scenarios):
+    out = scenarios["import first"]
     assert "draws 30 True" in out and "jax True" in out and "hooks []" in out, out
