@@ -12,7 +12,7 @@ are those of :func:`._kernels._cell`; what differs is the order of work.
 terms on each side of its mode with no test between them, where
 
 .. math:: K_j = \lceil z \sigma_j \rceil, \qquad
-   z = \sqrt{2 \log(2 / \mathrm{tol})} - 1/2, \qquad
+   z = \sqrt{2 \log(2 / \mathrm{tol})} - 1, \qquad
    \sigma_j^{-2} = B_j + 1 / \max(\mathrm{mode}_j, 1),
 
 the curvature of :math:`\log t` at the mode: about the terms a Gaussian-shaped
@@ -21,10 +21,6 @@ bound is not yet below ``tol / 2`` of the partial sum goes on term by term
 until it is. :math:`K_j` only decides where the checks start (a loop without
 tests runs about a fifth faster than one that tests every term); the bound
 decides where the sum stops, and the terms of a cell depend on that cell alone.
-At this :math:`z` the first check passes for most cells: half a standard
-deviation more than the least width costs a term or two a cell, less than
-the term-by-term loop's mispredicted exits it saves (at sigma 3 a cell costs a
-fifth less, at sigma 1 the same).
 
 **State.** The mode of each cell and the constants of its releases are kept
 between evaluations (columns below), so that a cell whose mode has not moved
@@ -289,4 +285,4 @@ def _rare_end(lam, row, total, moment, count):
 @nb.njit(cache=True, error_model="numpy")
 def width_factor(tol):
     """``z`` of :func:`sum_cell`'s first ``ceil(z sigma)`` terms a side at tolerance ``tol``."""
-    return max(math.sqrt(2.0 * math.log(2.0 / tol)) - 0.5, 1.0)
+    return max(math.sqrt(2.0 * math.log(2.0 / tol)) - 1.0, 1.0)
