@@ -18,14 +18,28 @@ worker idle while the other finished them. pytest-xdist would reorder the scopes
 number of tests (its ``--loadscope-reorder``, on by default), which puts a heavy scope of
 one to four tests (an end-to-end run, a class of notebooks) last; ``pytest_configure``
 turns that off.
+
+The suite compiles many more numba kernels than it runs for long: it compiles them at
+LLVM optimisation level 1 (``NUMBA_OPT``; about a fifth less CPU for the compiled-kernel
+tests, the results the same) into a cache folder of its own, ``.numba-test-cache``
+beside ``tests``, so that kernels compiled for the tests never serve a benchmark or a
+user's run from the package's ``__pycache__``. Both are set before numba is imported
+and pass to the processes the tests start (notebook kernels, forked scenarios).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
+from pathlib import Path
 
-import pytest
+if "numba" in sys.modules:  # pragma: no cover - a plugin imported it: the settings came late
+    raise RuntimeError("numba was imported before tests/conftest.py could configure it")
+os.environ.setdefault("NUMBA_OPT", "1")
+os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(__file__).parent.parent / ".numba-test-cache"))
+
+import pytest  # noqa: E402
 
 #: Node-id prefixes of the modules and classes whose runs take half a minute or more,
 #: slowest first (as measured by a whole run on 2 workers; the order matters, not the
