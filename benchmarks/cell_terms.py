@@ -10,9 +10,11 @@ The cells:
   (:mod:`dpinfer.marginal._suppressed`): hundreds of terms a cell.
 
 Each group is swept ``--steps`` times along a path of small steps in the log rates (as a
-sampler's leapfrog steps move them) by ``marginal_sweep`` with the state it keeps; the figure
-is the best of ``--repeats`` passes: CPU nanoseconds per term summed and per cell, and the
-ratio of the general sum (``._kernels._cell``, every cell forced onto it) to the fast path.
+sampler's leapfrog steps move them) by ``dpinfer.marginal._op.sweep`` with the state it
+keeps (as the Op calls it: on the calling thread below 2**17 cells, so the CPU time is one
+thread's; the threaded sweep would add its idle threads' spinning); the figure is the best
+of ``--repeats`` passes: CPU nanoseconds per term summed and per cell, and the ratio of
+the general sum (``._kernels._cell``, every cell forced onto it) to the fast path.
 
 Run ``python benchmarks/cell_terms.py``. CPU time (``time.process_time``): on a shared machine
 wall time is noisy.
@@ -31,7 +33,7 @@ import numpy as np
 import dpinfer as dp
 from dpinfer.marginal._families import POISSON
 from dpinfer.marginal._forms import joined_form, kernel_form, release_form
-from dpinfer.marginal._sweep import marginal_sweep
+from dpinfer.marginal._op import sweep
 from dpinfer.models import pageviews as pv
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -46,13 +48,13 @@ def sweeps(rates, form, table, *, general: bool, repeats: int) -> tuple[float, i
     """Best CPU seconds of one pass along ``rates``, and the terms summed in it."""
     state, out, zeros = sweep_arrays(rates[0].size, general=general)
     terms = out[3]
-    marginal_sweep(POISSON, rates[0], zeros, form, table, TOL, state, *out)
+    sweep(POISSON, rates[0], zeros, form, table, TOL, state, *out)
     best, total = math.inf, 0
     for _ in range(repeats):
         total = 0
         start = time.process_time()
         for lam in rates:
-            marginal_sweep(POISSON, lam, zeros, form, table, TOL, state, *out)
+            sweep(POISSON, lam, zeros, form, table, TOL, state, *out)
             total += int(terms.sum())
         best = min(best, time.process_time() - start)
     return best, total

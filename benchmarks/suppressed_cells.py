@@ -9,8 +9,9 @@ move them (each step multiplies every rate by ``exp(step u)``, ``u`` standard no
 about that much).
 
 For each tier and for suppressed and published cells apart: the terms summed per cell and
-the CPU nanoseconds per term and per cell of ``marginal_sweep`` with the state it keeps
-between calls, on the path:
+the CPU nanoseconds per term and per cell of ``dpinfer.marginal._op.sweep`` with the state
+it keeps between calls (as the Op calls it: on the calling thread below 2**17 cells, so the
+CPU time is one thread's), on the path:
 
 * ``sweep``: as the Op calls it (each kind of cell on its fast path where it has one);
 * ``general``: every cell by the general sum (``._kernels._cell``), the reference.
@@ -29,7 +30,7 @@ import numpy as np
 from dpinfer.marginal import _poisson
 from dpinfer.marginal._families import POISSON
 from dpinfer.marginal._forms import joined_form, kernel_form, release_form
-from dpinfer.marginal._sweep import marginal_sweep
+from dpinfer.marginal._op import sweep
 from dpinfer.models import pageviews as pv
 
 TOL = 1e-10
@@ -44,7 +45,7 @@ def _path(rate: np.ndarray, steps: int, size: float, rng) -> list[np.ndarray]:
 
 def sweep_arrays(n: int, *, general: bool):
     """A fresh state of ``n`` cells (all prepared for the general path if ``general``), the
-    outputs (logp, score_a, score_b, terms) and the zeros of ``marginal_sweep``."""
+    outputs (logp, score_a, score_b, terms) and the zeros of ``sweep``."""
     state = np.full((n, _poisson.STATE), np.nan)
     if general:
         state[:, _poisson.STEP] = -1.0  # prepared, for the general path
@@ -57,11 +58,11 @@ def _run(rates, form, table, *, general: bool):
     state, out, zeros = sweep_arrays(rates[0].size, general=general)
     logp, terms = out[0], out[3]
     n = rates[0].size
-    marginal_sweep(POISSON, rates[0], zeros, form, table, TOL, state, *out)
+    sweep(POISSON, rates[0], zeros, form, table, TOL, state, *out)
     total = np.zeros(n)
     start = time.process_time()
     for lam in rates:
-        marginal_sweep(POISSON, lam, zeros, form, table, TOL, state, *out)
+        sweep(POISSON, lam, zeros, form, table, TOL, state, *out)
         total += terms
     return (time.process_time() - start) / len(rates), total / len(rates), logp
 
