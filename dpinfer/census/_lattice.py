@@ -482,23 +482,54 @@ def _possible(kind, within_ok, between_ok, birth_ok):
     return BETWEEN if between_ok else BIRTH_DEATH if birth_ok else -1
 
 
+@_inline
+def _kind(tb, a, paired, pattern, leaf, turn):
+    """Return the move ``leaf`` makes at ``turn`` of ``pattern`` (:func:`_possible`)."""
+    deepest = a.deepest[leaf]
+    within_ok = tb.gsize[a.group[leaf]] > 1
+    between_ok = paired and deepest < tb.top_depth
+    return _possible(pattern[turn], within_ok, between_ok, deepest < 0)
+
+
+@_inline
+def _next_between(tb, a, paired, pattern, per_leaf, leaf, step, turn):
+    """Return the leaf of the next move between leaves after ``step``, ``turn`` of ``leaf``.
+
+    ``a.x.shape[0]`` where there is none.
+    """
+    n = a.x.shape[0]
+    if not paired or per_leaf < 1:
+        return n
+    while True:
+        turn = 0 if turn + 1 == pattern.size else turn + 1
+        step += 1
+        if step == per_leaf:
+            leaf, step = leaf + 1, 0
+        if leaf == n or _kind(tb, a, paired, pattern, leaf, turn) == BETWEEN:
+            return leaf
+
+
 @_kernel
 def _pair_side(tb, top, a, b, paired, pattern, per_leaf, s, counts, buf):
     first = tb.top_depth  # the partner's path meets the leaf's at the root
+    n_a, n_b = a.x.shape[0], b.x.shape[0]
+    # the next move between leaves, its partner drawn (and its rows fetched) a move ahead
+    ahead_leaf = _next_between(tb, a, paired, pattern, per_leaf, 0, -1, -1)
+    ahead = _facing(ahead_leaf, n_a, n_b, tb.window, s) if ahead_leaf < n_a else -1
     turn = 0
-    for leaf in range(a.x.shape[0]):
-        within_ok = tb.gsize[a.group[leaf]] > 1
-        between_ok = paired and a.deepest[leaf] < first
-        birth_ok = a.deepest[leaf] < 0
-        for _ in range(per_leaf):
-            kind = _possible(pattern[turn], within_ok, between_ok, birth_ok)
-            turn = 0 if turn + 1 == pattern.size else turn + 1
+    for leaf in range(n_a):
+        for step in range(per_leaf):
+            kind = _kind(tb, a, paired, pattern, leaf, turn)
             if kind == WITHIN:
                 code = _within(tb, top, a, leaf, buf, s)
             elif kind == BIRTH_DEATH:
                 code = _birth_death(tb, top, a, leaf, buf, s)
             elif kind == BETWEEN:
-                other = _facing(leaf, a.x.shape[0], b.x.shape[0], tb.window, s)
+                other = ahead
+                ahead_leaf = _next_between(tb, a, paired, pattern, per_leaf, leaf, step, turn)
+                if ahead_leaf < n_a:
+                    ahead = _facing(ahead_leaf, n_a, n_b, tb.window, s)
+                    _prefetch_leaf(b, ahead)
                 if b.deepest[other] >= first:
                     code = REFUSED
                 else:  # either way, with probability 1/2
@@ -507,7 +538,8 @@ def _pair_side(tb, top, a, b, paired, pattern, per_leaf, s, counts, buf):
                     )
                     code = _transfer(tb, first, sa, src, da, dst, buf, s)
             else:
-                continue
+                code = REFUSED
+            turn = 0 if turn + 1 == pattern.size else turn + 1
             _tally(counts, code)
 
 
@@ -520,8 +552,10 @@ def run_pair(tb, top, a, b, paired, per_leaf, pattern, s, counts, buf):
     an invariant fixes, between leaves without a partner) replaced by the first it
     can; the partner of a move between leaves is drawn uniformly among the leaves of
     the other subtree at most ``tb.window`` from the leaf's relative position (their
-    lowest common ancestor is the root). With ``paired``
-    false (``b`` is ``a``) there is no partner.
+    lowest common ancestor is the root), one such move ahead (from the same stream,
+    without looking at the counts, so each move's proposal is unchanged), its rows
+    fetched into the cache meanwhile. With ``paired`` false (``b`` is ``a``) there is
+    no partner.
     """
     _pair_side(tb, top, a, b, paired, pattern, per_leaf, s, counts, buf)
     if paired:
