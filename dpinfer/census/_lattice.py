@@ -425,15 +425,26 @@ def _facing(leaf, n_a, n_b, window, s):
 
 @_inline
 def _prefetch_leaf(a, leaf):
-    """Fetch ``leaf``'s rows, and those of its own unit, into the cache."""
-    prefetch_row(a.anc, leaf)
-    prefetch_row(a.x, leaf)
-    prefetch_row(a.fen, leaf)
-    prefetch_row(a.deepest, leaf)
-    prefetch_row(a.group, leaf)
-    unit = a.anc[leaf, a.depth[leaf]]
-    prefetch_row(a.r, unit)
-    prefetch_row(a.intercept, unit)
+    """Fetch ``leaf``'s rows into the cache (-1: none)."""
+    if leaf >= 0:
+        prefetch_row(a.anc, leaf)
+        prefetch_row(a.x, leaf)
+        prefetch_row(a.fen, leaf)
+        prefetch_row(a.deepest, leaf)
+        prefetch_row(a.group, leaf)
+        prefetch_row(a.depth, leaf)
+
+
+@_inline
+def _prefetch_unit(a, leaf):
+    """Fetch the rows of ``leaf``'s own unit into the cache (-1: none).
+
+    Its path and depth are read: fetch them (:func:`_prefetch_leaf`) a move before.
+    """
+    if leaf >= 0:
+        unit = a.anc[leaf, a.depth[leaf]]
+        prefetch_row(a.r, unit)
+        prefetch_row(a.intercept, unit)
 
 
 @_kernel
@@ -445,29 +456,42 @@ def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
     move between the two, where no invariant below their common ancestor forbids it,
     and a swap. ``counts`` accumulates
     (proposals scored, accepted); ``buf`` is :func:`scratch`'s. Each partner is drawn
-    one turn ahead and its rows (and its own unit's) are fetched into the cache while
-    the turn before runs.
+    two turns ahead, its rows fetched into the cache then and its own unit's rows a
+    turn later.
     """
     n = a.x.shape[0]
     turns = (per_leaf + 1) // 2
-    t = _cycle(tmin, tmin, tmax)
-    ahead, ahead_t = (_partner(a, 0, t, tb.window, s) if n else -1), t
+    if n == 0 or turns == 0:
+        return
+    # the partner of the turn after next is drawn now (its rows fetched), and the own
+    # unit's rows of the next turn's partner are fetched: no move waits on either
+    t = tmin
+    other, depth = _partner(a, 0, t, tb.window, s), t
+    _prefetch_leaf(a, other)
+    cursor, cursor_turn = (0, 1) if turns > 1 else (1, 0)  # the turn the partner is drawn for
+    t = _cycle(t, tmin, tmax)
+    ahead, ahead_t = (_partner(a, cursor, t, tb.window, s) if cursor < n else -1), t
+    _prefetch_leaf(a, ahead)
+    _prefetch_unit(a, other)
     for leaf in range(n):
-        for turn in range(turns):
+        for _ in range(turns):
+            if other >= 0:
+                first = depth + 1  # the units the two paths do not share
+                if a.deepest[leaf] < first and a.deepest[other] < first:
+                    flip = (leaf ^ other) * (uniform(s) < 0.5)  # either way, with probability 1/2
+                    _tally(counts, _transfer(tb, first, a, leaf ^ flip, a, other ^ flip, buf, s))
+                _tally(counts, _swap(tb, first, a, leaf, a, other, buf, s))
             other, depth = ahead, ahead_t
-            following = leaf + (turn + 1 == turns)
-            if following < n:
+            _prefetch_unit(a, other)
+            cursor_turn += 1
+            if cursor_turn == turns:
+                cursor, cursor_turn = cursor + 1, 0
+            if cursor < n:
                 t = _cycle(t, tmin, tmax)
-                ahead, ahead_t = _partner(a, following, t, tb.window, s), t
-                if ahead >= 0:
-                    _prefetch_leaf(a, ahead)
-            if other < 0:
-                continue
-            first = depth + 1  # the units the two paths do not share
-            if a.deepest[leaf] < first and a.deepest[other] < first:
-                flip = (leaf ^ other) * (uniform(s) < 0.5)  # either way, with probability 1/2
-                _tally(counts, _transfer(tb, first, a, leaf ^ flip, a, other ^ flip, buf, s))
-            _tally(counts, _swap(tb, first, a, leaf, a, other, buf, s))
+                ahead, ahead_t = _partner(a, cursor, t, tb.window, s), t
+                _prefetch_leaf(a, ahead)
+            else:
+                ahead = -1
 
 
 @_inline
@@ -493,43 +517,46 @@ def _kind(tb, a, paired, pattern, leaf, turn):
 
 @_inline
 def _next_between(tb, a, paired, pattern, per_leaf, leaf, step, turn):
-    """Return the leaf of the next move between leaves after ``step``, ``turn`` of ``leaf``.
+    """Return the position (leaf, step, turn) of the next move between leaves after this one.
 
-    ``a.x.shape[0]`` where there is none.
+    Its leaf is ``a.x.shape[0]`` where there is none.
     """
     n = a.x.shape[0]
     if not paired or per_leaf < 1:
-        return n
-    while True:
+        return n, 0, 0
+    while leaf < n:
         turn = 0 if turn + 1 == pattern.size else turn + 1
         step += 1
         if step == per_leaf:
             leaf, step = leaf + 1, 0
-        if leaf == n or _kind(tb, a, paired, pattern, leaf, turn) == BETWEEN:
-            return leaf
+        if leaf < n and _kind(tb, a, paired, pattern, leaf, turn) == BETWEEN:
+            break
+    return leaf, step, turn
 
 
 @_kernel
 def _pair_side(tb, top, a, b, paired, pattern, per_leaf, s, counts, buf):
     first = tb.top_depth  # the partner's path meets the leaf's at the root
     n_a, n_b = a.x.shape[0], b.x.shape[0]
-    # the next move between leaves, its partner drawn (and its rows fetched) a move ahead
-    ahead_leaf = _next_between(tb, a, paired, pattern, per_leaf, 0, -1, -1)
-    ahead = _facing(ahead_leaf, n_a, n_b, tb.window, s) if ahead_leaf < n_a else -1
+    # the partner of the move between leaves after next is drawn at each such move (its
+    # rows fetched), the own unit's rows of the next one's fetched
+    leaf2, step2, turn2 = _next_between(tb, a, paired, pattern, per_leaf, 0, -1, -1)
+    other = _facing(leaf2, n_a, n_b, tb.window, s) if leaf2 < n_a else -1
+    _prefetch_leaf(b, other)
+    leaf2, step2, turn2 = _next_between(tb, a, paired, pattern, per_leaf, leaf2, step2, turn2)
+    ahead = _facing(leaf2, n_a, n_b, tb.window, s) if leaf2 < n_a else -1
+    _prefetch_leaf(b, ahead)
+    _prefetch_unit(b, other)
     turn = 0
     for leaf in range(n_a):
-        for step in range(per_leaf):
+        for _ in range(per_leaf):
             kind = _kind(tb, a, paired, pattern, leaf, turn)
+            turn = 0 if turn + 1 == pattern.size else turn + 1
             if kind == WITHIN:
                 code = _within(tb, top, a, leaf, buf, s)
             elif kind == BIRTH_DEATH:
                 code = _birth_death(tb, top, a, leaf, buf, s)
             elif kind == BETWEEN:
-                other = ahead
-                ahead_leaf = _next_between(tb, a, paired, pattern, per_leaf, leaf, step, turn)
-                if ahead_leaf < n_a:
-                    ahead = _facing(ahead_leaf, n_a, n_b, tb.window, s)
-                    _prefetch_leaf(b, ahead)
                 if b.deepest[other] >= first:
                     code = REFUSED
                 else:  # either way, with probability 1/2
@@ -537,9 +564,15 @@ def _pair_side(tb, top, a, b, paired, pattern, per_leaf, s, counts, buf):
                         ((a, leaf), (b, other)) if uniform(s) < 0.5 else ((b, other), (a, leaf))
                     )
                     code = _transfer(tb, first, sa, src, da, dst, buf, s)
+                other = ahead
+                _prefetch_unit(b, other)
+                leaf2, step2, turn2 = _next_between(
+                    tb, a, paired, pattern, per_leaf, leaf2, step2, turn2
+                )
+                ahead = _facing(leaf2, n_a, n_b, tb.window, s) if leaf2 < n_a else -1
+                _prefetch_leaf(b, ahead)
             else:
                 code = REFUSED
-            turn = 0 if turn + 1 == pattern.size else turn + 1
             _tally(counts, code)
 
 
@@ -552,7 +585,7 @@ def run_pair(tb, top, a, b, paired, per_leaf, pattern, s, counts, buf):
     an invariant fixes, between leaves without a partner) replaced by the first it
     can; the partner of a move between leaves is drawn uniformly among the leaves of
     the other subtree at most ``tb.window`` from the leaf's relative position (their
-    lowest common ancestor is the root), one such move ahead (from the same stream,
+    lowest common ancestor is the root), two such moves ahead (from the same stream,
     without looking at the counts, so each move's proposal is unchanged), its rows
     fetched into the cache meanwhile. With ``paired`` false (``b`` is ``a``) there is
     no partner.
