@@ -461,37 +461,34 @@ def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
     """
     n = a.x.shape[0]
     turns = (per_leaf + 1) // 2
-    if n == 0 or turns == 0:
+    if turns == 0:
         return
-    # the partner of the turn after next is drawn now (its rows fetched), and the own
-    # unit's rows of the next turn's partner are fetched: no move waits on either
+    # the partner of the turn after next is drawn at each turn (its rows fetched then),
+    # and the own unit's rows of the next turn's partner fetched: no move waits on either
     t = tmin
-    other, depth = _partner(a, 0, t, tb.window, s), t
-    _prefetch_leaf(a, other)
-    cursor, cursor_turn = (0, 1) if turns > 1 else (1, 0)  # the turn the partner is drawn for
-    t = _cycle(t, tmin, tmax)
-    ahead, ahead_t = (_partner(a, cursor, t, tb.window, s) if cursor < n else -1), t
-    _prefetch_leaf(a, ahead)
-    _prefetch_unit(a, other)
-    for leaf in range(n):
-        for _ in range(turns):
-            if other >= 0:
-                first = depth + 1  # the units the two paths do not share
-                if a.deepest[leaf] < first and a.deepest[other] < first:
-                    flip = (leaf ^ other) * (uniform(s) < 0.5)  # either way, with probability 1/2
-                    _tally(counts, _transfer(tb, first, a, leaf ^ flip, a, other ^ flip, buf, s))
-                _tally(counts, _swap(tb, first, a, leaf, a, other, buf, s))
-            other, depth = ahead, ahead_t
-            _prefetch_unit(a, other)
+    other, depth, ahead, ahead_t = -1, 0, -1, 0
+    leaf, turn = 0, -2  # this turn, two behind the turn the partner is drawn for
+    cursor, cursor_turn = 0, 0
+    while leaf < n:
+        if turn >= 0 and other >= 0:
+            first = depth + 1  # the units the two paths do not share
+            if a.deepest[leaf] < first and a.deepest[other] < first:
+                flip = (leaf ^ other) * (uniform(s) < 0.5)  # either way, with probability 1/2
+                _tally(counts, _transfer(tb, first, a, leaf ^ flip, a, other ^ flip, buf, s))
+            _tally(counts, _swap(tb, first, a, leaf, a, other, buf, s))
+        other, depth = ahead, ahead_t
+        _prefetch_unit(a, other)
+        ahead = -1
+        if cursor < n:
+            ahead, ahead_t = _partner(a, cursor, t, tb.window, s), t
+            _prefetch_leaf(a, ahead)
+            t = _cycle(t, tmin, tmax)
             cursor_turn += 1
             if cursor_turn == turns:
                 cursor, cursor_turn = cursor + 1, 0
-            if cursor < n:
-                t = _cycle(t, tmin, tmax)
-                ahead, ahead_t = _partner(a, cursor, t, tb.window, s), t
-                _prefetch_leaf(a, ahead)
-            else:
-                ahead = -1
+        turn += 1
+        if turn == turns:
+            leaf, turn = leaf + 1, 0
 
 
 @_inline
@@ -540,30 +537,13 @@ def _pair_side(tb, top, a, b, paired, pattern, per_leaf, s, counts, buf):
     n_a, n_b = a.x.shape[0], b.x.shape[0]
     # the partner of the move between leaves after next is drawn at each such move (its
     # rows fetched), the own unit's rows of the next one's fetched
-    leaf2, step2, turn2 = _next_between(tb, a, paired, pattern, per_leaf, 0, -1, -1)
-    other = _facing(leaf2, n_a, n_b, tb.window, s) if leaf2 < n_a else -1
-    _prefetch_leaf(b, other)
-    leaf2, step2, turn2 = _next_between(tb, a, paired, pattern, per_leaf, leaf2, step2, turn2)
-    ahead = _facing(leaf2, n_a, n_b, tb.window, s) if leaf2 < n_a else -1
-    _prefetch_leaf(b, ahead)
-    _prefetch_unit(b, other)
+    other, ahead = -1, -1
+    leaf2, step2, turn2 = 0, -1, -1  # the position of the move ``ahead`` is drawn for
+    due = 2  # draws due: two before the first move
     turn = 0
     for leaf in range(n_a):
         for _ in range(per_leaf):
-            kind = _kind(tb, a, paired, pattern, leaf, turn)
-            turn = 0 if turn + 1 == pattern.size else turn + 1
-            if kind == WITHIN:
-                code = _within(tb, top, a, leaf, buf, s)
-            elif kind == BIRTH_DEATH:
-                code = _birth_death(tb, top, a, leaf, buf, s)
-            elif kind == BETWEEN:
-                if b.deepest[other] >= first:
-                    code = REFUSED
-                else:  # either way, with probability 1/2
-                    (sa, src), (da, dst) = (
-                        ((a, leaf), (b, other)) if uniform(s) < 0.5 else ((b, other), (a, leaf))
-                    )
-                    code = _transfer(tb, first, sa, src, da, dst, buf, s)
+            while due:
                 other = ahead
                 _prefetch_unit(b, other)
                 leaf2, step2, turn2 = _next_between(
@@ -571,6 +551,22 @@ def _pair_side(tb, top, a, b, paired, pattern, per_leaf, s, counts, buf):
                 )
                 ahead = _facing(leaf2, n_a, n_b, tb.window, s) if leaf2 < n_a else -1
                 _prefetch_leaf(b, ahead)
+                due -= 1
+            kind = _kind(tb, a, paired, pattern, leaf, turn)
+            turn = 0 if turn + 1 == pattern.size else turn + 1
+            if kind == WITHIN:
+                code = _within(tb, top, a, leaf, buf, s)
+            elif kind == BIRTH_DEATH:
+                code = _birth_death(tb, top, a, leaf, buf, s)
+            elif kind == BETWEEN:
+                due = 1
+                if b.deepest[other] >= first:
+                    code = REFUSED
+                else:  # either way, with probability 1/2
+                    (sa, src), (da, dst) = (
+                        ((a, leaf), (b, other)) if uniform(s) < 0.5 else ((b, other), (a, leaf))
+                    )
+                    code = _transfer(tb, first, sa, src, da, dst, buf, s)
             else:
                 code = REFUSED
             _tally(counts, code)
