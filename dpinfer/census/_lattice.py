@@ -456,39 +456,29 @@ def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
     move between the two, where no invariant below their common ancestor forbids it,
     and a swap. ``counts`` accumulates
     (proposals scored, accepted); ``buf`` is :func:`scratch`'s. Each partner is drawn
-    two turns ahead, its rows fetched into the cache then and its own unit's rows a
-    turn later.
+    one turn ahead and its rows (and its own unit's) are fetched into the cache while
+    the turn before runs.
     """
     n = a.x.shape[0]
     turns = (per_leaf + 1) // 2
-    if turns == 0:
-        return
-    # the partner of the turn after next is drawn at each turn (its rows fetched then),
-    # and the own unit's rows of the next turn's partner fetched: no move waits on either
-    t = tmin
-    other, depth, ahead, ahead_t = -1, 0, -1, 0
-    leaf, turn = 0, -2  # this turn, two behind the turn the partner is drawn for
-    cursor, cursor_turn = 0, 0
-    while leaf < n:
-        if turn >= 0 and other >= 0:
+    t = _cycle(tmin, tmin, tmax)
+    ahead, ahead_t = (_partner(a, 0, t, tb.window, s) if n else -1), t
+    for leaf in range(n):
+        for turn in range(turns):
+            other, depth = ahead, ahead_t
+            following = leaf + (turn + 1 == turns)
+            if following < n:
+                t = _cycle(t, tmin, tmax)
+                ahead, ahead_t = _partner(a, following, t, tb.window, s), t
+                _prefetch_leaf(a, ahead)
+                _prefetch_unit(a, ahead)
+            if other < 0:
+                continue
             first = depth + 1  # the units the two paths do not share
             if a.deepest[leaf] < first and a.deepest[other] < first:
                 flip = (leaf ^ other) * (uniform(s) < 0.5)  # either way, with probability 1/2
                 _tally(counts, _transfer(tb, first, a, leaf ^ flip, a, other ^ flip, buf, s))
             _tally(counts, _swap(tb, first, a, leaf, a, other, buf, s))
-        other, depth = ahead, ahead_t
-        _prefetch_unit(a, other)
-        ahead = -1
-        if cursor < n:
-            ahead, ahead_t = _partner(a, cursor, t, tb.window, s), t
-            _prefetch_leaf(a, ahead)
-            t = _cycle(t, tmin, tmax)
-            cursor_turn += 1
-            if cursor_turn == turns:
-                cursor, cursor_turn = cursor + 1, 0
-        turn += 1
-        if turn == turns:
-            leaf, turn = leaf + 1, 0
 
 
 @_inline
