@@ -118,7 +118,9 @@ def _python_core(op, a, b, form, table, state):
 
 def _numba_core(op, a, b, form, table, state, *, pool):
     words = np.uint64(pool.address)
-    return _numba_op._marginal_logp(op.family, op.tol, words, None, a, b, form, table, state)
+    code = _numba_op.sweep_address(op.family, threaded=False)
+    arguments = (a, b, form, table, state)
+    return _numba_op._marginal_logp(op.family, op.tol, words, code, False, *arguments)
 
 
 def _drops_later_releases(op, a, b, form, table, state, *, pool):
@@ -346,10 +348,11 @@ def test_companion_threads_sharing_one_state_unlocked_fail():
     def funcify(op, node):
         pool = _numba_op._Pool()
         family, tol, words = op.family, op.tol, np.uint64(pool.address)
+        code = _numba_op.sweep_address(family, threaded=False)
 
         @nb.njit
         def marginal(a, b, form, table, state):
-            return planted(family, tol, words, None, a, b, form, table, state)
+            return planted(family, tol, words, code, False, a, b, form, table, state)
 
         marginal.pool = pool  # the slots live as long as the function
         return marginal
