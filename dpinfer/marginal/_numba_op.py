@@ -28,7 +28,8 @@ result (:mod:`._poisson`), so which one a sweep gets changes its cost only.
 
 **Failures.** A cell whose sum cannot be completed makes the compiled sweep raise
 the Op's own error (``._op._refuse``) through an object-mode block entered only
-then: the same exception and message as the Python implementation.
+then: the same exception and message as the Python implementation, also issued as
+a RuntimeWarning, since nutpie drops the exceptions of the functions it calls.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from __future__ import annotations
 import ctypes
 import math
 import sys
+import warnings
 import weakref
 
 import numba as nb
@@ -127,7 +129,20 @@ def _group_totals_logp(family, tol, code, a, b, form, table, starts, totals):
 def _raise_group_refusal(status):
     """Raise the Python implementation's error for the groups that failed (object mode)."""
     with nb.objmode():
-        _refuse_groups(status)
+        _refuse_aloud(_refuse_groups, status)
+
+
+def _refuse_aloud(refuse, *arguments) -> None:
+    """Raise ``refuse(*arguments)``'s error, warning its message first.
+
+    nutpie calls the compiled log-density where no Python exception reaches the user (a
+    failed evaluation is a divergence to it): the warning says which cells failed and why.
+    """
+    try:
+        refuse(*arguments)
+    except FloatingPointError as error:
+        warnings.warn(str(error), RuntimeWarning, stacklevel=2)
+        raise
 
 
 @numba_funcify.register(ShapeCheck)
@@ -346,7 +361,7 @@ def _unpacked(released, shared):
 def _raise_refusal(failed, beyond):
     """Raise the Python implementation's error for the cells that failed (object mode)."""
     with nb.objmode():
-        _refuse(failed, beyond)
+        _refuse_aloud(_refuse, failed, beyond)
 
 
 @nb.njit(cache=True, error_model="numpy")

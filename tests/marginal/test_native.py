@@ -15,6 +15,8 @@ from numba.core.errors import TypingError
 
 from dpinfer.marginal import _native
 
+from ._linked import linked_libraries
+
 
 @nb.njit
 def _scaled(x, out, factor):
@@ -58,6 +60,21 @@ def test_the_procedures_exception_reaches_the_caller():
 def test_arguments_of_other_types_are_refused_while_compiling():
     with pytest.raises(TypingError, match="other types than compiled"):
         _through(_code(), np.arange(4), np.zeros(4), 2.0)  # int64 values
+
+
+def test_a_call_by_address_links_none_of_the_procedures_code():
+    _through(_code(), np.arange(2.0), np.zeros(2), 1.0)
+    assert id(_scaled.overloads[_types(None)].library) not in linked_libraries(_through)
+
+
+def test_companion_a_direct_call_links_the_procedures_code():
+    # what the check above tells apart: numba links a directly called function's code
+    @nb.njit
+    def direct(x, out, factor):
+        _scaled(x, out, factor)
+
+    direct(np.arange(2.0), np.zeros(2), 1.0)
+    assert id(_scaled.overloads[_types(None)].library) in linked_libraries(direct)
 
 
 def test_a_function_that_returns_a_value_has_no_address_here():
