@@ -2,10 +2,12 @@
 
 Without these implementations PyTensor runs :class:`._op.MarginalLogp` in object mode
 (with a warning): each evaluation takes the GIL, so nutpie's parallel chains wait for
-one another. The implementation here calls :func:`._sweep.marginal_sweep` from
-compiled code. :func:`._pymc.register_backends` has this module imported when PyTensor's
-numba dispatch is (:mod:`dpinfer._backend_hooks`): a model built for the default backend
-imports neither.
+one another. The implementation here calls the sweeps of :mod:`._sweep` (and of
+:mod:`._groups` for group totals) from compiled code, through their addresses
+(:mod:`._native`): every graph runs the one copy that Python's calls compiled and
+numba's cache keeps, instead of compiling each family's sums into its own code.
+:func:`._pymc.register_backends` has this module imported when PyTensor's numba dispatch
+is (:mod:`dpinfer._backend_hooks`): a model built for the default backend imports neither.
 
 **Threads.** As the Python implementation does, a node spreads a table of
 ``._op.THREADED_CELLS`` cells or more over numba's threads (the calling thread's
@@ -26,7 +28,8 @@ result (:mod:`._poisson`), so which one a sweep gets changes its cost only.
 
 **Failures.** A cell whose sum cannot be completed makes the compiled sweep raise
 the Op's own error (``._op._refuse``) through an object-mode block entered only
-then: the same exception and message as the Python implementation.
+then: the same exception and message as the Python implementation, also issued as
+a RuntimeWarning, since nutpie drops the exceptions of the functions it calls.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from __future__ import annotations
 import ctypes
 import math
 import sys
+import warnings
 import weakref
 
 import numba as nb
@@ -50,8 +54,8 @@ from pytensor.link.numba.dispatch.basic import numba_funcify
 from .._tensor_shapes import ShapeCheck, _message
 from ..noise.form import CELL, Grouped
 from ..noise.terms import log_terms
-from . import _op
-from ._forms import HEADER
+from . import _native, _op
+from ._forms import HEADER, parameters, unpacked
 from ._group_op import GroupTotalsLogp
 from ._group_op import _refuse as _refuse_groups
 from ._groups import OK, group_sweep
@@ -63,9 +67,9 @@ from ._sweep import marginal_sweep, sweep_cells
 
 __all__: list[str] = []
 
-# numba's cache of these functions holds the code of the sweeps they call, but is keyed on
-# this file alone: after changing ._sweep or what it calls, remove this folder's __pycache__
-# (a stale copy can crash the process).
+# numba's cache of these functions is keyed on this file alone, and they call the sweeps with
+# the argument layout of when they were compiled: after changing the types ._forms names or
+# the sweeps' arguments, remove this folder's __pycache__ (a stale copy can crash the process).
 
 #: Threads that keep a state of their own per compiled node; more sweep with a fresh one.
 SLOTS = 16
@@ -93,34 +97,29 @@ def _funcify_noise_terms(op, node=None, **kwargs):
 def _funcify_group_totals(op, node=None, **kwargs):
     """Return the compiled ``(a, b, form, table, starts, totals) -> (logp, score_a, score_b)``."""
     family, tol = op.family, op.tol
+    code = group_sweep_address(family)
 
     @nb.njit(error_model="numpy")
     def group_totals_logp(a, b, form, table, starts, totals):
-        return _group_totals_logp(family, tol, a, b, form, table, starts, totals)
+        return _group_totals_logp(family, tol, code, a, b, form, table, starts, totals)
 
     return group_totals_logp
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _group_totals_logp(family, tol, a, b, form, table, starts, totals):
-    """Return GroupTotalsLogp's outputs; a failed group raises its Python error."""
+def _group_totals_logp(family, tol, code, a, b, form, table, starts, totals):
+    """Return GroupTotalsLogp's outputs; a failed group raises its Python error.
+
+    ``code`` is :func:`group_sweep_address` of ``family``.
+    """
     cells, table = _unpacked(form, table)
     logp, status = np.empty(totals.size), np.empty(totals.size, dtype=np.int64)
     score_a, score_b = np.empty(a.size), np.empty(a.size)
-    group_sweep(
-        family,
-        np.ascontiguousarray(a),
-        np.ascontiguousarray(b),
-        cells,
-        table,
-        tol,
-        _frozen(np.ascontiguousarray(starts).astype(np.int64)),
-        _frozen(np.ascontiguousarray(totals).astype(np.float64)),
-        logp,
-        score_a,
-        score_b,
-        status,
-    )
+    pa, pb = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    every = _frozen(np.ascontiguousarray(starts).astype(np.int64))
+    exact = _frozen(np.ascontiguousarray(totals).astype(np.float64))
+    outputs = (logp, score_a, score_b, status)
+    _call_group_sweep(code, (family, pa, pb, cells, table, tol, every, exact, *outputs))
     if np.any(status != OK):
         _raise_group_refusal(status)
     return logp, score_a, score_b
@@ -130,7 +129,20 @@ def _group_totals_logp(family, tol, a, b, form, table, starts, totals):
 def _raise_group_refusal(status):
     """Raise the Python implementation's error for the groups that failed (object mode)."""
     with nb.objmode():
-        _refuse_groups(status)
+        _refuse_aloud(_refuse_groups, status)
+
+
+def _refuse_aloud(refuse, *arguments) -> None:
+    """Raise ``refuse(*arguments)``'s error, warning its message first.
+
+    nutpie calls the compiled log-density where no Python exception reaches the user (a
+    failed evaluation is a divergence to it): the warning says which cells failed and why.
+    """
+    try:
+        refuse(*arguments)
+    except FloatingPointError as error:
+        warnings.warn(str(error), RuntimeWarning, stacklevel=2)
+        raise
 
 
 @numba_funcify.register(ShapeCheck)
@@ -205,24 +217,69 @@ def _funcify_marginal_logp(op, node=None, **kwargs):
     pool = _Pool()
     words = np.uint64(pool.address)
     threaded_cells, home = _op.THREADED_CELLS, _op._home()
-
+    serial = sweep_address(family, threaded=False)
+    # the threaded sweep is compiled only for a node whose table may need it
+    threaded = np.uint64(0)
     if _may_thread(node, threaded_cells):
+        threaded = sweep_address(family, threaded=True)
 
-        @nb.njit(error_model="numpy")
-        def marginal_logp(a, b, form, table, state):
-            # not cached (it reads numba's thread count): the cached sweep takes the answer
-            threaded = (
-                a.size >= threaded_cells and _process_id() == home and nb.get_num_threads() > 1
-            )
-            return _marginal_logp(family, tol, words, threaded, a, b, form, table, state)
-    else:
-
-        @nb.njit(error_model="numpy")
-        def marginal_logp(a, b, form, table, state):
-            return _marginal_logp(family, tol, words, None, a, b, form, table, state)
+    @nb.njit(error_model="numpy")
+    def marginal_logp(a, b, form, table, state):
+        # not cached (it reads numba's thread count): the cached sweep takes the answer
+        code = serial
+        if threaded and a.size >= threaded_cells and _process_id() == home:
+            if nb.get_num_threads() > 1:
+                code = threaded
+        return _marginal_logp(family, tol, words, code, code != serial, a, b, form, table, state)
 
     marginal_logp.dpinfer_pool = pool  # the slots live as long as the compiled function
     return marginal_logp
+
+
+def _kernel_types() -> tuple:
+    """Return the numba types of a sweep's parameter vectors, form and tables (._forms)."""
+    cells, table = unpacked(np.zeros(0), np.zeros(HEADER))
+    return nb.typeof(parameters(np.zeros(1))), nb.typeof(cells), nb.typeof(table)
+
+
+_VECTOR, _FORM, _TABLE = _kernel_types()
+_INDICES = types.Array(types.int64, 1, "C")
+_STATE = types.Array(types.float64, 2, "C")
+
+
+def _sweep_types(family: types.Type) -> tuple:
+    """Return the types of :func:`._sweep.marginal_sweep`'s arguments for a family's type."""
+    sums = (_VECTOR, _VECTOR, _VECTOR, _INDICES)
+    return (family, _VECTOR, _VECTOR, _FORM, _TABLE, types.float64, _STATE, *sums)
+
+
+def _cells_types(family: types.Type) -> tuple:
+    """Return the types of :func:`._sweep.sweep_cells`' arguments for a family's type."""
+    return (*_sweep_types(family), types.int64, types.int64)
+
+
+def _group_types(family: types.Type) -> tuple:
+    """Return the types of :func:`._groups.group_sweep`'s arguments for a family's type."""
+    given = (_INDICES.copy(readonly=True), _VECTOR.copy(readonly=True))
+    sums = (_VECTOR, _VECTOR, _VECTOR, _INDICES)
+    return (family, _VECTOR, _VECTOR, _FORM, _TABLE, types.float64, *given, *sums)
+
+
+_call_sweep = _native.caller("marginal_sweep", _sweep_types)
+_call_sweep_cells = _native.caller("sweep_cells", _cells_types)
+_call_group_sweep = _native.caller("group_sweep", _group_types)
+
+
+def sweep_address(family, *, threaded: bool) -> np.uint64:
+    """Return the address of ``family``'s threaded or serial sweep (``_marginal_logp``'s code)."""
+    if threaded:
+        return np.uint64(_native.address(marginal_sweep, _sweep_types(nb.typeof(family))))
+    return np.uint64(_native.address(sweep_cells, _cells_types(nb.typeof(family))))
+
+
+def group_sweep_address(family) -> np.uint64:
+    """Return the address of ``family``'s group sums (``_group_totals_logp``'s code)."""
+    return np.uint64(_native.address(group_sweep, _group_types(nb.typeof(family))))
 
 
 def _may_thread(node, threaded_cells: int) -> bool:
@@ -232,12 +289,11 @@ def _may_thread(node, threaded_cells: int) -> bool:
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _marginal_logp(family, tol, words, threaded, a, b, form, table, state):
+def _marginal_logp(family, tol, words, code, threaded, a, b, form, table, state):
     """Return the Op's outputs: the sweep with the state of a slot of the pool at ``words``.
 
-    The sweep spreads the cells over numba's threads if ``threaded``, else it runs on the
-    calling thread. With ``threaded=None`` the threaded sweep is not even compiled (numba
-    prunes its branch): a table too small for threads does not pay for it.
+    ``code`` is :func:`sweep_address` of ``family``: the threaded sweep if ``threaded``
+    (it spreads the cells over numba's threads), else the one on the calling thread.
     """
     n = a.size
     cells, table = _unpacked(form, table)
@@ -249,12 +305,11 @@ def _marginal_logp(family, tol, words, threaded, a, b, form, table, state):
     pa, pb = np.ascontiguousarray(a), np.ascontiguousarray(b)
     slot = _claim_slot(words)
     own = np.full((n, STATE), math.nan) if slot < 0 else _slot_state(words, slot, n)
-    if threaded is None or not threaded:
-        # an int64 0, not numba's literal 0: the sweep Python's calls compiled serves this one
-        zero = nb.int64(0)
-        sweep_cells(family, pa, pb, cells, table, tol, own, logp, score_a, score_b, terms, zero, n)
+    arguments = (family, pa, pb, cells, table, tol, own, logp, score_a, score_b, terms)
+    if threaded:
+        _call_sweep(code, arguments)
     else:
-        marginal_sweep(family, pa, pb, cells, table, tol, own, logp, score_a, score_b, terms)
+        _call_sweep_cells(code, (*arguments, nb.int64(0), n))
     if slot >= 0:
         _release(_word(words, slot, _TAKEN))
     if np.isnan(logp).any():
@@ -306,7 +361,7 @@ def _unpacked(released, shared):
 def _raise_refusal(failed, beyond):
     """Raise the Python implementation's error for the cells that failed (object mode)."""
     with nb.objmode():
-        _refuse(failed, beyond)
+        _refuse_aloud(_refuse, failed, beyond)
 
 
 @nb.njit(cache=True, error_model="numpy")

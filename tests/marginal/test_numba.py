@@ -27,6 +27,7 @@ from dpinfer.marginal._op import MarginalLogp
 from dpinfer.marginal._poisson import STATE
 from dpinfer.results import effective_sample_size
 
+from ._linked import linked_libraries
 from ._table import POP
 
 RELEASED = np.array([3, 21, -9, 30, 6, 2])
@@ -118,7 +119,9 @@ def _python_core(op, a, b, form, table, state):
 
 def _numba_core(op, a, b, form, table, state, *, pool):
     words = np.uint64(pool.address)
-    return _numba_op._marginal_logp(op.family, op.tol, words, None, a, b, form, table, state)
+    code = _numba_op.sweep_address(op.family, threaded=False)
+    arguments = (a, b, form, table, state)
+    return _numba_op._marginal_logp(op.family, op.tol, words, code, False, *arguments)
 
 
 def _drops_later_releases(op, a, b, form, table, state, *, pool):
@@ -154,6 +157,15 @@ def every_case():
 
 def test_numba_matches_perform_on_every_noise_kind_and_family(every_case):
     assert _mismatches(every_case, _numba_core) == set()
+
+
+def test_the_compiled_op_runs_the_sweep_python_compiled_without_linking_it(every_case):
+    # a numba graph's wrapper must not carry (and compile anew) a family's sums
+    _mismatches(every_case, _numba_core)  # compiles the Op's core for every family
+    for types_of_core in _numba_op._marginal_logp.overloads:
+        family = types_of_core[0]
+        sweep = _numba_op.sweep_cells.overloads[_numba_op._cells_types(family)]
+        assert id(sweep.library) not in linked_libraries(_numba_op._marginal_logp, types_of_core)
 
 
 def test_companion_dropping_a_release_fails(every_case):
@@ -224,10 +236,15 @@ def test_a_refusal_raises_the_python_error():
     point = {"rate_log__": np.log(100.0)}
     messages = []
     for mode in (None, "NUMBA"):
-        with pytest.raises(FloatingPointError, match=r"2 cell\(s\).*beyond 2\*\*53") as error:
-            model.compile_logp(mode=mode)(point)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(FloatingPointError, match=r"2 cell\(s\).*beyond 2\*\*53") as error:
+                model.compile_logp(mode=mode)(point)
         # PyTensor appends the node that raised, which differs between the modes
         messages.append(str(error.value).split("\nApply node")[0])
+        warned = [str(w.message) for w in caught if w.category is RuntimeWarning]
+        # the compiled code also warns: nutpie, which calls it, drops its exceptions
+        assert warned == ([] if mode is None else messages[:1])
     assert messages[0] == messages[1]
 
 
@@ -346,10 +363,11 @@ def test_companion_threads_sharing_one_state_unlocked_fail():
     def funcify(op, node):
         pool = _numba_op._Pool()
         family, tol, words = op.family, op.tol, np.uint64(pool.address)
+        code = _numba_op.sweep_address(family, threaded=False)
 
         @nb.njit
         def marginal(a, b, form, table, state):
-            return planted(family, tol, words, None, a, b, form, table, state)
+            return planted(family, tol, words, code, False, a, b, form, table, state)
 
         marginal.pool = pool  # the slots live as long as the function
         return marginal
