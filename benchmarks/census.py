@@ -33,8 +33,8 @@ Synthetic releases (``dpinfer.census.synthetic_state``, the state total exact):
   (``after``) and by the kernel of the commit ``--before`` (``before``: that commit's
   ``dpinfer`` package, taken with ``git archive``, imported ahead of this one), each in
   its own process, and their ratio. The kernel rate is the median over ``--kernel-runs``
-  runs of ``--rounds`` rounds each, the two kernels' runs taken in turn; ``--ess-draws 0``
-  leaves the ESS out.
+  runs of ``--rounds`` rounds each, the two kernels' runs taken in turn (also the subtree
+  passes' and the pair passes' rates on their own); ``--ess-draws 0`` leaves the ESS out.
 
 A *cell update* is one proposed move of one person (between two cells of a leaf,
 between two leaves, a birth or death, or a swap) scored against every measured cell it
@@ -142,23 +142,28 @@ def kernel_rate(release, rounds: int) -> dict:
     )  # fmt: skip
     top = _chains.init_chain(plan, as_seed_sequence(5))
     n = len(parts)
-    counts, seconds = np.zeros(2, dtype=np.int64), 0.0
+    subtree, pair = np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64)
+    seconds = np.zeros(2)  # the subtree passes', the pair passes'
     for r in range(rounds + 1):
         states = round_states(child_sequence(as_seed_sequence(7), r), 1 + n + (n + 1) // 2)
         arenas = [plan.arena(i, plan.store.get(i)) for i in range(n)]
         if r == 1:  # the first round compiles
-            counts[:], seconds = 0, 0.0
+            subtree[:], pair[:], seconds[:] = 0, 0, 0.0
         start = time.process_time()
         for i, arena in enumerate(arenas):
-            counts += _chains._subtree_pass(plan.tables, arena, plan.per_leaf, states[1 + i])[3]
-        for p, pair in enumerate(_chains._pairs(states[0], n)):
+            subtree += _chains._subtree_pass(plan.tables, arena, plan.per_leaf, states[1 + i])[3]
+        middle = time.process_time()
+        for p, two in enumerate(_chains._pairs(states[0], n)):
             _lattice.run_pair(
-                plan.tables, top, arenas[pair[0]], arenas[pair[-1]], len(pair) == 2,
-                max(1, plan.per_leaf // 2), _chains.PAIR_PATTERN, states[1 + n + p], counts,
+                plan.tables, top, arenas[two[0]], arenas[two[-1]], len(two) == 2,
+                max(1, plan.per_leaf // 2), _chains.PAIR_PATTERN, states[1 + n + p], pair,
                 _lattice.scratch(plan.tables),
             )  # fmt: skip
-        seconds += time.process_time() - start
-    return {"kernel_cell_updates_per_cpu_s": counts[0] / seconds, "kernel_rounds": rounds,
+        seconds += (middle - start, time.process_time() - middle)
+    counts = subtree + pair
+    return {"kernel_cell_updates_per_cpu_s": counts[0] / seconds.sum(), "kernel_rounds": rounds,
+            "subtree_cell_updates_per_cpu_s": subtree[0] / seconds[0],
+            "pair_cell_updates_per_cpu_s": pair[0] / seconds[1],
             "per_leaf": plan.per_leaf, "acceptance": counts[1] / max(counts[0], 1)}  # fmt: skip
 
 
@@ -437,6 +442,10 @@ def kernel_section(case: str, tmp: str, args) -> None:
     rates = {s: float(np.median([r[key] for r in runs[s]])) for s in ("before", "after")}
     out = {"case": case, "before_commit": args.before, "median_" + key: rates,
            "after_over_before": rates["after"] / rates["before"]}  # fmt: skip
+    for part in ("subtree", "pair"):  # each kind of pass on its own
+        name = f"{part}_cell_updates_per_cpu_s"
+        out["median_" + name] = {s: float(np.median([r[name] for r in runs[s]]))
+                                 for s in ("before", "after")}  # fmt: skip
     if runs.get("ess-after"):
         ess = "tract_total_ess_per_chains_cpu_s_median"
         out["ess_after_over_before"] = {

@@ -425,15 +425,26 @@ def _facing(leaf, n_a, n_b, window, s):
 
 @_inline
 def _prefetch_leaf(a, leaf):
-    """Fetch ``leaf``'s rows, and those of its own unit, into the cache."""
-    prefetch_row(a.anc, leaf)
-    prefetch_row(a.x, leaf)
-    prefetch_row(a.fen, leaf)
-    prefetch_row(a.deepest, leaf)
-    prefetch_row(a.group, leaf)
-    unit = a.anc[leaf, a.depth[leaf]]
-    prefetch_row(a.r, unit)
-    prefetch_row(a.intercept, unit)
+    """Fetch ``leaf``'s rows into the cache (-1: none)."""
+    if leaf >= 0:
+        prefetch_row(a.anc, leaf)
+        prefetch_row(a.x, leaf)
+        prefetch_row(a.fen, leaf)
+        prefetch_row(a.deepest, leaf)
+        prefetch_row(a.group, leaf)
+        prefetch_row(a.depth, leaf)
+
+
+@_inline
+def _prefetch_unit(a, leaf):
+    """Fetch the rows of ``leaf``'s own unit into the cache (-1: none).
+
+    Its path and depth are read: fetch them (:func:`_prefetch_leaf`) a move before.
+    """
+    if leaf >= 0:
+        unit = a.anc[leaf, a.depth[leaf]]
+        prefetch_row(a.r, unit)
+        prefetch_row(a.intercept, unit)
 
 
 @_kernel
@@ -459,8 +470,8 @@ def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
             if following < n:
                 t = _cycle(t, tmin, tmax)
                 ahead, ahead_t = _partner(a, following, t, tb.window, s), t
-                if ahead >= 0:
-                    _prefetch_leaf(a, ahead)
+                _prefetch_leaf(a, ahead)
+                _prefetch_unit(a, ahead)
             if other < 0:
                 continue
             first = depth + 1  # the units the two paths do not share
@@ -482,23 +493,63 @@ def _possible(kind, within_ok, between_ok, birth_ok):
     return BETWEEN if between_ok else BIRTH_DEATH if birth_ok else -1
 
 
+@_inline
+def _kind(tb, a, paired, pattern, leaf, turn):
+    """Return the move ``leaf`` makes at ``turn`` of ``pattern`` (:func:`_possible`)."""
+    deepest = a.deepest[leaf]
+    within_ok = tb.gsize[a.group[leaf]] > 1
+    between_ok = paired and deepest < tb.top_depth
+    return _possible(pattern[turn], within_ok, between_ok, deepest < 0)
+
+
+@_inline
+def _next_between(tb, a, paired, pattern, per_leaf, leaf, step, turn):
+    """Return the position (leaf, step, turn) of the next move between leaves after this one.
+
+    Its leaf is ``a.x.shape[0]`` where there is none.
+    """
+    n = a.x.shape[0]
+    if not paired or per_leaf < 1:
+        return n, 0, 0
+    while leaf < n:
+        turn = 0 if turn + 1 == pattern.size else turn + 1
+        step += 1
+        if step == per_leaf:
+            leaf, step = leaf + 1, 0
+        if leaf < n and _kind(tb, a, paired, pattern, leaf, turn) == BETWEEN:
+            break
+    return leaf, step, turn
+
+
 @_kernel
 def _pair_side(tb, top, a, b, paired, pattern, per_leaf, s, counts, buf):
     first = tb.top_depth  # the partner's path meets the leaf's at the root
+    n_a, n_b = a.x.shape[0], b.x.shape[0]
+    # the partner of the move between leaves after next is drawn at each such move (its
+    # rows fetched), the own unit's rows of the next one's fetched
+    other, ahead = -1, -1
+    leaf2, step2, turn2 = 0, -1, -1  # the position of the move ``ahead`` is drawn for
+    due = 2  # draws due: two before the first move
     turn = 0
-    for leaf in range(a.x.shape[0]):
-        within_ok = tb.gsize[a.group[leaf]] > 1
-        between_ok = paired and a.deepest[leaf] < first
-        birth_ok = a.deepest[leaf] < 0
+    for leaf in range(n_a):
         for _ in range(per_leaf):
-            kind = _possible(pattern[turn], within_ok, between_ok, birth_ok)
+            while due:
+                other = ahead
+                _prefetch_unit(b, other)
+                leaf2, step2, turn2 = _next_between(
+                    tb, a, paired, pattern, per_leaf, leaf2, step2, turn2
+                )
+                ahead = _facing(leaf2, n_a, n_b, tb.window, s) if leaf2 < n_a else -1
+                _prefetch_leaf(b, ahead)
+                due -= 1
+            kind = _kind(tb, a, paired, pattern, leaf, turn)
             turn = 0 if turn + 1 == pattern.size else turn + 1
             if kind == WITHIN:
                 code = _within(tb, top, a, leaf, buf, s)
             elif kind == BIRTH_DEATH:
                 code = _birth_death(tb, top, a, leaf, buf, s)
             elif kind == BETWEEN:
-                other = _facing(leaf, a.x.shape[0], b.x.shape[0], tb.window, s)
+                due = 1
                 if b.deepest[other] >= first:
                     code = REFUSED
                 else:  # either way, with probability 1/2
@@ -507,7 +558,7 @@ def _pair_side(tb, top, a, b, paired, pattern, per_leaf, s, counts, buf):
                     )
                     code = _transfer(tb, first, sa, src, da, dst, buf, s)
             else:
-                continue
+                code = REFUSED
             _tally(counts, code)
 
 
@@ -520,8 +571,10 @@ def run_pair(tb, top, a, b, paired, per_leaf, pattern, s, counts, buf):
     an invariant fixes, between leaves without a partner) replaced by the first it
     can; the partner of a move between leaves is drawn uniformly among the leaves of
     the other subtree at most ``tb.window`` from the leaf's relative position (their
-    lowest common ancestor is the root). With ``paired``
-    false (``b`` is ``a``) there is no partner.
+    lowest common ancestor is the root), two such moves ahead (from the same stream,
+    without looking at the counts, so each move's proposal is unchanged), its rows
+    fetched into the cache meanwhile. With ``paired`` false (``b`` is ``a``) there is
+    no partner.
     """
     _pair_side(tb, top, a, b, paired, pattern, per_leaf, s, counts, buf)
     if paired:
