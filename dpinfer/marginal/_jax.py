@@ -95,8 +95,9 @@ class HostSweep:
     def __call__(self, a, b):
         a, b = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
         n = a.shape[-1]
-        # copies: JAX hands read-only arrays, which the kernel is not compiled for
-        rows_a, rows_b = np.array(a.reshape(-1, n)), np.array(b.reshape(-1, n))
+        # C-ordered copies: JAX hands read-only arrays, and a broadcast parameter copied in its
+        # own order has strided rows: the kernel is compiled for neither
+        rows_a, rows_b = (np.array(x.reshape(-1, n), order="C") for x in (a, b))
         logp, score_a, score_b = (np.empty(rows_a.shape) for _ in range(3))
         terms = np.empty(n, dtype=np.int64)
         for row, state in enumerate(self._states(rows_a.shape[0], n)):
@@ -184,7 +185,7 @@ class HostGroups:
     def __call__(self, a, b):
         a, b = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
         n, groups = a.shape[-1], self.totals.size
-        rows_a, rows_b = np.array(a.reshape(-1, n)), np.array(b.reshape(-1, n))
+        rows_a, rows_b = (np.array(x.reshape(-1, n), order="C") for x in (a, b))  # as above
         logp = np.empty((rows_a.shape[0], groups))
         score_a, score_b = np.empty(rows_a.shape), np.empty(rows_a.shape)
         status = np.empty(groups, dtype=np.int64)
