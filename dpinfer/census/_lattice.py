@@ -105,6 +105,7 @@ class Tables(NamedTuple):
     pb: np.ndarray  # (cells,) float64: negative binomial mean / (mean + size)
     top_depth: int  # depths served by the top arena (1: the root; 0: no top arena)
     window: int = WINDOW  # partners lie at most this many leaves away (in a leaf's order)
+    swap_hastings: bool = True  # False drops the swap's Hastings ratio (a planted bug, in tests)
 
 
 class Arena(NamedTuple):
@@ -379,6 +380,8 @@ def _swap(tb, first, a, leaf, b, other, buf, s):
     up_b2, down_b2 = _up(tb, c2, b2 - 1)
     num = (a2 + 1.0) * (b1 + 1.0) * up_a2 * up_b1 * down_a1 * down_b2
     den = a1 * float(b2) * down_a2 * down_b1 * up_a1 * up_b2
+    if not tb.swap_hastings:
+        num, den = up_a2 * up_b1 * down_a1 * down_b2, down_a2 * down_b1 * up_a1 * up_b2
     return _exchange(tb, first, a, leaf, b, other, c1, c2, num, den, buf, s)
 
 

@@ -32,6 +32,24 @@ DEEP = {
     "value": [2, 3, 3, 1, 1, 0, 0, 1] + [2, 0, -1, 2, 0, 1],
     "variance": [1.0, 1.0, 2.0, 2.0, 2.0, 1.0, 1.5, 1.5] + [2.0] * 6,
 }
+#: Four cells per block; the blocks "111", "112" of the county "11" have exact totals, the
+#: county "12" is a block itself. No person moves between blocks, and a move within a block
+#: changes the county's precisely measured cells (mostly rejected): the two blocks' tables
+#: mix mainly through swaps, which the county does not see. Dropping the swap's Hastings
+#: ratio biases the chain by up to 9 Monte Carlo standard errors (seeds 1 to 3).
+SWAPS = {
+    "geocode": ["11"] * 4 + ["111"] * 4 + ["112"] * 4 + ["12"] * 2,
+    "query": ["a"] * 14,
+    "cell": [0, 1, 2, 3] * 3 + [0, 1],
+    "value": [1, 2, 2, 1] + [2, 0, 1, 0] + [0, 1, 1, 2] + [0, 1],
+    "variance": [0.5] * 4 + [2.0] * 8 + [1.0] * 2,
+}
+SWAPS_INVARIANTS = {
+    "geocode": ["1", "111", "112"],
+    "query": ["total"] * 3,
+    "cell": [0] * 3,
+    "value": [7, 3, 3],
+}
 TREES = {
     "shallow": (SHALLOW, {"geocode": ["1"], "query": ["total"], "cell": [0], "value": [4]}),
     "deep": (DEEP, {"geocode": ["1"], "query": ["total"], "cell": [0], "value": [4]}),
@@ -57,35 +75,48 @@ def log_prior(table, prior, params):
     return 0.0
 
 
-def exact_posterior(rows, invariant, release, prior="flat", params=None):
-    """Every leaf table (2 cells per leaf, the invariant total) with its posterior probability."""
+def leaf_rows(cells, most, exact):
+    """Every row of ``cells`` non-negative counts adding up to at most ``most`` (or ``exact``)."""
+    rows = itertools.product(range(most + 1), repeat=cells)
+    return [r for r in rows if sum(r) <= most and exact in (None, sum(r))]
+
+
+def query_value(table, leaves, geocode, query, cell):
+    """The value of a query cell of the unit ``geocode`` in a leaf table."""
+    counts = table[[leaf.startswith(geocode) for leaf in leaves]].sum(axis=0)
+    return counts.sum() if query == "total" else counts[cell]
+
+
+def exact_posterior(rows, invariant, release, prior="flat", params=None, cells=2):
+    """Every leaf table (leaves x cells) meeting the invariants, with its posterior probability.
+
+    The first invariant is the root's total.
+    """
     units = release.units
     leaves = np.sort(units.geocodes[units.leaves].astype(str))
     total = invariant["value"][0]
-    tables = [
-        np.array(t).reshape(leaves.size, 2)
-        for t in itertools.product(range(total + 1), repeat=2 * leaves.size)
-        if sum(t) == total
-    ]
+    fixed = {g: y for g, q, _, y in zip(*invariant.values(), strict=True) if q == "total"}
+    per_leaf = [leaf_rows(cells, total, fixed.get(leaf)) for leaf in leaves]
+    summing = (np.array(t) for t in itertools.product(*per_leaf) if sum(map(sum, t)) == total)
+    kept = list(zip(*invariant.values(), strict=True))[1:]
+    tables = [t for t in summing if all(query_value(t, leaves, *k[:3]) == k[3] for k in kept)]
     logp = []
     for table in tables:
         value = log_prior(table, prior, params)
         for g, q, c, y, v in zip(*rows.values(), strict=True):
-            counts = table[[leaf.startswith(g) for leaf in leaves]].sum(axis=0)
-            s = counts.sum() if q == "total" else counts[c]
-            value -= (y - s) ** 2 / (2 * v)
+            value -= (y - query_value(table, leaves, g, q, c)) ** 2 / (2 * v)
         logp.append(value)
     p = np.exp(np.array(logp) - max(logp))
     return np.stack(tables), p / p.sum()
 
 
-def run(release, seed, draws=4000, **prior):
+def run(release, seed, draws=4000, cells=2, **prior):
     post = sample_posterior(
         release, draws=draws, tune=100, chains=4, per_leaf=32, store_leaves=True, rng=seed,
         progressbar=False, **prior,
     )  # fmt: skip
     leaves = release.units.leaves.size
-    draws = np.asarray(post.idata.posterior["leaf_counts"]).reshape(4, -1, leaves, 2)
+    draws = np.asarray(post.idata.posterior["leaf_counts"]).reshape(4, -1, leaves, cells)
     return post, draws
 
 
@@ -98,18 +129,19 @@ def sampled(tree):
 def check_against_enumeration(tree, draws, prior="flat", params=None):
     """Every draw meets the invariant, and each leaf cell's mean matches the exact one.
 
-    ``draws`` is ``(chains, draws, leaves, 2)``. The tolerance is 5 Monte Carlo standard
+    ``draws`` is ``(chains, draws, leaves, cells)``. The tolerance is 5 Monte Carlo standard
     errors from each cell's bulk ESS (about 12,000 of the 16,000 draws): a false failure
     has probability about 6e-7 per cell.
     """
     rows, invariant, release = tree
-    tables, p = exact_posterior(rows, invariant, release, prior, params)
+    cells = draws.shape[3]
+    tables, p = exact_posterior(rows, invariant, release, prior, params, cells)
     assert np.all(draws.sum(axis=(2, 3)) == invariant["value"][0]), "a draw breaks the invariant"
     exact_mean = np.einsum("s,sij->ij", p, tables)
     exact_sd = np.sqrt(np.einsum("s,sij->ij", p, (tables - exact_mean) ** 2))
     leaves = draws.shape[2]
     ess = np.array(
-        [[effective_sample_size(draws[..., i, j]) for j in range(2)] for i in range(leaves)]
+        [[effective_sample_size(draws[..., i, j]) for j in range(cells)] for i in range(leaves)]
     )
     error = np.abs(draws.mean(axis=(0, 1)) - exact_mean)
     np.testing.assert_array_less(error, 5 * exact_sd / np.sqrt(ess))
@@ -149,6 +181,33 @@ def test_planted_companion_dropping_the_invariant_fails(tree, monkeypatch):
     _, draws = run(tree[2], seed=1, draws=250)
     with pytest.raises(AssertionError, match="breaks the invariant"):
         check_against_enumeration(tree, draws)
+
+
+@pytest.fixture(scope="module")
+def swaps():
+    release = CensusRelease.from_rows({"a": 4}, SWAPS, invariants=SWAPS_INVARIANTS)
+    return SWAPS, SWAPS_INVARIANTS, release
+
+
+def test_swaps_between_blocks_with_exact_totals_match_exact_enumeration(swaps):
+    post, draws = run(swaps[2], seed=1, cells=4)
+    check_against_enumeration(swaps, draws)
+    assert post.idata.attrs["rhat_max"] < 1.05
+
+
+def test_planted_companion_dropping_the_swap_hastings_ratio_fails(swaps, monkeypatch):
+    # the swap accepts with the posterior ratio alone, as if its proposal were symmetric:
+    # the draws still meet every invariant, but the blocks' means are off by up to 9
+    # Monte Carlo standard errors where the check allows 5
+    build = _layout.Layout.tables
+
+    def without_swap_ratio(*args, **kwargs):
+        return build(*args, **kwargs)._replace(swap_hastings=False)
+
+    monkeypatch.setattr(_layout.Layout, "tables", without_swap_ratio)
+    _, draws = run(swaps[2], seed=1, cells=4)
+    with pytest.raises(AssertionError, match="Mismatched elements"):
+        check_against_enumeration(swaps, draws)
 
 
 def test_summaries_match_the_stored_draws(tree, sampled):
