@@ -47,8 +47,10 @@ A *subtree pass* (:func:`run_subtree`) runs the moves that keep the subtree's
 detailed counts (between leaves and swaps, the partner drawn under the leaf's
 ancestor at a depth ``t`` in ``tmin..tmax``); given those counts the subtrees
 are independent. A *pair pass* (:func:`run_pair`) runs, on the leaves of two
-subtrees, the moves within a leaf, births and deaths, and moves and swaps whose
-partner is a leaf of the other subtree; it reads and writes the top arena.
+subtrees, the moves within a leaf, births and deaths, and the moves between leaves
+whose partner is a leaf of the other subtree (no swaps: a leaf's cells within one
+invariant group are connected by the moves within it, so swaps only speed mixing,
+and the subtree passes run them); it reads and writes the top arena.
 
 A *cell update*, as the rates count it, is one proposed move of one person
 scored against every measured cell it changes and then accepted or rejected;
