@@ -461,29 +461,50 @@ def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
     move between the two, where no invariant below their common ancestor forbids it,
     and a swap. ``counts`` accumulates
     (proposals scored, accepted); ``buf`` is :func:`scratch`'s. Each partner is drawn
-    one turn ahead and its rows (and its own unit's) are fetched into the cache while
-    the turn before runs.
+    two turns ahead, its rows fetched into the cache then and its own unit's rows (found
+    from those) a turn later.
     """
     n = a.x.shape[0]
     turns = (per_leaf + 1) // 2
-    t = _cycle(tmin, tmin, tmax)
-    ahead, ahead_t = (_partner(a, 0, t, tb.window, s) if n else -1), t
+    t, leaf2, turn2 = tmin, 0, 0  # the last partner's depth, the next one's (leaf, turn)
+    other, depth, ahead, ahead_t = -1, t, -1, t
+    for _ in range(2):  # the partners of the first turn (other) and the second (ahead)
+        other, depth = ahead, ahead_t
+        ahead, t, leaf2, turn2 = _next_partner(a, tb.window, tmin, tmax, t, leaf2, turn2, turns, s)
+        ahead_t = t
     for leaf in range(n):
-        for turn in range(turns):
+        for _ in range(turns):
+            this, this_t = other, depth
             other, depth = ahead, ahead_t
-            following = leaf + (turn + 1 == turns)
-            if following < n:
-                t = _cycle(t, tmin, tmax)
-                ahead, ahead_t = _partner(a, following, t, tb.window, s), t
-                _prefetch_leaf(a, ahead)
-                _prefetch_unit(a, ahead)
-            if other < 0:
+            ahead, t, leaf2, turn2 = _next_partner(
+                a, tb.window, tmin, tmax, t, leaf2, turn2, turns, s
+            )
+            ahead_t = t
+            _prefetch_unit(a, other)
+            if this < 0:
                 continue
-            first = depth + 1  # the units the two paths do not share
-            if a.deepest[leaf] < first and a.deepest[other] < first:
-                flip = (leaf ^ other) * (uniform(s) < 0.5)  # either way, with probability 1/2
-                _tally(counts, _transfer(tb, first, a, leaf ^ flip, a, other ^ flip, buf, s))
-            _tally(counts, _swap(tb, first, a, leaf, a, other, buf, s))
+            first = this_t + 1  # the units the two paths do not share
+            if a.deepest[leaf] < first and a.deepest[this] < first:
+                flip = (leaf ^ this) * (uniform(s) < 0.5)  # either way, with probability 1/2
+                _tally(counts, _transfer(tb, first, a, leaf ^ flip, a, this ^ flip, buf, s))
+            _tally(counts, _swap(tb, first, a, leaf, a, this, buf, s))
+
+
+@_inline
+def _next_partner(a, window, tmin, tmax, t, leaf, turn, turns, s):
+    """Draw the partner of ``leaf`` at ``turn`` (-1: none, or past the last leaf).
+
+    Its depth is the one after ``t``; fetch its rows. Return it, its depth and the
+    position (leaf, turn) of the next draw.
+    """
+    if leaf >= a.x.shape[0]:
+        return -1, t, leaf, turn
+    t = _cycle(t, tmin, tmax)
+    other = _partner(a, leaf, t, window, s)
+    _prefetch_leaf(a, other)
+    if turn + 1 == turns:
+        return other, t, leaf + 1, 0
+    return other, t, leaf, turn + 1
 
 
 @_inline
