@@ -224,8 +224,8 @@ def _terms(tb, c_out, c_in, buf):
 
 
 @_inline
-def _units(r, intercept, anc, leaf, first, last, buf, m, sign, apply):
-    """Score (or, with ``apply``, make) the change ``sign * step`` of the listed cells.
+def _units(r, intercept, anc, leaf, first, last, buf, m, apply):
+    """Score (or, with ``apply``, make) the change ``step`` of the listed cells.
 
     At the units of depths ``first:last`` on ``leaf``'s path (up to its own depth).
     """
@@ -235,7 +235,7 @@ def _units(r, intercept, anc, leaf, first, last, buf, m, sign, apply):
             break
         u = np.uint64(anc[leaf, t])
         for k in range(m):
-            step = sign * buf.step[k]
+            step = buf.step[k]
             if apply:
                 r[u, buf.cell[k]] -= step
             else:
@@ -248,14 +248,36 @@ def _path(tb, top, a, leaf, buf, m, apply):
     """:func:`_units` on ``leaf``'s whole path: the top arena's units, then its own."""
     levels = a.anc.shape[1]
     last = min(tb.top_depth, levels)
-    delta = _units(top.r, top.intercept, a.anc, leaf, 0, last, buf, m, 1, apply)
-    return delta + _units(a.r, a.intercept, a.anc, leaf, tb.top_depth, levels, buf, m, 1, apply)
+    delta = _units(top.r, top.intercept, a.anc, leaf, 0, last, buf, m, apply)
+    return delta + _units(a.r, a.intercept, a.anc, leaf, tb.top_depth, levels, buf, m, apply)
 
 
 @_inline
-def _below_ancestor(a, leaf, first, buf, m, sign, apply):
-    """:func:`_units` on ``leaf``'s path from depth ``first`` down."""
-    return _units(a.r, a.intercept, a.anc, leaf, first, a.anc.shape[1], buf, m, sign, apply)
+def _both_paths(a, leaf, b, other, first, buf, m, apply):
+    """:func:`_units` on ``leaf``'s path and on ``other``'s, steps reversed, from depth ``first``.
+
+    The two paths' units are taken side by side, a depth at a time, their scores summed
+    apart (two chains of additions, not one); a path that ends first weighs nothing.
+    """
+    delta_a = 0.0
+    delta_b = 0.0
+    levels_a, levels_b = a.anc.shape[1], b.anc.shape[1]
+    for t in range(first, max(levels_a, levels_b)):
+        ua = a.anc[leaf, t] if t < levels_a else -1
+        ub = b.anc[other, t] if t < levels_b else -1
+        if ua < 0 and ub < 0:
+            break
+        wa, wb = np.int64(ua >= 0), np.int64(ub >= 0)
+        ua, ub = np.uint64(max(ua, 0)), np.uint64(max(ub, 0))
+        for k in range(m):
+            step, cell, col = buf.step[k], buf.cell[k], buf.col[k]
+            if apply:
+                a.r[ua, cell] -= wa * step
+                b.r[ub, cell] += wb * step
+            else:
+                delta_a += wa * step_log_ratio(a.intercept[ua, col], a.r[ua, cell], step)
+                delta_b += wb * step_log_ratio(b.intercept[ub, col], b.r[ub, cell], -step)
+    return delta_a + delta_b
 
 
 @_inline
@@ -329,12 +351,9 @@ def _exchange(tb, first, a, leaf, b, other, c_out, c_in, num, den, buf, s):
     ``num / den``.
     """
     m = _terms(tb, c_out, c_in, buf)
-    delta = _below_ancestor(a, leaf, first, buf, m, 1, False)
-    delta += _below_ancestor(b, other, first, buf, m, -1, False)
-    if not _accept(s, delta, num, den):
+    if not _accept(s, _both_paths(a, leaf, b, other, first, buf, m, False), num, den):
         return REJECTED
-    _below_ancestor(a, leaf, first, buf, m, 1, True)
-    _below_ancestor(b, other, first, buf, m, -1, True)
+    _both_paths(a, leaf, b, other, first, buf, m, True)
     for cell, step in ((c_out, -1), (c_in, 1)):
         if cell >= 0:
             _add(a, leaf, cell, step)
