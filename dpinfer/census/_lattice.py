@@ -227,9 +227,10 @@ def _terms(tb, c_out, c_in, buf):
 def _units(r, intercept, anc, leaf, first, last, buf, m, apply):
     """Score (or, with ``apply``, make) the change ``step`` of the listed cells.
 
-    At the units of depths ``first:last`` on ``leaf``'s path (up to its own depth).
+    At the units of depths ``first:last`` on ``leaf``'s path (up to its own depth), the
+    units of even and odd depths in two sums (two chains of additions, not one).
     """
-    delta = 0.0
+    delta, held = 0.0, 0.0  # this unit's sum, and the other one
     for t in range(first, last):
         if anc[leaf, t] < 0:
             break
@@ -240,7 +241,8 @@ def _units(r, intercept, anc, leaf, first, last, buf, m, apply):
                 r[u, buf.cell[k]] -= step
             else:
                 delta += step_log_ratio(intercept[u, buf.col[k]], r[u, buf.cell[k]], step)
-    return delta
+        delta, held = held, delta
+    return delta + held
 
 
 @_inline
