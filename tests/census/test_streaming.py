@@ -1,5 +1,6 @@
 """A release folder read and sampled one county at a time gives the in-memory run's results."""
 
+import gc
 import os
 import tracemalloc
 
@@ -116,8 +117,21 @@ def _streamed_peak(path, out) -> int:
         tracemalloc.stop()
 
 
-def _growth(folders, out) -> int:
-    """How much the streamed run's peak grows from 4 to 8 counties of the same size."""
+def _growth(folders, out, monkeypatch, store=_streaming.DiskStore) -> int:
+    """How much the streamed run's peak grows from 4 to 8 counties of the same size.
+
+    The runs keep each county's values in ``store``, which collects the garbage after
+    storing them: the peaks count what a run keeps, not the cyclic garbage that the
+    collector, at its own pace, has not reached yet (100 to 400 KB of growth by itself
+    over repeated runs, and more at a slower pace).
+    """
+
+    class Collecting(store):
+        def put(self, key, value):
+            super().put(key, value)
+            gc.collect()
+
+    monkeypatch.setattr(_streaming, "DiskStore", Collecting)
     return _streamed_peak(folders[8], out / "8") - _streamed_peak(folders[4], out / "4")
 
 
@@ -135,18 +149,23 @@ def four_and_eight_counties(tmp_path_factory):
 
 
 #: The peak's allowed growth from 4 to 8 counties: the tree's units (geocodes and links,
-#: about 0.6 KB a unit, 308 more units) and noise. Measured: 100 to 180 KB over repeated
-#: runs (the peak itself about 1.3 MB, set by the chunk read and the summary written);
-#: keeping the 4 more counties' chain states and summaries adds about 650 KB.
-GROWTH_BOUND = 400 * 1024
+#: about 0.6 KB a unit, 308 more units), the summaries written, and noise. Measured with
+#: the garbage collected after each county: 300 to 310 KB at Python's default collector
+#: pace, 330 to 375 KB at the suite's (the peak itself about 1.3 MB, set by the chunk read
+#: and the summary written); keeping the 4 more counties' chain states and summaries
+#: (the companion) makes it 695 to 730 KB.
+GROWTH_BOUND = 512 * 1024
 
 
-def test_the_streamed_peak_does_not_grow_with_the_counties(four_and_eight_counties, tmp_path):
-    assert _growth(four_and_eight_counties, tmp_path) < GROWTH_BOUND
+def test_the_streamed_peak_does_not_grow_with_the_counties(
+    four_and_eight_counties, tmp_path, monkeypatch
+):
+    growth = _growth(four_and_eight_counties, tmp_path, monkeypatch)
+    assert growth < GROWTH_BOUND
 
 
 def test_planted_companion_keeping_every_county_in_memory_grows(
     four_and_eight_counties, tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(_streaming, "DiskStore", _KeepEveryPart)
-    assert _growth(four_and_eight_counties, tmp_path) >= GROWTH_BOUND
+    growth = _growth(four_and_eight_counties, tmp_path, monkeypatch, store=_KeepEveryPart)
+    assert growth >= GROWTH_BOUND
