@@ -14,6 +14,7 @@ they change what a later notebook prints, not whether its cells raise.
 """
 
 import contextlib
+import gc
 import json
 import os
 import sys
@@ -82,14 +83,17 @@ def _execute(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return _client(nb).execute()
 
 
-#: Run in a shared kernel before each notebook: a clean namespace in the tutorials folder.
+#: Run in a shared kernel before each notebook: a clean namespace in the tutorials folder,
+#: and the garbage collector's thresholds of the test run (see ``conftest.py``).
 RESET = f"""%reset -f
+import gc as _gc
 import os as _os
 import matplotlib.pyplot as _plt
 
 _plt.close("all")
 _os.chdir({str(TUTORIALS)!r})
-del _os, _plt
+_gc.set_threshold(*{gc.get_threshold()!r})
+del _gc, _os, _plt
 """
 
 
