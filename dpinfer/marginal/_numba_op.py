@@ -325,7 +325,7 @@ def _has_nan(x):
     about 1 ms at 10**6 cells, on one thread after the threaded sweep; this counting loop
     is vectorised (about 0.1 ms).
     """
-    count = 0
+    count = np.int64(0)
     for j in range(x.size):
         count += np.int64(np.isnan(x[j]))
     return count > 0
