@@ -51,10 +51,12 @@ Sections:
   thread's time (``/proc``'s per-thread accounting, Linux only; it includes a thread's
   spinning while it waits for the other) approximates the wall time with two free cores,
   and the load average printed says how busy the machine was. The CPU time of two cores
-  includes the idle threads' spinning (TBB's and OpenMP's). The Op threads tables of at
-  least ``dpinfer.marginal._op.THREADED_CELLS`` cells only; what stays on one thread is
-  the model's graph outside the Op (in this model its boolean-mask indexing, the sums,
-  and, without OpenMP, its elementwise loops).
+  includes the idle threads' spinning (TBB's; OpenMP's threads sleep when idle,
+  ``OMP_WAIT_POLICY=PASSIVE``: spinning, on this shared 2-core machine they took about 30 ms
+  of CPU an evaluation and made the two-core wall time 1.7x the one-core one). The Op
+  threads tables of at least ``dpinfer.marginal._op.THREADED_CELLS`` cells only; what
+  stays on one thread is the model's graph outside the Op (in this model its boolean-mask
+  indexing, the sums, and, without OpenMP, its elementwise loops).
 * ``--build``: building the model (the ``with pm.Model()`` block) and then compiling its
   log-density-and-gradient function with one evaluation, for ``naive`` and ``dpinfer`` from
   10**4 to 10**7 cells (``--build-cells``), each in a fresh process: CPU time per cell, the
@@ -98,6 +100,9 @@ import tracemalloc
 
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
+# OpenMP's idle threads (``cores``) sleep at once instead of spinning: on two cores they
+# would otherwise spin against the kernel's threads (TBB's) and the machine's other work
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
 
