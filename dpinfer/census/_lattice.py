@@ -224,23 +224,25 @@ def _terms(tb, c_out, c_in, buf):
 
 
 @_inline
-def _units(r, intercept, anc, leaf, first, last, buf, m, sign, apply):
-    """Score (or, with ``apply``, make) the change ``sign * step`` of the listed cells.
+def _units(r, intercept, anc, leaf, first, last, buf, m, apply):
+    """Score (or, with ``apply``, make) the change ``step`` of the listed cells.
 
-    At the units of depths ``first:last`` on ``leaf``'s path (up to its own depth).
+    At the units of depths ``first:last`` on ``leaf``'s path (up to its own depth), the
+    units of even and odd depths in two sums (two chains of additions, not one).
     """
-    delta = 0.0
+    delta, held = 0.0, 0.0  # this unit's sum, and the other one
     for t in range(first, last):
         if anc[leaf, t] < 0:
             break
         u = np.uint64(anc[leaf, t])
         for k in range(m):
-            step = sign * buf.step[k]
+            step = buf.step[k]
             if apply:
                 r[u, buf.cell[k]] -= step
             else:
                 delta += step_log_ratio(intercept[u, buf.col[k]], r[u, buf.cell[k]], step)
-    return delta
+        delta, held = held, delta
+    return delta + held
 
 
 @_inline
@@ -248,14 +250,36 @@ def _path(tb, top, a, leaf, buf, m, apply):
     """:func:`_units` on ``leaf``'s whole path: the top arena's units, then its own."""
     levels = a.anc.shape[1]
     last = min(tb.top_depth, levels)
-    delta = _units(top.r, top.intercept, a.anc, leaf, 0, last, buf, m, 1, apply)
-    return delta + _units(a.r, a.intercept, a.anc, leaf, tb.top_depth, levels, buf, m, 1, apply)
+    delta = _units(top.r, top.intercept, a.anc, leaf, 0, last, buf, m, apply)
+    return delta + _units(a.r, a.intercept, a.anc, leaf, tb.top_depth, levels, buf, m, apply)
 
 
 @_inline
-def _below_ancestor(a, leaf, first, buf, m, sign, apply):
-    """:func:`_units` on ``leaf``'s path from depth ``first`` down."""
-    return _units(a.r, a.intercept, a.anc, leaf, first, a.anc.shape[1], buf, m, sign, apply)
+def _both_paths(a, leaf, b, other, first, buf, m, apply):
+    """:func:`_units` on ``leaf``'s path and on ``other``'s, steps reversed, from depth ``first``.
+
+    The two paths' units are taken side by side, a depth at a time, their scores summed
+    apart (two chains of additions, not one); a path that ends first weighs nothing.
+    """
+    delta_a = 0.0
+    delta_b = 0.0
+    levels_a, levels_b = a.anc.shape[1], b.anc.shape[1]
+    for t in range(first, max(levels_a, levels_b)):
+        ua = a.anc[leaf, t] if t < levels_a else -1
+        ub = b.anc[other, t] if t < levels_b else -1
+        if ua < 0 and ub < 0:
+            break
+        wa, wb = np.int64(ua >= 0), np.int64(ub >= 0)
+        ua, ub = np.uint64(max(ua, 0)), np.uint64(max(ub, 0))
+        for k in range(m):
+            step, cell, col = buf.step[k], buf.cell[k], buf.col[k]
+            if apply:
+                a.r[ua, cell] -= wa * step
+                b.r[ub, cell] += wb * step
+            else:
+                delta_a += wa * step_log_ratio(a.intercept[ua, col], a.r[ua, cell], step)
+                delta_b += wb * step_log_ratio(b.intercept[ub, col], b.r[ub, cell], -step)
+    return delta_a + delta_b
 
 
 @_inline
@@ -329,12 +353,9 @@ def _exchange(tb, first, a, leaf, b, other, c_out, c_in, num, den, buf, s):
     ``num / den``.
     """
     m = _terms(tb, c_out, c_in, buf)
-    delta = _below_ancestor(a, leaf, first, buf, m, 1, False)
-    delta += _below_ancestor(b, other, first, buf, m, -1, False)
-    if not _accept(s, delta, num, den):
+    if not _accept(s, _both_paths(a, leaf, b, other, first, buf, m, False), num, den):
         return REJECTED
-    _below_ancestor(a, leaf, first, buf, m, 1, True)
-    _below_ancestor(b, other, first, buf, m, -1, True)
+    _both_paths(a, leaf, b, other, first, buf, m, True)
     for cell, step in ((c_out, -1), (c_in, 1)):
         if cell >= 0:
             _add(a, leaf, cell, step)
@@ -461,29 +482,50 @@ def run_subtree(tb, a, per_leaf, tmin, tmax, s, counts, buf):
     move between the two, where no invariant below their common ancestor forbids it,
     and a swap. ``counts`` accumulates
     (proposals scored, accepted); ``buf`` is :func:`scratch`'s. Each partner is drawn
-    one turn ahead and its rows (and its own unit's) are fetched into the cache while
-    the turn before runs.
+    two turns ahead, its rows fetched into the cache then and its own unit's rows (found
+    from those) a turn later.
     """
     n = a.x.shape[0]
     turns = (per_leaf + 1) // 2
-    t = _cycle(tmin, tmin, tmax)
-    ahead, ahead_t = (_partner(a, 0, t, tb.window, s) if n else -1), t
+    t, leaf2, turn2 = tmin, 0, 0  # the last partner's depth, the next one's (leaf, turn)
+    other, depth, ahead, ahead_t = -1, t, -1, t
+    for _ in range(2):  # the partners of the first turn (other) and the second (ahead)
+        other, depth = ahead, ahead_t
+        ahead, t, leaf2, turn2 = _next_partner(a, tb.window, tmin, tmax, t, leaf2, turn2, turns, s)
+        ahead_t = t
     for leaf in range(n):
-        for turn in range(turns):
+        for _ in range(turns):
+            this, this_t = other, depth
             other, depth = ahead, ahead_t
-            following = leaf + (turn + 1 == turns)
-            if following < n:
-                t = _cycle(t, tmin, tmax)
-                ahead, ahead_t = _partner(a, following, t, tb.window, s), t
-                _prefetch_leaf(a, ahead)
-                _prefetch_unit(a, ahead)
-            if other < 0:
+            ahead, t, leaf2, turn2 = _next_partner(
+                a, tb.window, tmin, tmax, t, leaf2, turn2, turns, s
+            )
+            ahead_t = t
+            _prefetch_unit(a, other)
+            if this < 0:
                 continue
-            first = depth + 1  # the units the two paths do not share
-            if a.deepest[leaf] < first and a.deepest[other] < first:
-                flip = (leaf ^ other) * (uniform(s) < 0.5)  # either way, with probability 1/2
-                _tally(counts, _transfer(tb, first, a, leaf ^ flip, a, other ^ flip, buf, s))
-            _tally(counts, _swap(tb, first, a, leaf, a, other, buf, s))
+            first = this_t + 1  # the units the two paths do not share
+            if a.deepest[leaf] < first and a.deepest[this] < first:
+                flip = (leaf ^ this) * (uniform(s) < 0.5)  # either way, with probability 1/2
+                _tally(counts, _transfer(tb, first, a, leaf ^ flip, a, this ^ flip, buf, s))
+            _tally(counts, _swap(tb, first, a, leaf, a, this, buf, s))
+
+
+@_inline
+def _next_partner(a, window, tmin, tmax, t, leaf, turn, turns, s):
+    """Draw the partner of ``leaf`` at ``turn`` (-1: none, or past the last leaf).
+
+    Its depth is the one after ``t``; fetch its rows. Return it, its depth and the
+    position (leaf, turn) of the next draw.
+    """
+    if leaf >= a.x.shape[0]:
+        return -1, t, leaf, turn
+    t = _cycle(t, tmin, tmax)
+    other = _partner(a, leaf, t, window, s)
+    _prefetch_leaf(a, other)
+    if turn + 1 == turns:
+        return other, t, leaf + 1, 0
+    return other, t, leaf, turn + 1
 
 
 @_inline

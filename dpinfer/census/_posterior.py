@@ -2,8 +2,8 @@
 
 :func:`sample_posterior` runs several chains of the lattice moves
 (:mod:`dpinfer.census._lattice`), part by part (:mod:`dpinfer.census._chains`),
-and returns every unit's every query cell's posterior mean, sd and 90%
-highest-density interval (:class:`CensusPosterior`), with the draws of the inner units'
+and returns every unit's every query cell's posterior mean, sd and central 90%
+interval (:class:`CensusPosterior`), with the draws of the inner units'
 totals and of the log-likelihood as InferenceData.
 """
 
@@ -37,10 +37,11 @@ class CensusPosterior:
     ----------
     release : CensusRelease
     mean, sd, lower, upper : dict of str to numpy.ndarray
-        By query name, ``(units, cells)``: posterior mean, sd and 90% highest-density
-        interval, the shortest holding at least 90% of the draws (NaN where the interval's
-        end left the summary's window, see ``clipped``; without ``intervals``, ``lower``
-        and ``upper`` are read-only arrays of NaN).
+        By query name, ``(units, cells)``: posterior mean, sd and central 90% interval,
+        from the 5% to the 95% mid-quantile (each count's draws spread evenly over its
+        unit bin, so that exactly 5% lie beyond each end; the ends are real numbers.
+        NaN where an end left the summary's window, see ``clipped``; without
+        ``intervals``, ``lower`` and ``upper`` are read-only arrays of NaN).
     idata : arviz.InferenceData
         Draws of every non-leaf unit's total and of the log-likelihood, by chain, with
         R-hat and ESS in ``attrs``; the leaves' tables too with ``store_leaves=True``.

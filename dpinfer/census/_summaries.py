@@ -4,7 +4,7 @@ Each recorded round adds every query cell's deviation from its *center* (its
 value at the end of the first chain's tuning) to running sums and squares, and
 to a histogram over a window of ``2 * WINDOW + 1`` values around the center
 with one bin for each side beyond it; memory does not grow with the number of
-draws. Means, sds and highest-density intervals come from these at the end
+draws. Means, sds and central (mid-quantile) intervals come from these at the end
 (:func:`finish`); an interval end that falls beyond its window is NaN (counted
 as clipped). The chains' residuals ``r = released - current`` are recorded as
 ``center - r``, the deviation of the current value.
@@ -66,11 +66,10 @@ def finish(summary: Summary, y: np.ndarray, n: int, cells=slice(None)):
     clipped = 0
     if summary.hist.shape[-1]:
         hist = summary.hist[:, cells].reshape(-1, summary.hist.shape[-1])
-        ends = highest_density(hist, LEVEL * n)
-        inside = (ends > 0) & (ends < hist.shape[1] - 1)
-        clipped = int((~inside).sum())
-        lower = base + np.where(inside[:, 0], ends[:, 0] - WINDOW - 1, np.nan).reshape(base.shape)
-        upper = base + np.where(inside[:, 1], ends[:, 1] - WINDOW - 1, np.nan).reshape(base.shape)
+        ends = central_interval(hist, LEVEL) - (WINDOW + 1)
+        clipped = int(np.isnan(ends).sum())
+        lower = base + ends[:, 0].reshape(base.shape)
+        upper = base + ends[:, 1].reshape(base.shape)
     return base + mean_dev, np.sqrt(var), lower, upper, clipped
 
 
@@ -109,31 +108,32 @@ def summary_rows(geocodes, layout, summary: Summary, y: np.ndarray, n: int, *, r
 
 
 @numba.njit(cache=True)
-def highest_density(hist, need):
-    """For each row, the shortest run of bins holding at least ``need`` counts: ``(first, last)``.
+def central_interval(hist, level):
+    """Each row's central ``level`` interval, in bin coordinates (NaN where it leaves the window).
 
-    The counts are integers, so no interval holds exactly 90% of the draws: a central
-    one (from the 5% to the 95% quantile) wastes the tail that an atom at a small count
-    leaves empty, and holds about 95% of a block cell's posterior. The shortest
-    interval holding at least ``need`` is the highest-density one (ArviZ's default);
-    among runs of equal length, the one holding the most counts.
+    Counts are integers, so no interval of whole values holds exactly ``level`` of the
+    draws: the one from the 5% to the 95% quantile holds about 95% of a block cell's
+    posterior. These are the mid-quantiles instead: the quantiles of the count with
+    each value's draws spread evenly over its unit bin ``[v - 1/2, v + 1/2]``, so that
+    exactly ``(1 - level) / 2`` of the draws lie below the lower end and as many above
+    the upper one. The ends are real numbers; an integer inside holds at least half of
+    its bin's draws within the interval. An end that falls in a bin beyond the window
+    (the first or last), or a row without draws, is NaN.
     """
-    out = np.empty((hist.shape[0], 2), dtype=np.int64)
+    out = np.full((hist.shape[0], 2), np.nan)
     width = hist.shape[1]
     for i in range(hist.shape[0]):
-        best_len, best_mass = width + 1, -1
-        last, mass = -1, 0
-        for first in range(width):
-            while last + 1 < width and mass < need:
-                last += 1
-                mass += hist[i, last]
-            if mass < need:
-                break
-            length = last - first
-            if length < best_len or (length == best_len and mass > best_mass):
-                best_len, best_mass = length, mass
-                out[i, 0], out[i, 1] = first, last
-            mass -= hist[i, first]
-        if best_mass < 0:  # no draws recorded: both ends beyond the window
-            out[i, 0], out[i, 1] = 0, width - 1
+        total = 0.0
+        for j in range(width):
+            total += hist[i, j]
+        if total == 0:
+            continue
+        for end, share in enumerate(((1 - level) / 2, (1 + level) / 2)):
+            need, below = share * total, 0.0
+            for j in range(width):
+                if below + hist[i, j] >= need:  # hist[i, j] > 0: the quantile is in bin j
+                    if 0 < j < width - 1:
+                        out[i, end] = j - 0.5 + (need - below) / hist[i, j]
+                    break
+                below += hist[i, j]
     return out

@@ -31,10 +31,10 @@ def block_cells(release, truth, post):
 
 
 def interval_mass(release, post):
-    """The mean posterior mass inside the block cells' 90% intervals, from the stored draws.
+    """The mean share of the stored draws inside the block cells' 90% intervals.
 
-    The counts are integers, so the shortest interval holding at least 90% of the
-    draws holds a little more (here about 92%): that is the coverage to expect.
+    The intervals' ends are mid-quantiles, between integers: the integer draws inside
+    are a share near 90% (here about 92%), which is the coverage to expect.
     """
     q = release.query("votingage * hispanic")
     leaves = release.units.leaves
@@ -48,7 +48,7 @@ def check_calibration(release, truth, post, mass):
     """90% intervals cover the true block cells as often as they hold posterior mass.
 
     The 768 block cells' coverage is within 4.5 points of ``mass`` (the intervals'
-    own posterior mass, 90% or more for integer counts), and between 85% and 95%;
+    own share of the draws, near 90% for integer counts), and between 85% and 95%;
     with independent cells its sd would be about 0.8 points, so a false failure has
     probability about 1e-8 (the cells share tracts, so the band is narrower than 4.5
     sd in truth, which the fixed seed makes moot). The posterior mean's error beats

@@ -8,7 +8,7 @@ from scipy import special, stats
 
 from dpinfer.census import CensusRelease, _layout, _plan
 from dpinfer.census._posterior import sample_posterior
-from dpinfer.census._summaries import highest_density
+from dpinfer.census._summaries import central_interval
 from dpinfer.results import effective_sample_size
 
 #: A state "1" with counties "11", "12", blocks "111", "112", "121"; two cells per block.
@@ -219,35 +219,48 @@ def test_summaries_match_the_stored_draws(tree, sampled):
     detailed = post.mean["a"][leaves[order]]
     np.testing.assert_allclose(detailed, draws.mean(axis=0), rtol=1e-12)
     flat = draws.reshape(draws.shape[0], -1)
-    ends = np.array([shortest_interval(flat[:, i], 0.9) for i in range(flat.shape[1])])
-    np.testing.assert_array_equal(post.lower["a"][leaves[order]].ravel(), ends[:, 0])
-    np.testing.assert_array_equal(post.upper["a"][leaves[order]].ravel(), ends[:, 1])
+    lower = post.lower["a"][leaves[order]].ravel()
+    upper = post.upper["a"][leaves[order]].ravel()
+    for i in range(flat.shape[1]):
+        counts = np.bincount(flat[:, i] - flat[:, i].min())
+        check_mid_quantiles(counts, lower[i] - flat[:, i].min(), upper[i] - flat[:, i].min())
 
 
-def shortest_interval(values, level):
-    """The shortest integer interval holding at least ``level`` of ``values``, by enumeration.
+def continuized_cdf(counts, x):
+    """The share of draws below ``x`` with each value ``v``'s spread evenly over ``v +- 1/2``.
 
-    Among the shortest, the one holding the most values.
+    ``counts[v]`` is the number of draws equal to ``v``.
     """
-    values = np.asarray(values)
-    need = level * values.size
-    pairs = itertools.combinations_with_replacement(range(values.min(), values.max() + 1), 2)
-    held = [(b - a, -np.sum((values >= a) & (values <= b)), a, b) for a, b in pairs]
-    return min(h for h in held if -h[1] >= need)[2:]
+    spread = np.clip(x - (np.arange(counts.size) - 0.5), 0.0, 1.0)
+    return float(spread @ counts) / counts.sum()
+
+
+def check_mid_quantiles(counts, lower, upper, level=0.9):
+    """``lower`` and ``upper`` are the smallest points with 5% and 95% of the mass below.
+
+    An end given as NaN is not checked.
+    """
+    for end, share in ((lower, (1 - level) / 2), (upper, (1 + level) / 2)):
+        if not np.isnan(end):
+            assert continuized_cdf(counts, end) == pytest.approx(share, abs=1e-12)
+            assert continuized_cdf(counts, end - 1e-6) < share
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_highest_density_runs_match_enumeration(seed):
+def test_central_intervals_are_the_mid_quantiles(seed):
     gen = np.random.default_rng(seed)
     hist = gen.integers(0, 6, size=(40, 12)).astype(np.uint16)
     hist[::4, 3:9] = 0  # rows with empty stretches and two separated modes
-    need = 0.9 * np.median(hist.sum(axis=1))  # some rows hold fewer counts than that
-    for row, (first, last) in zip(hist, highest_density(hist, need), strict=True):
-        values = np.repeat(np.arange(row.size), row)
-        if values.size < need:  # no run holds enough: both ends beyond the window
-            assert (first, last) == (0, row.size - 1)
-        else:
-            assert (first, last) == shortest_interval(values, need / values.size)
+    hist[1::5, 0] = 40  # rows whose lower end falls in the first bin, beyond the window
+    hist[2::10] = 0  # rows without draws
+    for row, (lower, upper) in zip(hist, central_interval(hist, 0.9), strict=True):
+        if row.sum() == 0:
+            assert np.isnan(lower) and np.isnan(upper)
+            continue
+        share_below = np.cumsum(row) / row.sum()
+        assert np.isnan(lower) == (share_below[0] >= 0.05)
+        assert np.isnan(upper) == (share_below[-2] < 0.95)
+        check_mid_quantiles(row.astype(float), lower, upper)
 
 
 def test_partners_from_a_window_of_one_leaf_match_exact_enumeration(monkeypatch):
