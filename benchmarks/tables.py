@@ -37,14 +37,26 @@ Sections:
   to 10**6 cells: median wall and CPU time over repeats, the ratio of CPU time to ``naive``,
   and the peak memory that NumPy allocates during it (tracemalloc).
 * ``cores``: one log-density-and-gradient of the ``dpinfer`` model at ``--cores-cells``
-  (default 10**6) with the kernel on one and on two of numba's threads, in alternating
-  (paired) runs: wall time, CPU time, the busiest thread's time on a processor, and the
-  ratios of two threads to one. Target: two threads at most 0.6x one. On a shared machine
-  the wall time of two threads waits for a second free core; the busiest thread's time
-  (``/proc``'s per-thread accounting, Linux only; it includes a thread's spinning while it
-  waits for the other) approximates the wall time with two free cores, and the load average
-  printed says how busy the machine was. The Op threads tables of at least
-  ``dpinfer.marginal._op.THREADED_CELLS`` cells only.
+  (default 10**6) on one core and on two, in alternating (paired) runs, under three builds of
+  the same function: PyTensor's C backend (``FAST_RUN``, what ``pm.sample`` uses) with only
+  the kernel threaded; the C backend with PyTensor's OpenMP elementwise loops
+  (``FAST_RUN+omp``: compiled with ``pytensor.config.openmp``, so that the model's own
+  elementwise work, its exponentials and normal densities, is spread too); and the numba
+  backend (``NUMBA``, what nutpie compiles; its elementwise loops have no threads). "One
+  core" is numba's threads (the kernel's) and OpenMP's (the ``+omp`` build's elementwise
+  loops) both set to 1; "two cores" is both set to 2, in the same compiled function; BLAS
+  stays on one thread. Printed: wall time, CPU time, the busiest thread's time on a
+  processor, and the ratios of two cores to one. Target: two cores at most 0.6x one. On a
+  shared machine the wall time of two threads waits for a second free core; the busiest
+  thread's time (``/proc``'s per-thread accounting, Linux only; it includes a thread's
+  spinning while it waits for the other) approximates the wall time with two free cores,
+  and the load average printed says how busy the machine was. The CPU time of two cores
+  includes the idle threads' spinning (TBB's; OpenMP's threads sleep when idle,
+  ``OMP_WAIT_POLICY=PASSIVE``: spinning, on this shared 2-core machine they took about 30 ms
+  of CPU an evaluation and made the two-core wall time 1.7x the one-core one). The Op
+  threads tables of at least ``dpinfer.marginal._op.THREADED_CELLS`` cells only; what
+  stays on one thread is the model's graph outside the Op (in this model its boolean-mask
+  indexing, the sums, and, without OpenMP, its elementwise loops).
 * ``--build``: building the model (the ``with pm.Model()`` block) and then compiling its
   log-density-and-gradient function with one evaluation, for ``naive`` and ``dpinfer`` from
   10**4 to 10**7 cells (``--build-cells``), each in a fresh process: CPU time per cell, the
@@ -88,6 +100,9 @@ import tracemalloc
 
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
+# OpenMP's idle threads (``cores``) sleep at once instead of spinning: on two cores they
+# would otherwise spin against the kernel's threads (TBB's) and the machine's other work
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
 
@@ -326,50 +341,77 @@ def evaluation(sizes, rho, repeats=15):
 
 
 def cores(n, rho, repeats=9):
-    """One log-density-and-gradient on one and two of the kernel's threads, in paired runs.
+    """One log-density-and-gradient on one and two cores, in paired runs (see the docstring).
 
-    Under PyTensor's default (C) backend, which ``pm.sample`` uses, and its numba backend,
-    which nutpie uses.
+    Under PyTensor's default (C) backend, which ``pm.sample`` uses, without and with its
+    OpenMP elementwise loops, and under its numba backend, which nutpie uses.
     """
     import numba
+    import pytensor
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         print("skipped: numba has one thread here (NUMBA_NUM_THREADS)")
         return
     m = model("dpinfer", *table(n, rho))
     x = np.concatenate([np.ravel(v) for v in m.initial_point().values()])
-    for mode in ("FAST_RUN", "NUMBA"):
-        fn = m.logp_dlogp_function(ravel_inputs=True, mode=mode)
+    openmp = _openmp_threads()
+    builds = {"FAST_RUN": False, "FAST_RUN+omp": True, "NUMBA": False}
+    for build, elementwise_threads in builds.items():
+        if elementwise_threads and openmp is None:
+            print(f"{n:>9,} {build:>12}  skipped (no libgomp to set OpenMP's threads)")
+            continue
+        mode = build.split("+")[0]
+        with pytensor.config.change_flags(openmp=elementwise_threads):
+            fn = m.logp_dlogp_function(ravel_inputs=True, mode=mode)
         fn.set_extra_values({})
         fn(x)
         laps = {1: [], 2: []}
         for repeat in range(repeats):
-            for threads in (1, 2) if repeat % 2 else (2, 1):
-                numba.set_num_threads(threads)
+            for cores_used in (1, 2) if repeat % 2 else (2, 1):
+                numba.set_num_threads(cores_used)
+                if elementwise_threads:
+                    openmp(cores_used)
                 fn(x)  # the other count's spinning threads settle first
-                laps[threads].append(_lap(lambda: fn(x)))
+                laps[cores_used].append(_lap(lambda: fn(x)))
         numba.set_num_threads(1)
-        _print_cores(n, mode, laps)
+        if openmp is not None:
+            openmp(1)
+        _print_cores(n, build, laps)
     print(
         f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; numba's threading "
-        f"layer {numba.threading_layer()})"
+        f"layer {numba.threading_layer()}; OpenMP elementwise loops from "
+        f"{pytensor.config.openmp_elemwise_minsize:,} elements)"
     )
 
 
-def _print_cores(n, mode, laps):
+def _openmp_threads():
+    """Return a function setting OpenMP's thread count (GNU's libgomp), or None without it."""
+    import ctypes
+
+    try:
+        library = ctypes.CDLL("libgomp.so.1")
+    except OSError:
+        return None
+    library.omp_set_num_threads.argtypes = [ctypes.c_int]
+    return library.omp_set_num_threads
+
+
+def _print_cores(n, build, laps):
     wall, cpu, busiest = (
         {k: np.array([lap[i] for lap in laps[k]]) for k in laps} for i in range(3)
     )
-    for threads in (1, 2):
+    for cores_used in (1, 2):
         print(
-            f"{n:>9,} {mode:>8} {threads} thread(s)  wall {np.median(wall[threads]) * 1e3:9.1f} ms"
-            f"  CPU {np.median(cpu[threads]) * 1e3:9.1f} ms  "
-            f"busiest thread {np.median(busiest[threads]) * 1e3:9.1f} ms",
+            f"{n:>9,} {build:>12} {cores_used} core(s)  "
+            f"wall {np.median(wall[cores_used]) * 1e3:9.1f} ms  "
+            f"CPU {np.median(cpu[cores_used]) * 1e3:9.1f} ms  "
+            f"busiest thread {np.median(busiest[cores_used]) * 1e3:9.1f} ms",
             flush=True,
         )
     print(
-        f"{n:>9,} {mode:>8} two threads / one: wall {np.median(wall[2] / wall[1]):5.2f} "
-        f"(paired median)  busiest thread {np.median(busiest[2]) / np.median(busiest[1]):5.2f}"
+        f"{n:>9,} {build:>12} two cores / one: wall {np.median(wall[2] / wall[1]):5.2f} "
+        f"(paired median)  busiest thread {np.median(busiest[2] / busiest[1]):5.2f} "
+        "(paired median; target 0.60)"
     )
 
 
@@ -732,7 +774,7 @@ def main(argv=None) -> None:
         print("== evaluation: one log-density and gradient ==")
         evaluation([10**k for k in range(2, 7)], args.rho)
     if args.section in (None, "cores"):
-        print("== cores: one log-density and gradient, the kernel on 1 and 2 threads ==")
+        print("== cores: one log-density and gradient on 1 and 2 cores ==")
         cores(args.cores_cells, args.rho)
     if args.section in (None, "numba-evaluation") and _has_nutpie():
         print("== numba-evaluation: one log-density and gradient as nutpie compiles it ==")

@@ -312,9 +312,23 @@ def _marginal_logp(family, tol, words, code, threaded, a, b, form, table, state)
         _call_sweep_cells(code, (*arguments, nb.int64(0), n))
     if slot >= 0:
         _release(_word(words, slot, _TAKEN))
-    if np.isnan(logp).any():
+    if _has_nan(logp):
         _raise_refusal(np.isnan(logp), terms == BEYOND)
     return logp, score_a, score_b, state
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _has_nan(x):
+    """Whether ``x`` holds a NaN: ``np.isnan(x).any()`` without its temporary array.
+
+    numba compiles that expression to a loop that allocates a byte per cell and takes
+    about 1 ms at 10**6 cells, on one thread after the threaded sweep; this counting loop
+    is vectorised (about 0.1 ms).
+    """
+    count = np.int64(0)
+    for j in range(x.size):
+        count += np.int64(np.isnan(x[j]))
+    return count > 0
 
 
 #: Linux's ``MADV_HUGEPAGE`` and the huge pages' size (x86-64, arm64 with 4 KB pages).

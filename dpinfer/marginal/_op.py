@@ -61,7 +61,11 @@ class MarginalLogp(Op):
     where it runs on one thread: the chains already take the cores, and GNU
     OpenMP, numba's threading layer on Linux when TBB is missing
     (:mod:`dpinfer._threading_layer`), cannot run in a process forked from one
-    that used it. The results do not depend on the number of threads.
+    that used it. The results do not depend on the number of threads. Only the
+    sweep is threaded: the rest of a model's log-density and gradient (its
+    elementwise ops, indexing and sums) runs on the calling thread, except the
+    elementwise loops of PyTensor's C backend compiled with ``pytensor.config.openmp``,
+    which take OpenMP's threads (``omp_set_num_threads``, ``OMP_NUM_THREADS``).
     """
 
     __props__ = ("family", "tol")

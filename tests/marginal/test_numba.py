@@ -248,6 +248,16 @@ def test_a_refusal_raises_the_python_error():
     assert messages[0] == messages[1]
 
 
+def test_the_compiled_nan_check_finds_a_nan_anywhere_and_takes_infinities_for_numbers():
+    values = np.array([-np.inf, -3.0, 0.0, np.inf, -1e300, 2.5, -0.0])
+    assert not _numba_op._has_nan(values)
+    assert not _numba_op._has_nan(np.zeros(0))
+    for position in range(values.size):
+        planted = values.copy()
+        planted[position] = np.nan
+        assert _numba_op._has_nan(planted)
+
+
 def test_a_shape_known_only_when_the_model_runs_is_checked_in_compiled_code():
     with pm.Model() as model:
         population = pm.Data("population", np.array([1000.0, 2000.0, 3000.0]))
