@@ -18,7 +18,7 @@ Three likelihoods of the same release, on the same model:
 * ``dpinfer``: ``mech.to_pymc("cases", pm.Poisson.dist(mu=lam), observed=y)``, the exact
   marginal likelihood by the compiled kernel (``dpinfer.marginal``);
 * ``dense``: the hand-written PyMC marginal a user writes without dpinfer: a fixed window of
-  ``2 w + 1`` counts around every release (``w = ceil(8 sigma)``; around 0 for a negative
+  ``2 w + 1`` counts around every release (``w = ceil(12 sigma)``; around 0 for a negative
   release), its negative counts masked out, and a dense ``(window x cells)`` logsumexp graph.
   Before the timings, the script checks that its log-likelihood is dpinfer's on a small table
   (:func:`check_dense`).
@@ -151,7 +151,7 @@ def model(kind: str, population, mechanism, released):
 def dense_loglik(lam, mechanism, released):
     """The hand-written marginal: a fixed window of counts around each release, by logsumexp.
 
-    Cell ``i`` sums the counts ``max(y_i, 0) - w, ..., max(y_i, 0) + w`` (``w = ceil(8 sigma)``)
+    Cell ``i`` sums the counts ``max(y_i, 0) - w, ..., max(y_i, 0) + w`` (``w = ceil(12 sigma)``)
     with the negative ones masked out (a zero term), not clipped to 0: clipping would count the
     term of the count 0 once for each negative entry of the window, up to ``w + 1`` times.
     """
@@ -159,7 +159,7 @@ def dense_loglik(lam, mechanism, released):
     import pytensor.tensor as pt
 
     released = np.asarray(released)
-    w = math.ceil(8 * float(np.max(mechanism.sigma)))
+    w = math.ceil(12 * float(np.max(mechanism.sigma)))
     s = np.maximum(released, 0)[None, :] + np.arange(-w, w + 1)[:, None]
     counts = np.maximum(s, 0)  # the masked entries' counts, only for finite latent terms
     noise = mechanism.logpdf(0, (released[None, :] - counts).reshape(-1, 1)).reshape(s.shape)
