@@ -74,7 +74,7 @@ def sweep_cells(
                 prepare(form, n, j, row)
                 if row[STEP] < 0.0:
                     suppressed.prepare(form, n, j, row)
-            if row[STEP] > 0.0 and (stays(pa[j], row) or ready(pa[j], form, table, n, j, row)):
+            if row[STEP] > 0.0 and (stays(pa[j], row) or ready(pa[j], form, n, j, row)):
                 logp[j], score_a[j], terms[j] = sum_cell(pa[j], row, z, 0.5 * tol)
                 score_b[j] = 0.0
                 continue

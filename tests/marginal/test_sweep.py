@@ -307,3 +307,20 @@ def test_companion_a_cell_on_the_general_sum_is_told_from_the_fast_path():
     sweep([900.0], pairs, state)
     sweep([1e-310], pairs, state)
     assert state[0, P.AT] != state[0, P.MODE]
+
+
+@pytest.mark.parametrize("mech", GAUSSIANS)
+def test_a_moved_mode_takes_the_constants_of_the_two_separate_reads(mech):
+    """``_gaussian_terms`` is ``_gaussian_ratio`` and ``_mechanisms`` in one pass, bit for bit.
+
+    A moved mode's constants come from it; the state's promise that it never changes a
+    result rests on their being the numbers the general sum reads.
+    """
+    from dpinfer.marginal._kernels import _gaussian_ratio, _gaussian_terms, _mechanisms
+
+    form, table = kernel_form(*constants(GAUSSIANS[mech], 3))
+    for j in range(3):
+        for s in (0.0, 1.0, 36.0, 37.0, 1e6):
+            a, b, published = _gaussian_terms(form, 3, j, s)
+            assert (a, b) == _gaussian_ratio(form, 3, j)
+            assert published == _mechanisms(form, table, 3, j, s)
