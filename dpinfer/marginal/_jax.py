@@ -26,10 +26,14 @@ device waits for the host's sum.
 change its result. A JAX function cannot update the state input (JAX arrays are
 immutable), and a fresh state per call would redo each cell's
 constants and mode search at every evaluation. The callback keeps the states on the
-host instead, one per batch row (a chain under ``vmap``) and per thread (``pmap``
-runs devices on their own threads), and returns the state input unchanged as the
-Op's fourth output. The callback's result is a function of its inputs alone, as
-``pure_callback`` requires.
+host instead, one per batch row (a chain under ``vmap``), in a pool: a call takes the
+states the last finished call put back, and calls at once (chains on threads of their
+own, ``pmap``'s devices) take states of their own. Not one state per thread: XLA runs
+a computation's callbacks on any thread of its pool (36 threads in one numpyro chain),
+and a state kept per thread was tens of steps old when its thread came round again
+(3.8 ms a call at 10,000 cells, against 0.6 ms with the last call's state). The
+callback returns the state input unchanged as the Op's fourth output; its result is a
+function of its inputs alone, as ``pure_callback`` requires.
 
 **Gradient.** The Op's gradient in PyTensor reads its outputs 1 and 2, which is
 enough for a graph differentiated by PyTensor (``pytensor.grad`` compiled with
@@ -83,14 +87,16 @@ class HostSweep:
 
     ``HostSweep(op, form, table)(a, b)`` returns ``(logp, score_a, score_b)`` of
     the shape of ``a`` and ``b`` broadcast (``(..., n)``), each row of cells summed
-    with its own state (kept per thread and per number of rows; any state gives the
-    same sums). A cell that cannot be summed is NaN, with a RuntimeWarning.
+    with its own state (taken from a pool per number of rows, the one the last finished
+    call put back first; any state gives the same sums). A cell that cannot be summed is
+    NaN, with a RuntimeWarning.
     """
 
     def __init__(self, op: MarginalLogp, form: np.ndarray, table: np.ndarray):
         self.family, self.tol = op.family, op.tol
         self.form, self.table = unpacked(form, table)
-        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._pool: dict[int, list[list[np.ndarray]]] = {}
 
     def __call__(self, a, b):
         a, b = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
@@ -100,23 +106,30 @@ class HostSweep:
         rows_a, rows_b = (np.array(x.reshape(-1, n), order="C") for x in (a, b))
         logp, score_a, score_b = (np.empty(rows_a.shape) for _ in range(3))
         terms = np.empty(n, dtype=np.int64)
-        for row, state in enumerate(self._states(rows_a.shape[0], n)):
-            outputs = logp[row], score_a[row], score_b[row], terms
-            args = (self.family, rows_a[row], rows_b[row], self.form, self.table, self.tol)
-            sweep(*args, state, *outputs)
-            failed = np.isnan(logp[row])
-            if failed.any():
-                _warn_unsummed(failed, terms == BEYOND)
+        states = self._take(rows_a.shape[0], n)
+        try:
+            for row, state in enumerate(states):
+                outputs = logp[row], score_a[row], score_b[row], terms
+                args = (self.family, rows_a[row], rows_b[row], self.form, self.table, self.tol)
+                sweep(*args, state, *outputs)
+                failed = np.isnan(logp[row])
+                if failed.any():
+                    _warn_unsummed(failed, terms == BEYOND)
+        finally:
+            self._put_back(states)
         return tuple(x.reshape(a.shape) for x in (logp, score_a, score_b))
 
-    def _states(self, rows: int, n: int) -> list[np.ndarray]:
-        """Return this thread's states for ``rows`` rows of ``n`` cells (all NaN when new)."""
-        states = getattr(self._local, "states", None)
-        if states is None:
-            states = self._local.states = {}
-        if rows not in states:
-            states[rows] = [np.full((n, STATE), np.nan) for _ in range(rows)]
-        return states[rows]
+    def _take(self, rows: int, n: int) -> list[np.ndarray]:
+        """Take states for ``rows`` rows of ``n`` cells: the last put back, or new (all NaN)."""
+        with self._lock:
+            free = self._pool.setdefault(rows, [])
+            if free:
+                return free.pop()
+        return [np.full((n, STATE), np.nan) for _ in range(rows)]
+
+    def _put_back(self, states: list[np.ndarray]) -> None:
+        with self._lock:
+            self._pool[len(states)].append(states)
 
 
 def _warn_unsummed(failed: np.ndarray, beyond: np.ndarray) -> None:

@@ -243,6 +243,62 @@ def test_a_second_derivative_is_refused_not_computed():
         jax.grad(lambda a: marginal(a, b)[1].sum())(a)
 
 
+def _host_sweep(counts, kind=None):
+    """A HostSweep (or ``kind``) of Poisson cells released with discrete Gaussian noise."""
+    mech = dp.DiscreteGaussian(2.0)
+    with pm.Model() as model:
+        log_rate = pm.Normal("log_rate", 0.0, 1.0)
+        mech.to_pymc("cases", pm.Poisson.dist(mu=pm.math.exp(log_rate)), observed=counts)
+    (node,) = (n for n in io_toposort([], [model.logp()]) if isinstance(n.op, MarginalLogp))
+    kind = kind or marginal_jax.HostSweep
+    return kind(node.op, *(i.data for i in node.inputs[2:4]))
+
+
+def _on_another_thread(call):
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(call).result()
+
+
+def _warm_on_another_thread(host) -> bool:
+    """Whether a call on another thread finds the modes the last call left."""
+    a, b = np.array([31.0, 40.0, 55.0]), np.zeros(3)
+    host(a, b)
+    taken = _on_another_thread(lambda: host._take(1, 3))
+    host._put_back(taken)
+    return bool(np.all(taken[0][:, 0] >= 0))
+
+
+def test_a_call_on_another_thread_takes_the_state_the_last_call_left():
+    """XLA runs a chain's callbacks on any thread of its pool: the warm state must follow."""
+    host = _host_sweep(np.array([30, 41, 52]))
+    assert _warm_on_another_thread(host)
+    # a call under way keeps its states: one at the same time gets fresh ones
+    held = host._take(1, 3)
+    other = _on_another_thread(lambda: host._take(1, 3))
+    assert other is not held and np.isnan(other[0]).all()
+
+
+class _PerThread(marginal_jax.HostSweep):
+    """Planted bug: states kept per thread (the layout the pool replaced)."""
+
+    def _take(self, rows, n):
+        import threading
+
+        local = self.__dict__.setdefault("_local", threading.local())
+        if not hasattr(local, "states"):
+            local.states = super()._take(rows, n)
+        return local.states
+
+    def _put_back(self, states):
+        pass
+
+
+def test_companion_states_kept_per_thread_are_cold_on_another_thread():
+    assert not _warm_on_another_thread(_host_sweep(np.array([30, 41, 52]), _PerThread))
+
+
 def test_the_special_functions_fallbacks_match_scipy_and_their_derivatives():
     from scipy.special import erfcx, gammainc
 
