@@ -198,7 +198,11 @@ def ready(lam, form, n, j, row):
 # inlined into the sweep's loop (numba IR): as a call it costs about a seventh of the sweep
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def sum_cell(lam, row, z, half):
-    """Sum a cell made :func:`ready`: (logp, score, terms).
+    """Sum a cell made :func:`ready`: (power, rest, total, score, terms).
+
+    Its log-likelihood is ``power log(lam) + rest + log(total)``: the sweep takes the
+    logarithms of a batch of cells at once (:func:`._sweep._logs`). ``rest`` is NaN past
+    ``_MAX_TERMS`` terms.
 
     Each side keeps its partial sums ``S_d`` and their running total ``acc``:
     the side's moment ``sum_d d w_d`` is ``D S_D - sum_{d<D} S_d``, which costs
@@ -232,10 +236,10 @@ def sum_cell(lam, row, z, half):
     count = _count(d_r, d_l, mode)
     total = sum_r + sum_l
     moment = (d_r * sum_r - acc_r) - (d_l * sum_l - acc_l)
+    score = (mode + moment / total) * inv_lam - 1.0
     if count >= _MAX_TERMS or mode >= TEXTBOOK:  # rare: too wide, or a large count
-        return _rare_end(lam, row, total, moment, count)
-    logp = mode * math.log(lam) - lam + row[CONST] + math.log(total)
-    return logp, (mode + moment / total) * inv_lam - 1.0, count
+        return 0.0, _rare_rest(lam, row, count), total, score, count
+    return mode, row[CONST] - lam, total, score, count
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -271,17 +275,15 @@ def _below(w, ratio, small):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _rare_end(lam, row, total, moment, count):
-    """:func:`sum_cell`'s result for a mode of TEXTBOOK or more, or NaNs past _MAX_TERMS.
+def _rare_rest(lam, row, count):
+    """:func:`sum_cell`'s ``rest`` for a mode of TEXTBOOK or more; NaN past _MAX_TERMS.
 
     A large mode's log-pmf is in Loader's form (see ._log_pmf), exact also where
     ``lam`` is 10^15; the textbook one would lose its last digits to cancellation.
     """
     if count >= _MAX_TERMS:
-        return math.nan, math.nan, count
-    mode = row[AT]
-    logp = row[CONST] - bd0(mode, lam) + math.log(total)
-    return logp, (mode + moment / total) * (1.0 / lam) - 1.0, count
+        return math.nan
+    return row[CONST] - bd0(row[AT], lam)
 
 
 @nb.njit(cache=True, error_model="numpy")

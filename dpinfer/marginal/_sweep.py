@@ -17,8 +17,12 @@ import numpy as np
 
 from . import _dispatch as latent
 from . import _suppressed as suppressed
+from . import _vector_log
 from ._kernels import _cell, _mechanisms_ratio, _support
 from ._poisson import MODE, STATE, STEP, prepare, ready, stays, sum_cell, width_factor
+
+#: Cells whose logarithms :func:`sweep_cells` takes together, in one vectorised loop.
+BATCH = 64
 
 #: Cells a block of :func:`marginal_sweep`: the unit of work a thread takes.
 CHUNK = 1024
@@ -65,6 +69,9 @@ def sweep_cells(
     """:func:`marginal_sweep` of the cells ``start:stop`` on the calling thread."""
     out = np.empty(5)
     work = np.empty(suppressed.ROW)  # a suppressed cell's row, with what the form gives
+    cells, lam, power = np.empty(BATCH, np.int64), np.empty(BATCH), np.empty(BATCH)
+    rest, total = np.empty(BATCH), np.empty(BATCH)
+    waiting = 0
     z = width_factor(tol)
     n = pa.size
     for j in range(start, stop):
@@ -75,8 +82,15 @@ def sweep_cells(
                 if row[STEP] < 0.0:
                     suppressed.prepare(form, n, j, row)
             if row[STEP] > 0.0 and (stays(pa[j], row) or ready(pa[j], form, n, j, row)):
-                logp[j], score_a[j], terms[j] = sum_cell(pa[j], row, z, 0.5 * tol)
+                cells[waiting], lam[waiting] = j, pa[j]
+                power[waiting], rest[waiting], total[waiting], score_a[j], terms[j] = sum_cell(
+                    pa[j], row, z, 0.5 * tol
+                )
                 score_b[j] = 0.0
+                waiting += 1
+                if waiting == BATCH:
+                    _logs(cells, lam, power, rest, total, waiting, logp)
+                    waiting = 0
                 continue
             if row[STEP] == suppressed.SUPPRESSED:
                 work[:STATE] = row
@@ -92,6 +106,21 @@ def sweep_cells(
                         continue
         _general(family, pa[j], pb[j], form, table, n, tol, j, row, out)
         logp[j], terms[j], score_a[j], score_b[j] = out[0], out[3], out[1], out[2]
+    _logs(cells, lam, power, rest, total, waiting, logp)
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _logs(cells, lam, power, rest, total, count, logp):
+    """``logp[cells[i]] = power[i] log(lam[i]) + rest[i] + log(total[i])``, ``i < count``.
+
+    The rates are positive normal floats and the totals at least 1 (the mode's term),
+    the domain of :func:`._vector_log.log`, whose loop is vectorised: about a tenth of
+    a cell's time saved against libm's ``log`` called in the sweep's loop.
+    """
+    for i in range(count):
+        rest[i] += power[i] * _vector_log.log(lam[i]) + _vector_log.log(total[i])
+    for i in range(count):
+        logp[cells[i]] = rest[i]
 
 
 @nb.njit(cache=True, error_model="numpy")

@@ -20,7 +20,7 @@ from dpinfer.marginal import _poisson as P
 from dpinfer.marginal._families import POISSON
 from dpinfer.marginal._forms import joined_form, kernel_form, packed, release_form
 from dpinfer.marginal._op import MarginalLogp
-from dpinfer.marginal._sweep import sweep_cells
+from dpinfer.marginal._sweep import BATCH, sweep_cells
 
 from ._brute import log_marginal
 
@@ -149,6 +149,37 @@ def test_a_cell_sums_the_same_alone_and_among_others():
         alone = fresh(1)
         sweep([rate], pairs, alone)
         assert sweep([rate], pairs, alone)[0][0] == together[i]
+
+
+def _alone(rates, pairs):
+    """Each cell's warm log-likelihood swept on its own."""
+    sums = []
+    for rate in rates:
+        alone = fresh(1)
+        sweep([rate], pairs, alone)
+        sums.append(sweep([rate], pairs, alone)[0][0])
+    return np.array(sums)
+
+
+# a batch of logarithms and a part, cells on the general sum (subnormal rates) among them
+_MIXED = np.resize(RATES + [5e-324, 1e-310], 2 * BATCH + 7)
+
+
+def test_a_batch_of_cells_takes_their_logarithms_each_at_its_own_cell():
+    pairs = GAUSSIANS["twice"]
+    state = fresh(_MIXED.size)
+    sweep(_MIXED, pairs, state)
+    together, _, _ = sweep(_MIXED, pairs, state)
+    np.testing.assert_array_equal(together, _alone(_MIXED, pairs))
+
+
+def test_companion_logarithms_given_to_the_next_cell_are_caught():
+    # Planted bug: the batch's logarithms written one cell late (an off-by-one in _logs)
+    pairs = GAUSSIANS["twice"]
+    state = fresh(_MIXED.size)
+    sweep(_MIXED, pairs, state)
+    shifted = np.roll(sweep(_MIXED, pairs, state)[0], 1)
+    assert not np.array_equal(shifted, _alone(_MIXED, pairs))
 
 
 def op_logp(op, rate, pairs, state):
