@@ -15,6 +15,7 @@ from pytensor.graph.op import Op
 from ._families import LatentFamily
 from ._forms import parameters, unpacked
 from ._kernels import BEYOND
+from ._output_pool import OutputPool
 from ._poisson import STATE
 from ._sweep import marginal_sweep, sweep_cells
 
@@ -24,6 +25,11 @@ __all__ = ["STATE", "MarginalLogp", "sweep"]
 #: threads, which takes microseconds on an idle machine but up to a scheduler's time slice
 #: (milliseconds) on a busy one: only a large table gains from them whatever the load.
 THREADED_CELLS = 2**17
+
+#: The outputs of the Python implementation's sweeps, filled again once no one holds them
+#: (a model of two tables keeps two sets, each as long as one of its evaluations may take).
+_OUTPUTS = OutputPool(sets=4)
+_OUTPUT_TYPES = (np.float64, np.float64, np.float64, np.int64)
 
 
 class MarginalLogp(Op):
@@ -85,12 +91,11 @@ class MarginalLogp(Op):
 
     def perform(self, node, inputs, output_storage):
         a, b, form, table, state = inputs
-        n = a.size
-        logp, score_a, score_b = np.empty(n), np.empty(n), np.empty(n)
-        terms = np.empty(n, dtype=np.int64)
+        outputs = _OUTPUTS.take(a.size, _OUTPUT_TYPES)
+        logp, score_a, score_b, terms = outputs
         cells, tables = unpacked(form, table)
-        outputs = (logp, score_a, score_b, terms)
         sweep(self.family, parameters(a), parameters(b), cells, tables, self.tol, state, *outputs)
+        _OUTPUTS.keep(outputs)
         if np.isnan(logp).any():
             _refuse(np.isnan(logp), terms == BEYOND)
         for storage, value in zip(output_storage, (logp, score_a, score_b, state), strict=True):
