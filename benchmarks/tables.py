@@ -65,7 +65,11 @@ Sections:
   of CPU an evaluation and made the two-core wall time 1.7x the one-core one). The Op
   threads tables of at least ``dpinfer.marginal._op.THREADED_CELLS`` cells only; what
   stays on one thread is the model's graph outside the Op (in this model its boolean-mask
-  indexing, the sums, and, without OpenMP, its elementwise loops).
+  indexing, the sums, and, without OpenMP, its elementwise loops). The row ``Op alone`` is
+  the marginal Op's own evaluation (the kernel's log-density and scores, its ``perform``)
+  with the inputs the ``FAST_RUN`` function gave it: the part that threads can divide. With
+  a serial part ``G`` and an Op of one-core time ``O`` halved on two, the whole evaluation's
+  ratio is ``(G + O / 2) / (G + O)``, at most 0.6 only where ``O >= 4 G``.
 * ``--build``: building the model (the ``with pm.Model()`` block) and then compiling its
   log-density-and-gradient function with one evaluation, for ``naive`` and ``dpinfer`` from
   10**4 to 10**7 cells (``--build-cells``), each in a fresh process: CPU time per cell, the
@@ -425,11 +429,40 @@ def cores(n, rho, repeats=9):
         if openmp is not None:
             openmp(1)
         _print_cores(n, build, laps)
+        if build == "FAST_RUN":
+            _print_cores(n, "Op alone", _op_alone_laps(fn, x, repeats))
     print(
         f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; numba's threading "
         f"layer {numba.threading_layer()}; OpenMP elementwise loops from "
         f"{pytensor.config.openmp_elemwise_minsize:,} elements)"
     )
+
+
+def _op_alone_laps(fn, x, repeats):
+    """Paired laps of the marginal Op's own evaluation (``perform``) on the inputs of ``fn(x)``."""
+    import numba
+
+    from dpinfer.marginal._op import MarginalLogp
+
+    f = fn._pytensor_function
+    nodes = f.maker.fgraph.toposort()
+    (k,) = (i for i, node in enumerate(nodes) if isinstance(node.op, MarginalLogp))
+    f.vm.allow_gc = False  # the inputs stay in their storage after the call
+    fn(x)
+    inputs = [cell[0] for cell in f.vm.thunks[k].inputs]
+    f.vm.allow_gc = True
+
+    def evaluate():
+        nodes[k].op.perform(nodes[k], inputs, [[None] for _ in range(4)])
+
+    laps = {1: [], 2: []}
+    for repeat in range(repeats):
+        for cores_used in (1, 2) if repeat % 2 else (2, 1):
+            numba.set_num_threads(cores_used)
+            evaluate()
+            laps[cores_used].append(_lap(evaluate))
+    numba.set_num_threads(1)
+    return laps
 
 
 def _openmp_threads():
