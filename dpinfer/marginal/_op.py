@@ -15,7 +15,7 @@ from pytensor.graph.op import Op
 from ._families import LatentFamily
 from ._forms import parameters, unpacked
 from ._kernels import BEYOND
-from ._output_pool import OutputPool
+from ._output_pool import OutputPool, new_set
 from ._poisson import STATE
 from ._sweep import marginal_sweep, sweep_cells
 
@@ -26,9 +26,9 @@ __all__ = ["STATE", "MarginalLogp", "sweep"]
 #: (milliseconds) on a busy one: only a large table gains from them whatever the load.
 THREADED_CELLS = 2**17
 
-#: The outputs of the Python implementation's sweeps, filled again once no one holds them
-#: (a model of two tables keeps two sets, each as long as one of its evaluations may take).
-_OUTPUTS = OutputPool(sets=4)
+#: The types of the Python implementation's outputs and term counts, which an Op of a table of
+#: ``THREADED_CELLS`` cells or more fills again once no one holds them (:class:`OutputPool`;
+#: a smaller table's fresh arrays cost no page faults, malloc reusing its freed memory).
 _OUTPUT_TYPES = (np.float64, np.float64, np.float64, np.int64)
 
 
@@ -67,7 +67,9 @@ class MarginalLogp(Op):
     where it runs on one thread: the chains already take the cores, and GNU
     OpenMP, numba's threading layer on Linux when TBB is missing
     (:mod:`dpinfer._threading_layer`), cannot run in a process forked from one
-    that used it. The results do not depend on the number of threads. Only the
+    that used it. The results do not depend on the number of threads. The outputs of
+    such a table are filled again at the next evaluation once nothing holds them
+    (:class:`~dpinfer.marginal._output_pool.OutputPool`), saving their page faults. Only the
     sweep is threaded: the rest of a model's log-density and gradient (its
     elementwise ops, indexing and sums) runs on the calling thread, except the
     elementwise loops of PyTensor's C backend compiled with ``pytensor.config.openmp``,
@@ -80,6 +82,7 @@ class MarginalLogp(Op):
     def __init__(self, family: LatentFamily, tol: float):
         self.family = family
         self.tol = float(tol)
+        self.outputs = OutputPool()
 
     # PyTensor's Ops name their inputs (the base class takes *inputs)
     def make_node(self, a, b, form, table, state):  # type: ignore[override]
@@ -91,11 +94,15 @@ class MarginalLogp(Op):
 
     def perform(self, node, inputs, output_storage):
         a, b, form, table, state = inputs
-        outputs = _OUTPUTS.take(a.size, _OUTPUT_TYPES)
+        pooled = a.size >= THREADED_CELLS
+        outputs = (
+            self.outputs.take(a.size, _OUTPUT_TYPES) if pooled else new_set(a.size, _OUTPUT_TYPES)
+        )
         logp, score_a, score_b, terms = outputs
         cells, tables = unpacked(form, table)
         sweep(self.family, parameters(a), parameters(b), cells, tables, self.tol, state, *outputs)
-        _OUTPUTS.keep(outputs)
+        if pooled:
+            self.outputs.keep(outputs)
         if np.isnan(logp).any():
             _refuse(np.isnan(logp), terms == BEYOND)
         for storage, value in zip(output_storage, (logp, score_a, score_b, state), strict=True):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import cloudpickle
 import numpy as np
 import pytest
 
 import dpinfer as dp
-from dpinfer.marginal import _output_pool
+from dpinfer.marginal import _op, _output_pool
 from dpinfer.marginal._families import POISSON
 from dpinfer.marginal._forms import joined_form, packed, release_form
 from dpinfer.marginal._op import MarginalLogp
@@ -43,20 +44,23 @@ def test_another_size_or_type_gets_new_arrays():
 
 def _evaluate(op, rates, inputs):
     storage = [[None] for _ in range(4)]
-    op.perform(None, [np.asarray(rates, dtype=float), *inputs], storage)
+    op.perform(None, [rates, *inputs], storage)
     return storage[0][0]
 
 
 def _held_result_after_another_evaluation():
-    """A caller's log-likelihoods of one evaluation, and a copy taken then, after the next."""
-    mechanism = dp.DiscreteGaussian(2.0)
-    released = np.array([3, 7, 12, 40])
-    form = joined_form([release_form(mechanism, released, latent_discrete=True)])
-    inputs = [np.zeros(4), *packed(*form), np.full((4, STATE), np.nan)]
+    """A caller's log-likelihoods of one evaluation, and a copy taken then, after the next.
+
+    The table has ``THREADED_CELLS`` cells, the fewest whose outputs the Op pools.
+    """
+    n = _op.THREADED_CELLS
+    released = np.resize([3, 7, 12, 40], n)
+    form = joined_form([release_form(dp.DiscreteGaussian(2.0), released, latent_discrete=True)])
+    inputs = [np.zeros(n), *packed(*form), np.full((n, STATE), np.nan)]
     op = MarginalLogp(POISSON, 1e-10)
-    held = _evaluate(op, [2.0, 6.0, 11.0, 35.0], inputs)
+    held = _evaluate(op, np.resize([2.0, 6.0, 11.0, 35.0], n), inputs)
     copy = held.copy()
-    _evaluate(op, [9.0, 1.0, 30.0, 3.0], inputs)
+    _evaluate(op, np.resize([9.0, 1.0, 30.0, 3.0], n), inputs)
     return held, copy
 
 
@@ -70,3 +74,10 @@ def test_companion_a_pool_blind_to_references_is_caught(monkeypatch):
     monkeypatch.setattr(_output_pool, "_references", lambda arrays: _output_pool._ALONE)
     held, copy = _held_result_after_another_evaluation()
     assert not np.array_equal(held, copy)
+
+
+def test_a_pickled_op_arrives_with_an_empty_pool():
+    op = MarginalLogp(POISSON, 1e-10)
+    op.outputs.keep(op.outputs.take(3, _TYPES))
+    again = cloudpickle.loads(cloudpickle.dumps(op))  # as pm.sample sends a model to its chains
+    assert again.outputs._sets == [] and again.outputs.take(3, _TYPES)[0].shape == (3,)
