@@ -28,8 +28,8 @@ BATCH = 64
 CHUNK = 1024
 
 # numba's cache of these functions holds the code of what they call, but is keyed on this
-# file alone: after changing ._poisson, ._suppressed, ._kernels, ._families or dpinfer.noise,
-# remove this folder's __pycache__.
+# file alone: after changing ._poisson, ._suppressed, ._kernels, ._families, ._vector_log or
+# dpinfer.noise, remove this folder's __pycache__.
 
 
 @nb.njit(cache=True, error_model="numpy", parallel=True)

@@ -11,12 +11,15 @@ and check that the Op never reuses a state left by other releases.
 from __future__ import annotations
 
 import functools
+import types
 
+import numba as nb
 import numpy as np
 import pytest
 
 import dpinfer as dp
 from dpinfer.marginal import _poisson as P
+from dpinfer.marginal import _sweep
 from dpinfer.marginal._families import POISSON
 from dpinfer.marginal._forms import joined_form, kernel_form, packed, release_form
 from dpinfer.marginal._op import MarginalLogp
@@ -50,14 +53,14 @@ def constants(pairs, cells=1):
     return joined_form(forms)
 
 
-def sweep(rates, pairs, state, tol=TOL):
-    """The sweep of a Poisson latent at ``rates``: (logp, score, terms)."""
+def sweep(rates, pairs, state, tol=TOL, *, cells=sweep_cells):
+    """The sweep (``cells``) of a Poisson latent at ``rates``: (logp, score, terms)."""
     rates = np.asarray(rates, dtype=float)
     n = rates.size
     out = [np.empty(n) for _ in range(3)]
     terms = np.empty(n, dtype=np.int64)
     form = kernel_form(*constants(pairs, n))
-    sweep_cells(POISSON, rates, np.zeros(n), *form, tol, state, *out, terms, 0, n)
+    cells(POISSON, rates, np.zeros(n), *form, tol, state, *out, terms, 0, n)
     return out[0], out[1], terms
 
 
@@ -165,21 +168,32 @@ def _alone(rates, pairs):
 _MIXED = np.resize(RATES + [5e-324, 1e-310], 2 * BATCH + 7)
 
 
-def test_a_batch_of_cells_takes_their_logarithms_each_at_its_own_cell():
+def _batch_against_alone(cells=sweep_cells):
+    """Each cell's log-likelihood in one warm sweep of ``_MIXED``, and swept on its own."""
     pairs = GAUSSIANS["twice"]
     state = fresh(_MIXED.size)
-    sweep(_MIXED, pairs, state)
-    together, _, _ = sweep(_MIXED, pairs, state)
-    np.testing.assert_array_equal(together, _alone(_MIXED, pairs))
+    sweep(_MIXED, pairs, state, cells=cells)
+    return sweep(_MIXED, pairs, state, cells=cells)[0], _alone(_MIXED, pairs)
+
+
+def test_a_batch_of_cells_takes_their_logarithms_each_at_its_own_cell():
+    # the formula itself is checked against the brute-force sums above
+    together, alone = _batch_against_alone()
+    np.testing.assert_array_equal(together, alone)
+
+
+@nb.njit(error_model="numpy")
+def _logs_one_cell_late(cells, lam, power, rest, total, count, logp):
+    _sweep._logs(np.minimum(cells + 1, logp.size - 1), lam, power, rest, total, count, logp)
 
 
 def test_companion_logarithms_given_to_the_next_cell_are_caught():
-    # Planted bug: the batch's logarithms written one cell late (an off-by-one in _logs)
-    pairs = GAUSSIANS["twice"]
-    state = fresh(_MIXED.size)
-    sweep(_MIXED, pairs, state)
-    shifted = np.roll(sweep(_MIXED, pairs, state)[0], 1)
-    assert not np.array_equal(shifted, _alone(_MIXED, pairs))
+    # Planted bug: the sweep recompiled with its batch's logarithms written one cell late
+    code = sweep_cells.py_func
+    late = {**code.__globals__, "_logs": _logs_one_cell_late}
+    broken = nb.njit(error_model="numpy")(types.FunctionType(code.__code__, late))
+    together, alone = _batch_against_alone(broken)
+    assert not np.array_equal(together, alone)
 
 
 def op_logp(op, rate, pairs, state):
