@@ -39,7 +39,8 @@ class CensusPosterior:
     mean, sd, lower, upper : dict of str to numpy.ndarray
         By query name, ``(units, cells)``: posterior mean, sd and central 90% interval,
         from the 5% to the 95% mid-quantile (each count's draws spread evenly over its
-        unit bin, so that exactly 5% lie beyond each end; the ends are real numbers.
+        unit bin, of which exactly 5% lie beyond each end; the ends are real numbers, and
+        an end inside a count's bin leaves part of that count's integer draws beyond it).
         NaN where an end left the summary's window, see ``clipped``; without
         ``intervals``, ``lower`` and ``upper`` are read-only arrays of NaN).
     idata : arviz.InferenceData
