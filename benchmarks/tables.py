@@ -292,7 +292,7 @@ def _print_per_effective_sample(n, rows) -> None:
         print(line, flush=True)
 
 
-def nutpie_ess(cells, rho, *, chains, draws, seeds=(11,), tune=1_000):
+def nutpie_ess(cells, rho, *, chains, draws, seeds=(11, 12), tune=1_000):
     """nutpie's CPU per step and per effective sample of (mu, tau), naive and dpinfer.
 
     One run of ``chains`` chains per seed and likelihood; with several seeds, the ratios
