@@ -21,6 +21,7 @@ from dpinfer.marginal import _suppressed as S
 from dpinfer.marginal._families import POISSON
 from dpinfer.marginal._forms import joined_form, kernel_form, release_form
 from dpinfer.marginal._sweep import sweep_cells
+from dpinfer.noise.form import table_range
 
 from ._brute import log_marginal
 
@@ -111,8 +112,35 @@ def test_the_fast_score_is_the_gradient_of_the_exact_log_likelihood(sigma, cut, 
     assert score[0] == pytest.approx(fd, rel=1e-5, abs=1e-7)
 
 
+@pytest.mark.parametrize(("sigma", "cut"), [(90.0, 549.0), (179.8, 999.0)])
+@pytest.mark.parametrize("depth", [60.0, 190.0])
+def test_a_rate_far_above_its_cut_keeps_the_fast_path(sigma, cut, depth):
+    # NUTS's warm-up takes the pageviews rates to e^2-e^3 times their posterior's, modes 40
+    # sigma and more above the cut: a table 40 sigma deep left them to the general sum, which
+    # sums the noise's tail for each term (up to 1.8 ms a cell)
+    rate = cut + depth * sigma
+    logp, score, _, state = warm([rate], sigma, cut)
+    assert state[0, P.AT] == state[0, P.MODE]
+    exact = reference(sigma, cut, rate)
+    assert abs(logp[0] - exact) <= 2 * TOL + 1e-12 * abs(exact)
+    h = 1e-5 * rate
+    fd = (reference(sigma, cut, rate + h) - reference(sigma, cut, rate - h)) / (2 * h)
+    assert score[0] == pytest.approx(fd, rel=1e-5, abs=1e-7)
+
+
+@pytest.mark.parametrize("sigma", [0.3, 1.0, 179.8, 819.0, 820.0, 5e3, 1e5])
+def test_the_table_is_deep_where_it_stays_small(sigma):
+    # 200 sigma deep, or 40 sigma and at most 2**17 counts more: never shallower than before
+    low, high = table_range(sigma)
+    depth = -low - 1
+    assert depth >= 40 * sigma
+    assert depth >= 200 * sigma or depth <= 40 * sigma + 2**17 + 1
+    assert depth >= min(200 * sigma, 40 * sigma + 2**17)
+    assert high == np.ceil(12 * sigma) + 1
+
+
 def test_a_window_beyond_the_table_takes_the_general_sum():
-    # sigma 1: the table covers k in [-41, 13]; a cut of 300 puts a rate of 5 at k near 295
+    # sigma 1: the table covers k in [-201, 13]; a cut of 300 puts a rate of 5 at k near 295
     logp, _, _, state = warm([5.0], 1.0, 300.0)
     assert np.isnan(state[0, P.AT])  # the fast path's constants were never set
     exact = reference(1.0, 300.0, 5.0)
