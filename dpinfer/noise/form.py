@@ -130,7 +130,8 @@ NO_TABLE.setflags(write=False)
 # the discrete Gaussian's log-CDF table spans k in [-depth, TABLE_HIGH sigma]: above, log F = 0 to
 # double precision; below, the tail is summed directly. The depth is TABLE_LOW sigma, or for a
 # sigma above 819 (where that would be more than TABLE_DEEPER counts past TABLE_LEAST sigma, log
-# F < -800) TABLE_LEAST sigma and TABLE_DEEPER counts. A suppressed cell keeps its fast path
+# F < -800) TABLE_LEAST sigma and TABLE_DEEPER counts, and never so deep that a table that fitted
+# in MAX_TABLE at TABLE_LEAST sigma no longer does. A suppressed cell keeps its fast path
 # (._suppressed) while its window is on the table, also at a rate far above its cut, where
 # NUTS's warm-up goes: at 40 sigma the pageviews tiers' cells took 0.08-1.8 ms each with rates
 # e^2.5-e^3 times the posterior's, against about 1 us at 200 sigma.
@@ -191,7 +192,10 @@ def from_matrix(matrix: np.ndarray) -> np.ndarray:
 @nb.njit(cache=True, error_model="numpy")
 def table_range(sigma):
     """``(low, high)``: the ``k`` that a discrete Gaussian's log-CDF table covers."""
-    depth = max(TABLE_LEAST * sigma, min(TABLE_LOW * sigma, TABLE_LEAST * sigma + TABLE_DEEPER))
+    # deeper than TABLE_LEAST sigma only as far as one sigma's table stays within MAX_TABLE
+    room = 0.5 * MAX_TABLE - (TABLE_LEAST + TABLE_HIGH) * sigma - 8.0
+    deeper = min((TABLE_LOW - TABLE_LEAST) * sigma, TABLE_DEEPER, max(room, 0.0))
+    depth = TABLE_LEAST * sigma + deeper
     return -math.ceil(depth) - 1.0, math.ceil(TABLE_HIGH * sigma) + 1.0
 
 

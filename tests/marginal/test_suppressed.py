@@ -21,7 +21,7 @@ from dpinfer.marginal import _suppressed as S
 from dpinfer.marginal._families import POISSON
 from dpinfer.marginal._forms import joined_form, kernel_form, release_form
 from dpinfer.marginal._sweep import sweep_cells
-from dpinfer.noise.form import table_range
+from dpinfer.noise.form import MAX_TABLE, table_range
 
 from ._brute import log_marginal
 
@@ -128,14 +128,19 @@ def test_a_rate_far_above_its_cut_keeps_the_fast_path(sigma, cut, depth):
     assert score[0] == pytest.approx(fd, rel=1e-5, abs=1e-7)
 
 
-@pytest.mark.parametrize("sigma", [0.3, 1.0, 179.8, 819.0, 820.0, 5e3, 1e5])
+@pytest.mark.parametrize("sigma", [0.3, 1.0, 179.8, 819.0, 820.0, 5e3, 9e4, 9.5e4, 9.6e4, 1e5])
 def test_the_table_is_deep_where_it_stays_small(sigma):
-    # 200 sigma deep, or 40 sigma and at most 2**17 counts more: never shallower than before
+    # 200 sigma deep, or 40 sigma and at most 2**17 counts more: never shallower than before,
+    # and a sigma whose table fitted in MAX_TABLE 40 sigma deep still fits
     low, high = table_range(sigma)
     depth = -low - 1
     assert depth >= 40 * sigma
-    assert depth >= 200 * sigma or depth <= 40 * sigma + 2**17 + 1
-    assert depth >= min(200 * sigma, 40 * sigma + 2**17)
+    assert depth <= 40 * sigma + 2**17 + 1
+    fitted = 2 * (np.ceil(40 * sigma) + np.ceil(12 * sigma) + 3) <= MAX_TABLE
+    if fitted:
+        assert 2 * (high - low + 1) <= MAX_TABLE
+    if sigma < 9e4:
+        assert depth >= min(200 * sigma, 40 * sigma + 2**17)
     assert high == np.ceil(12 * sigma) + 1
 
 
