@@ -20,9 +20,9 @@ just taken bounds its tail, and each side goes on until that bound is below
 constants, so that a cell whose mode has not moved costs no ``lgamma`` and no table
 search. The functions below read a working row of :data:`ROW` columns: the state's,
 then the cut and the table's range, which :func:`place` reads from the form. A cell
-whose window would leave the table (a mode some 200 sigma above the cut, or 40 sigma
-and 2^17 counts for a sigma above 819: :func:`dpinfer.noise.form.table_range`; or a cut
-beyond the table's upper end) is left to the general sum, which reads ``F`` beyond it.
+whose window would leave the table (a mode some 200 sigma above the cut, fewer for a
+sigma above 819: :func:`dpinfer.noise.form.table_range`; or a cut beyond the table's upper
+end) is left to the general sum, which reads ``F`` beyond it.
 """
 
 from __future__ import annotations

@@ -127,14 +127,13 @@ CELL = np.dtype(
 NO_TABLE = np.zeros(0)
 NO_TABLE.setflags(write=False)
 
-# the discrete Gaussian's log-CDF table spans k in [-depth, TABLE_HIGH sigma]: above, log F = 0 to
-# double precision; below, the tail is summed directly. The depth is TABLE_LOW sigma, or for a
-# sigma above 819 (where that would be more than TABLE_DEEPER counts past TABLE_LEAST sigma, log
-# F < -800) TABLE_LEAST sigma and TABLE_DEEPER counts, and never so deep that a table that fitted
-# in MAX_TABLE at TABLE_LEAST sigma no longer does. A suppressed cell keeps its fast path
-# (._suppressed) while its window is on the table, also at a rate far above its cut, where
-# NUTS's warm-up goes: at 40 sigma the pageviews tiers' cells took 0.08-1.8 ms each with rates
-# e^2.5-e^3 times the posterior's, against about 1 us at 200 sigma.
+# the discrete Gaussian's log-CDF table spans k in [-depth, TABLE_HIGH sigma]: above it log F = 0
+# to double precision; below it the tail is summed directly. The depth is TABLE_LOW sigma, but at
+# most TABLE_DEEPER counts more than TABLE_LEAST sigma (log F < -800 there), and no deeper than
+# keeps one sigma's table within MAX_TABLE. A suppressed cell keeps its fast path (._suppressed)
+# while its window is on the table, also at a rate far above its cut, where NUTS's warm-up goes:
+# with tables 40 sigma deep the pageviews tiers' cells took 0.08-1.7 ms each at rates e^2.5-e^3
+# times the posterior's, 1.1-1.6 us at 200 sigma.
 TABLE_LOW, TABLE_HIGH = 200.0, 12.0
 TABLE_LEAST, TABLE_DEEPER = 40.0, 2.0**17
 MAX_TABLE = 10_000_000
