@@ -152,12 +152,13 @@ def model(kind: str, population, mechanism, released):
     import pytensor.tensor as pt
 
     small = np.asarray(released) < 10
-    few, many = np.flatnonzero(small), np.flatnonzero(~small)
+    # as constants: PyTensor's indexing walks a NumPy index array element by element in Python
+    few, many = pt.as_tensor(np.flatnonzero(small)), pt.as_tensor(np.flatnonzero(~small))
     with pm.Model() as m:
         mu = pm.Normal("mu", -6.0, 2.0)
         tau = pm.HalfNormal("tau", 1.0)
-        centred = pm.Normal("log_rate", mu, tau, shape=many.size)
-        z = pm.Normal("z", 0.0, 1.0, shape=few.size)
+        centred = pm.Normal("log_rate", mu, tau, shape=int((~small).sum()))
+        z = pm.Normal("z", 0.0, 1.0, shape=int(small.sum()))
         log_rate = pt.set_subtensor(pt.zeros(small.size)[many], centred)
         log_rate = pt.set_subtensor(log_rate[few], mu + tau * z)
         lam = population * pm.math.exp(log_rate)
