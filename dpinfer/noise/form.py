@@ -72,7 +72,11 @@ from numba import types
 from numba.extending import overload
 from numpy.typing import ArrayLike
 
-from .discrete_gaussian import discrete_gaussian_log_cdf
+from .discrete_gaussian import (
+    deep_log_cdf,
+    discrete_gaussian_log_cdf,
+    discrete_gaussian_log_normaliser,
+)
 
 __all__ = [
     "BINOMIAL",
@@ -222,8 +226,7 @@ def log_cdf_tables(form: np.ndarray, *, copy: bool = True) -> tuple[np.ndarray, 
                 f"table of {2 * (high - low + 1):,} entries, more than {MAX_TABLE:,}"
             )
         starts[i] = offset
-        log_cdf = discrete_gaussian_log_cdf(np.arange(low - 1, high + 1, dtype=float), sigma)
-        tables += [log_cdf[1:], np.exp(log_cdf[:-1] - log_cdf[1:])]
+        tables += _log_cdf_table(low, high, sigma)
         offset += 2 * (high - low + 1)
     form["table_start"][at] = starts[which]
     if not tables:
@@ -232,6 +235,24 @@ def log_cdf_tables(form: np.ndarray, *, copy: bool = True) -> tuple[np.ndarray, 
     table = np.concatenate(tables)
     table.setflags(write=False)
     return form, table
+
+
+def _log_cdf_table(low: int, high: int, sigma: float) -> list[np.ndarray]:
+    """``[log F(k), F(k - 1) / F(k)]`` for ``k`` from ``low`` to ``high`` (one sigma's table).
+
+    Beyond ``TABLE_LEAST`` sigma below 0 by :func:`deep_log_cdf`'s recurrence, an
+    ``exp`` and a ``log`` an entry; nearer 0 by :func:`discrete_gaussian_log_cdf`.
+    """
+    ks = np.arange(low - 1, high + 1, dtype=float)
+    log_cdf, ratio = np.empty(ks.size), np.empty(ks.size)
+    deep = int(np.searchsorted(ks, -math.ceil(TABLE_LEAST * sigma) - 1.0))
+    if deep:
+        log_z = float(discrete_gaussian_log_normaliser(sigma))
+        deep_log_cdf(-ks[deep - 1], sigma, log_z, log_cdf[:deep], ratio[:deep])
+    log_cdf[deep:] = discrete_gaussian_log_cdf(ks[deep:], sigma)
+    near = max(deep, 1)
+    ratio[near:] = np.exp(log_cdf[near - 1 : -1] - log_cdf[near:])
+    return [log_cdf[1:], ratio[1:]]
 
 
 class Grouped(NamedTuple):
