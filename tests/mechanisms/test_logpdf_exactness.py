@@ -229,7 +229,9 @@ def test_planted_int64_square_fails_the_exactness_check():
     with pytest.raises(AssertionError, match="DiscreteGaussian.logpdf"):
         check_logpdf(case, planted, np.int64(0), np.array([4_000_000_000]))
 
-    @settings(EXAMPLES, phases=[Phase.generate])  # stop at the first failure: no shrinking
+    # stop at the first failure (no shrinking); derandomized, so that whether the search finds
+    # the bug does not depend on the run (unseeded, one fresh-clone run in some tens missed it)
+    @settings(EXAMPLES, phases=[Phase.generate], derandomize=True, database=None)
     @given(data=st.data())
     def prop(data):
         released, values = _batch(data.draw, planted, _numbers(True))
