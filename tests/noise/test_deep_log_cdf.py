@@ -35,10 +35,10 @@ def _tail(m: int, sigma: float) -> mp.mpf:
         j += 1
 
 
-def _entry(table, sigma, m):
-    """The table's (log F, ratio) at ``k = -m``."""
+def _entry(sigma, m):
+    """The (log F, ratio) at ``k = -m`` of sigma's table."""
     low, high = (int(v) for v in table_range(sigma))
-    log_cdf, ratio = table
+    log_cdf, ratio = _log_cdf_table(low, high, sigma)
     return log_cdf[-m - low], ratio[-m - low]
 
 
@@ -47,8 +47,7 @@ def test_deep_ratios_are_mpmaths(sigma, depth):
     with mp.workdps(50):
         m = math.ceil(depth * sigma)
         exact = float(_tail(m + 1, sigma) / _tail(m, sigma))
-    low, high = (int(v) for v in table_range(sigma))
-    _, ratio = _entry(_log_cdf_table(low, high, sigma), sigma, m)
+    _, ratio = _entry(sigma, m)
     assert ratio == pytest.approx(exact, rel=1e-14)
 
 
@@ -86,6 +85,5 @@ def test_companion_a_recurrence_half_a_count_off_is_caught(monkeypatch):
         m = math.ceil(depth * sigma)
         exact = float(_tail(m + 1, sigma) / _tail(m, sigma))
     monkeypatch.setattr("dpinfer.noise.form.deep_log_cdf", _half_off)
-    low, high = (int(v) for v in table_range(sigma))
-    _, ratio = _entry(_log_cdf_table(low, high, sigma), sigma, m)
+    _, ratio = _entry(sigma, m)
     assert ratio != pytest.approx(exact, rel=1e-14)
