@@ -37,8 +37,10 @@ reported, not summed approximately.
 ones (discrete or continuous) is summed by :mod:`._poisson` once the cell's
 mode is known from an earlier evaluation (:func:`._sweep.marginal_sweep` keeps
 it, with the constants of the releases, in a per-cell state): the same terms
-and the same geometric bounds, with fewer operations a term. So is a Poisson
-cell with one suppressed discrete Gaussian release, by :mod:`._suppressed`.
+and the same geometric bounds, with fewer operations a term; such a cell wider
+than :data:`._fourier.WIDE` counts is a contour integral of its Fourier transform,
+ten nodes whatever its width (:mod:`._fourier`). So is a Poisson cell with one
+suppressed discrete Gaussian release summed by :mod:`._suppressed`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 :func:`marginal_sweep` is what the Op calls; it keeps a per-cell state between
 evaluations (:mod:`._poisson`, and :mod:`._suppressed` for Poisson cells suppressed by a
-discrete Gaussian threshold); :func:`sweep_cells` is the same on the calling thread, which
+discrete Gaussian threshold), and sums wide Poisson cells with Gaussian releases in
+batches by :mod:`._fourier`; :func:`sweep_cells` is the same on the calling thread, which
 is all that a table of fewer than ``._op.THREADED_CELLS`` cells needs (:func:`._op.sweep`
 chooses). Each is compiled once per latent family, for the argument types that
 :mod:`._forms` names.
@@ -16,6 +17,7 @@ import numba as nb
 import numpy as np
 
 from . import _dispatch as latent
+from . import _fourier as fourier
 from . import _suppressed as suppressed
 from . import _vector_log
 from ._kernels import _cell, _mechanisms_ratio, _support
@@ -28,8 +30,8 @@ BATCH = 64
 CHUNK = 1024
 
 # numba's cache of these functions holds the code of what they call, but is keyed on this
-# file alone: after changing ._poisson, ._suppressed, ._kernels, ._families, ._vector_log or
-# dpinfer.noise, remove this folder's __pycache__.
+# file alone: after changing ._poisson, ._suppressed, ._fourier, ._kernels, ._families,
+# ._vector_log, ._vector_math or dpinfer.noise, remove this folder's __pycache__.
 
 
 @nb.njit(cache=True, error_model="numpy", parallel=True)
@@ -71,16 +73,47 @@ def sweep_cells(
     work = np.empty(suppressed.ROW)  # a suppressed cell's row, with what the form gives
     cells, lam, power = np.empty(BATCH, np.int64), np.empty(BATCH), np.empty(BATCH)
     rest, total = np.empty(BATCH), np.empty(BATCH)
-    waiting = 0
+    wide = np.empty((fourier.ROWS, BATCH))
+    waiting = queued = refused = retried = 0
     z = width_factor(tol)
+    step, nodes = fourier.plan(tol)
     n = pa.size
-    for j in range(start, stop):
+    k = start
+    while True:
+        # the next cell: one that ._fourier refused (summed below over s), else the next new
+        # one, else the wide cells still queued are summed (and refused ones come back)
+        if retried < refused:
+            j, new = int(wide[fourier.CELL, retried]), False
+            retried += 1
+        elif k < stop:
+            j, new = k, True
+            k += 1
+        elif queued > 0:
+            refused = fourier.sum_batch(
+                wide, queued, step, nodes, tol, logp, score_a, score_b, terms
+            )
+            queued = retried = 0
+            continue
+        else:
+            break
         row = state[j]
         if latent.poisson_fast_path(family):  # a constant of the compiled family
             if math.isnan(row[STEP]):
                 prepare(form, n, j, row)
                 if row[STEP] < 0.0:
                     suppressed.prepare(form, n, j, row)
+            if (
+                new
+                and row[STEP] >= fourier.STEP_WIDE
+                and fourier.queue(form, n, j, pa[j], row, wide, queued)
+            ):
+                queued += 1
+                if queued == BATCH:
+                    refused = fourier.sum_batch(
+                        wide, queued, step, nodes, tol, logp, score_a, score_b, terms
+                    )
+                    queued = retried = 0
+                continue
             if row[STEP] > 0.0 and (stays(pa[j], row) or ready(pa[j], form, n, j, row)):
                 cells[waiting], lam[waiting] = j, pa[j]
                 power[waiting], rest[waiting], total[waiting], score_a[j], terms[j] = sum_cell(

@@ -14,6 +14,7 @@ import pytest
 
 import dpinfer as dp
 from dpinfer.marginal import _families as F
+from dpinfer.marginal import _fourier as fourier
 from dpinfer.marginal._forms import joined_form, kernel_form, release_form
 from dpinfer.marginal._poisson import STATE
 from dpinfer.marginal._sweep import sweep_cells
@@ -127,8 +128,11 @@ def test_a_cell_measured_twice_is_summed_once_against_both_densities():
 
 def test_the_window_grows_with_the_noise_and_not_with_the_distance_to_the_data():
     small = kernel("poisson", 1e6, 0, [(dp.DiscreteGaussian(1.0), 37)])[3]
-    wide = kernel("poisson", 1e6, 0, [(dp.DiscreteGaussian(300.0), 37)])[3]
-    assert small < 40 < wide
+    wider = kernel("poisson", 1e6, 0, [(dp.DiscreteGaussian(5.0), 37)])[3]
+    assert small < 40 < wider
+    # wider still, the cell is a contour integral of a fixed number of nodes (._fourier)
+    widest = kernel("poisson", 1e6, 0, [(dp.DiscreteGaussian(300.0), 37)])[3]
+    assert widest == fourier.plan(TOL)[1] + 1 < wider
 
 
 def test_invalid_parameters_give_minus_infinity_and_no_gradient():

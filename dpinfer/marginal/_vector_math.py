@@ -1,0 +1,124 @@
+"""An exponential, a sine and a cosine that LLVM vectorises, for :mod:`._fourier`'s nodes.
+
+Like :func:`._vector_log.log`, each is straight-line code with no call, so that a loop
+over a batch of cells runs four at a time; libm's functions are a call a number.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+
+from ._vector_log import _float
+
+# exp: x = k ln 2 + r with |r| <= ln 2 / 2 (k rounded by adding and taking away 1.5 * 2**52),
+# e^r by its Taylor polynomial of degree 13 (remainder below 5e-18), then 2**k from its bits
+_INV_LN2, _ROUND = 1.0 / math.log(2.0), 6755399441055744.0
+_LN2_HI, _LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10
+_EXP = tuple(1.0 / math.factorial(i) for i in range(14))
+# below it e^x is subnormal, or 0, and exp returns 0
+_EXP_LOWEST = -708.0
+
+# sin and cos: x = k pi/2 + r with |r| <= pi/4, pi/2 in three parts (fdlibm's), then the
+# Taylor polynomials of degree 17 and 18 in r (remainders below 1e-19)
+_INV_PIO2 = 6.36619772367581382433e-01
+_PIO2_1, _PIO2_2, _PIO2_3 = (
+    1.57079632673412561417e00,
+    6.07710050630396597660e-11,
+    (2.02226624879595063154e-21),
+)
+_SIN = tuple((-1.0) ** i / math.factorial(2 * i + 3) for i in range(8))
+_COS = tuple((-1.0) ** i / math.factorial(2 * i + 4) for i in range(8))
+#: beyond it the reduction by pi/2 in three parts loses digits: callers keep within
+LARGEST_ANGLE = 1e5
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def exp(x):
+    """``exp(x)`` for ``x <= 709``, within 2 ulp; 0 below -708 (and NaN for NaN)."""
+    k = (x * _INV_LN2 + _ROUND) - _ROUND
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    c = _EXP
+    p = c[13]
+    p = c[12] + r * p
+    p = c[11] + r * p
+    p = c[10] + r * p
+    p = c[9] + r * p
+    p = c[8] + r * p
+    p = c[7] + r * p
+    p = c[6] + r * p
+    p = c[5] + r * p
+    p = c[4] + r * p
+    p = c[3] + r * p
+    p = c[2] + r * p
+    p = c[1] + r * p
+    p = c[0] + r * p
+    scale = _float((int(k) + 1023) << 52)
+    return p * scale if x >= _EXP_LOWEST else 0.0 * abs(x)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def sincos(x):
+    """``(sin x, cos x)`` within 1e-16 for ``|x| <= LARGEST_ANGLE``."""
+    k = (x * _INV_PIO2 + _ROUND) - _ROUND
+    r = ((x - k * _PIO2_1) - k * _PIO2_2) - k * _PIO2_3
+    z = r * r
+    s, c = _SIN, _COS
+    ps = s[7]
+    ps = s[6] + z * ps
+    ps = s[5] + z * ps
+    ps = s[4] + z * ps
+    ps = s[3] + z * ps
+    ps = s[2] + z * ps
+    ps = s[1] + z * ps
+    ps = s[0] + z * ps
+    pc = c[7]
+    pc = c[6] + z * pc
+    pc = c[5] + z * pc
+    pc = c[4] + z * pc
+    pc = c[3] + z * pc
+    pc = c[2] + z * pc
+    pc = c[1] + z * pc
+    pc = c[0] + z * pc
+    sin_r = r - r * z * ps
+    cos_r = 1.0 - z * (0.5 - z * pc)
+    quadrant = k - 4.0 * math.floor(0.25 * k)  # 0, 1, 2 or 3
+    odd = quadrant == 1.0 or quadrant == 3.0
+    sine = cos_r if odd else sin_r
+    cosine = sin_r if odd else cos_r
+    return (-sine if quadrant >= 2.0 else sine), (
+        -cosine if (quadrant == 1.0 or quadrant == 2.0) else cosine
+    )
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def versine(u):
+    """``1 - cos u`` for ``|u| <= 1`` within 1e-16 relative (no cancellation near 0)."""
+    z = u * u
+    c = _COS
+    p = c[7]
+    p = c[6] + z * p
+    p = c[5] + z * p
+    p = c[4] + z * p
+    p = c[3] + z * p
+    p = c[2] + z * p
+    p = c[1] + z * p
+    p = c[0] + z * p
+    return z * (0.5 - z * p)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def u_minus_sine(u):
+    """``u - sin u`` for ``|u| <= 1`` within 1e-16 relative (no cancellation near 0)."""
+    z = u * u
+    s = _SIN
+    p = s[7]
+    p = s[6] + z * p
+    p = s[5] + z * p
+    p = s[4] + z * p
+    p = s[3] + z * p
+    p = s[2] + z * p
+    p = s[1] + z * p
+    p = s[0] + z * p
+    return u * z * p
