@@ -40,12 +40,28 @@ not below ``tol / 2`` of its integral goes to the sum over :math:`s`
 - the nodes beyond the last: :math:`E` is concave on :math:`[0, \pi/2]`
   (:math:`E'' = -v - L \cos u`), so its tangent at the last node bounds them there, and
   :math:`E(u) \le -v u^2 / 2` beyond;
-- rounding: the sums' terms are at most 1 in size, and the integrals are refused below
-  ``1 / 64`` of the sums of their terms' sizes.
+- rounding: a few ulps of each term, the sums', and the phase's, all relative to the
+  sums of the terms' sizes (so a sum that cancels is refused).
 
 The saddle point need not be exact (the integral is the same on every line; a line
 off it only makes the bounds larger); it is found by Newton's method from the right of
 the root of the convex, increasing :math:`G'`.
+
+**Suppressed cells.** A Poisson cell with one suppressed discrete Gaussian release
+(:mod:`._suppressed`'s) scores :math:`P(s + D \le r)`, ``r`` the cut less one, summed over
+s: :math:`P(X + D \le r)`, the sum over the released values :math:`y \le r` of the
+integral above at :math:`\mu = y` over the noise's normaliser ``Z``. Summed under the
+integral on a line :math:`\tau < 0`, the geometric series gives the factor
+:math:`1 / (1 - e^{-i\omega})`, whose pole at 0 the line must keep away from: with
+:math:`q = e^\tau`, the real part of the integrand is
+:math:`e^{E} (\cos\varphi - q \cos(\varphi + u)) / ((1 - q)^2 + 2q(1 - \cos u))`. Where the
+mean is below the cut (the probability above 1/2) the complement
+:math:`P(X + D \ge r + 1)` is summed instead, on a line :math:`\tau > 0`. The line is the
+saddle point of the integrand with its pole factor; the step is smaller where the pole
+is near (the strip of the trapezoid bound stops short of it, and the bound has the pole
+factor's largest size in the strip), up to :data:`MORE_NODES` times the nodes. The score
+is the noise's pmf at ``r`` over the probability (:math:`\partial_\lambda P(X + D \le r) =
+-P(X + D = r)`), from the same nodes.
 """
 
 from __future__ import annotations
@@ -54,9 +70,11 @@ import math
 
 import numba as nb
 
+from ..noise.form import DISCRETE_GAUSSIAN, record, released_at
 from . import _vector_log, _vector_math
 from ._kernels import _gaussian_ratio, _gaussian_terms
 from ._poisson import AT, CONST, SD, STEP, UP
+from ._suppressed import SUPPRESSED
 
 #: the smallest width (1 / sqrt(B + 1 / max(lam, 1)), in counts) of a cell on this path:
 #: about where its nodes cost what the sum over s does
@@ -67,20 +85,31 @@ STEP_WIDE = math.exp(-1.0 / (WIDE * WIDE))
 #: ``UP``'s, P(mu) in ``CONST``'s
 KEPT = -math.inf
 KEPT_V, KEPT_MU, KEPT_REST = SD, UP, CONST
-# the rows of a batch of cells (one column a cell): the cell, the rate, v, mu, P(mu), and
-# the working rows of sum_batch
-CELL, LAM, V, MU, REST, TAU, L, GRAD, H, TOT, KT, MAG, LAST, VALUE, SCORE, OK = range(16)
-ROWS = 16
-# Newton steps taken by every cell, and the size of G' (in widths sqrt(v + L)) above which
+#: a suppressed cell whose pole is near takes at most this many times the nodes
+MORE_NODES = 5
+#: a suppressed cell whose rate is fewer than this many widths from its cut is left to the
+#: table's sum (the contour would take some 30 nodes or more)
+NEAR_CUT = 3.5
+# the rows of a batch of cells (one column a cell): the cell, the rate, v, mu, P(mu) (or the
+# noise's log-normaliser), the kind of cell (PUBLISHED, BELOW, ABOVE), and the working rows
+# of sum_batch
+(CELL, LAM, V, MU, REST, KIND, TAU, L, GRAD, H, A, POLE, NEED, TOT, KT, MAG, VALUE, SCORE,
+ OK) = range(19)  # fmt: skip
+ROWS = 19
+#: the cells of a batch (the length of each of its rows)
+BATCH = 64
+#: the kinds of cell: published; suppressed, summed below the cut or above it
+PUBLISHED, BELOW, ABOVE = 0.0, -1.0, 1.0
+# Newton steps taken by every cell, and the size of the derivative (in widths) above which
 # a cell takes more, one by one, up to _NEWTON in all
-_NEWTON_EVERY, _NEWTON_CLOSE, _NEWTON = 4, 0.01, 60
+_NEWTON_EVERY, _NEWTON_CLOSE, _NEWTON = 6, 0.01, 80
 _LOG_2PI = math.log(2.0 * math.pi)
-# the integrals are refused below this fraction of the sums of their terms' sizes
-_CANCELLATION = 1.0 / 64.0
 _EPS = 2.0**-52
 # the Taylor coefficients of e^t - 1 - t from t^2 / 2 to t^15 / 15!: at |t| <= 1/2 the rest
 # is below 6e-18 of the sum
 _SERIES = tuple(1.0 / math.factorial(k) for k in range(2, 16))
+# a complement above this is refused (its logarithm loses digits)
+_LARGEST_COMPLEMENT = 0.75
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -100,10 +129,14 @@ def plan(tol):
 def queue(form, n, j, lam, row, batch, i):
     """Put cell j at ``lam`` in column ``i`` of ``batch`` if it is this path's; tell whether.
 
-    The cell is :mod:`._poisson`'s (``row`` its state), wide (at least :data:`WIDE`) at
-    ``lam``, and ``lam`` and its mean are within +-2**52. Its v, mu and P(mu) are kept in
-    its state (:func:`keep`) from one evaluation to the next.
+    The cell is :mod:`._poisson`'s (``row`` its state) or :mod:`._suppressed`'s (one
+    discrete Gaussian release, more than :data:`NEAR_CUT` widths from its cut), wide (at
+    least :data:`WIDE`) at ``lam``, and ``lam`` and its mean are within +-2**52. A
+    published cell's v, mu and P(mu) are kept in its state (:func:`keep`) from one
+    evaluation to the next.
     """
+    if row[STEP] == SUPPRESSED:
+        return _queue_suppressed(form, j, lam, batch, i)
     if not (row[STEP] >= STEP_WIDE and 1.0 <= lam < 2.0**52):
         return False
     if row[AT] != KEPT:
@@ -111,8 +144,36 @@ def queue(form, n, j, lam, row, batch, i):
     v = row[KEPT_V]
     if not (1.0 / v + 1.0 / lam <= 1.0 / (WIDE * WIDE) and abs(row[KEPT_MU]) < 2.0**52):
         return False
-    batch[CELL, i], batch[LAM, i], batch[V, i] = j, lam, v
-    batch[MU, i], batch[REST, i] = row[KEPT_MU], row[KEPT_REST]
+    batch[CELL * BATCH + i], batch[LAM * BATCH + i], batch[V * BATCH + i] = j, lam, v
+    batch[MU * BATCH + i], batch[REST * BATCH + i], batch[KIND * BATCH + i] = (
+        row[KEPT_MU],
+        row[KEPT_REST],
+        PUBLISHED,
+    )
+    return True
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _queue_suppressed(form, j, lam, batch, i):
+    """:func:`queue` for a cell of :mod:`._suppressed`."""
+    if not 1.0 <= lam < 2.0**52:
+        return False
+    cell = record(form, j)
+    v, cut = cell.scale * cell.scale, released_at(form, j)
+    if not (cell.kind == DISCRETE_GAUSSIAN and 1.0 / v + 1.0 / lam <= 1.0 / (WIDE * WIDE)):
+        return False
+    # near the cut the pole is near the line: the step shrinks with the distance, and the
+    # table's sum (._suppressed) costs less there
+    if not (abs(cut) < 2.0**52 and abs(lam - cut) >= NEAR_CUT * math.sqrt(lam + v)):
+        return False
+    above = lam <= cut  # the probability above about 1/2: its complement is summed
+    (
+        batch[CELL * BATCH + i],
+        batch[LAM * BATCH + i],
+        batch[V * BATCH + i],
+        batch[REST * BATCH + i],
+    ) = j, lam, v, cell.log_norm
+    batch[MU * BATCH + i], batch[KIND * BATCH + i] = (cut + 1.0, ABOVE) if above else (cut, BELOW)
     return True
 
 
@@ -134,14 +195,19 @@ def keep(form, n, j, row):
 def sum_batch(batch, count, step, nodes, tol, logp, score, score_b, terms):
     """Sum the first ``count`` cells of ``batch`` into ``logp``, the scores and ``terms``.
 
-    Returns how many were refused; their indices are moved to the front of
-    ``batch[CELL]`` (their ``logp`` untouched), for the sum over s.
+    ``batch`` holds :data:`ROWS` rows of :data:`BATCH` cells, row after row (:func:`queue`
+    fills cell ``i``'s column). Returns how many were refused; their indices are moved to
+    the front of row ``CELL`` (their ``logp`` untouched), for the sum over s.
     """
     # every loop below runs over the cells: LLVM vectorises such a loop when it is innermost
-    for i in range(count):
+    # and has no branch (what differs between cells is computed, then chosen), and when it
+    # can tell that the rows it writes do not overlap those it reads: so the batch is one
+    # flat array of rows of BATCH cells, and the loops run over all BATCH of them (the
+    # columns past ``count`` hold whatever they held, and are not read after)
+    for i in range(BATCH):
         _start(batch, i)
     for _ in range(_NEWTON_EVERY):
-        for i in range(count):
+        for i in range(BATCH):
             _newton_step(batch, i)
     for i in range(count):
         if not _close(batch, i):
@@ -149,120 +215,260 @@ def sum_batch(batch, count, step, nodes, tol, logp, score, score_b, terms):
                 _newton_step(batch, i)
                 if _close(batch, i):
                     break
-    for i in range(count):
-        _set(batch, i, step)
+    for i in range(BATCH):
+        _set(batch, i, step, nodes)
+    # the cells that need more nodes go last, and take theirs alone
+    more, most = count, nodes
+    i = 0
+    while i < more:
+        if batch[NEED * BATCH + i] > nodes:
+            more -= 1
+            most = max(most, min(int(batch[NEED * BATCH + i]), MORE_NODES * nodes))
+            for row in range(ROWS):
+                first, second = row * BATCH + i, row * BATCH + more
+                batch[first], batch[second] = batch[second], batch[first]
+        else:
+            i += 1
     for j in range(1, nodes + 1):  # each node across the batch
-        for i in range(count):
-            _node(batch, i, j)
-    for i in range(count):
+        for i in range(BATCH):
+            _node(batch, i, j, False)
+    for j in range(nodes + 1, most + 1):
+        for i in range(BATCH):  # vectorised over the batch (not over more:count)
+            _node(batch, i, j, True)
+    for i in range(BATCH):
         _finish(batch, i, nodes, tol)
     refused = 0
     for i in range(count):
-        cell = int(batch[CELL, i])
-        if batch[OK, i] > 0.0:
-            logp[cell], score[cell], terms[cell] = batch[VALUE, i], batch[SCORE, i], nodes + 1
+        cell = int(batch[CELL * BATCH + i])
+        if batch[OK * BATCH + i] > 0.0:
+            logp[cell], score[cell] = _result(batch, i)
+            terms[cell] = int(batch[NEED * BATCH + i]) + 1
             score_b[cell] = 0.0  # the Poisson has one parameter
         else:
-            batch[CELL, refused] = cell
+            batch[CELL * BATCH + refused] = cell
             refused += 1
     return refused
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def _start(batch, i):
-    """Start Newton's method for the saddle point, the root of G'(t) = v t - mu + lam e^t.
+    """Start Newton's method for the saddle point, the root of H'(t).
 
-    From the right of the root of the convex, increasing G', where every step stays.
+    ``H'(t) = G'(t) = v t - mu + lam e^t`` for a published cell; a suppressed one's adds
+    its pole factor's ``e^t / (1 - e^t)`` (below, ``t < 0``) or ``-1 / (e^t - 1)`` (above,
+    ``t > 0``). Each is convex and increasing on its side; the steps are kept on it.
     """
-    lam, v, mu = batch[LAM, i], batch[V, i], batch[MU, i]
+    lam, v, mu, kind = (
+        batch[LAM * BATCH + i],
+        batch[V * BATCH + i],
+        batch[MU * BATCH + i],
+        batch[KIND * BATCH + i],
+    )
     t = (mu - lam) / (v + lam)  # G' >= 0 here: G' is convex and this is its tangent's root
     # and here, where G'(log(mu / lam)) = v log(mu / lam), when mu > lam
-    batch[TAU, i] = min(t, _vector_log.log(mu / lam)) if mu > lam else t
+    t = min(t, _vector_log.log(mu / lam)) if mu > lam else t
+    width = 1.0 / math.sqrt(v + lam)
+    t = min(t, -width) if kind == BELOW else t
+    batch[TAU * BATCH + i] = max(t, width) if kind == ABOVE else t
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _derivatives(batch, i, t):
+    """``(H'(t), H''(t))`` of cell ``i`` (see :func:`_start`)."""
+    lam, v, mu, kind = (
+        batch[LAM * BATCH + i],
+        batch[V * BATCH + i],
+        batch[MU * BATCH + i],
+        batch[KIND * BATCH + i],
+    )
+    el = lam * _vector_math.exp(t)
+    # the pole factor's: 1 / (e^{-t} - 1) below, -1 / (e^t - 1) above (kind -1 or 1)
+    gap = _vector_math.exp(kind * t) - 1.0
+    pole, bend = -kind / gap, (gap + 1.0) / (gap * gap)  # computed, then chosen: vectorised
+    published = kind == PUBLISHED
+    return v * t - mu + el + (0.0 if published else pole), v + el + (0.0 if published else bend)
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def _newton_step(batch, i):
-    """Take one step of Newton's method on G'."""
-    lam, v, mu, t = batch[LAM, i], batch[V, i], batch[MU, i], batch[TAU, i]
-    el = lam * _vector_math.exp(t)
-    batch[TAU, i] = t - (v * t - mu + el) / (v + el)
+    """Take one step of Newton's method on H', halving towards 0 a step that crosses it."""
+    t = batch[TAU * BATCH + i]
+    first, second = _derivatives(batch, i, t)
+    moved = t - first / second
+    batch[TAU * BATCH + i] = 0.5 * t if batch[KIND * BATCH + i] * moved < 0.0 else moved
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def _close(batch, i):
-    """Whether G' is within _NEWTON_CLOSE widths of 0 at cell ``i``'s ``t``."""
-    lam, v, mu, t = batch[LAM, i], batch[V, i], batch[MU, i], batch[TAU, i]
-    el = lam * _vector_math.exp(t)
-    return abs(v * t - mu + el) <= _NEWTON_CLOSE * math.sqrt(v + el)
+    """Whether H' is within _NEWTON_CLOSE widths of 0 at cell ``i``'s ``t``."""
+    first, second = _derivatives(batch, i, batch[TAU * BATCH + i])
+    return abs(first) <= _NEWTON_CLOSE * math.sqrt(second)
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
-def _set(batch, i, step):
-    """Make cell ``i``'s ``t`` its line: L, G'(t), the step, and zero sums."""
-    lam, v, mu, t = batch[LAM, i], batch[V, i], batch[MU, i], batch[TAU, i]
+def _set(batch, i, step, nodes):
+    r"""Make cell ``i``'s ``t`` its line: L, G'(t), the strip, the step, and zero sums.
+
+    The strip's half-width ``a`` is the published cell's best, :math:`2\pi / (step
+    \sqrt{v + L})`, or nine tenths of the way to the pole if that is nearer; the step
+    keeps :math:`2\pi a / h` at the published cell's value, and ``NEED`` nodes reach as far.
+    """
+    lam, v, mu, t, kind = (
+        batch[LAM * BATCH + i],
+        batch[V * BATCH + i],
+        batch[MU * BATCH + i],
+        batch[TAU * BATCH + i],
+        batch[KIND * BATCH + i],
+    )
     el = lam * _vector_math.exp(t)
-    batch[L, i], batch[GRAD, i] = el, v * t - mu + el
-    batch[H, i] = step / math.sqrt(v + el)
-    batch[TOT, i] = batch[KT, i] = batch[MAG, i] = 0.0
+    root = math.sqrt(v + el)
+    best = 2.0 * math.pi / (step * root)
+    a = min(best, 0.9 * abs(t)) if kind != PUBLISHED else best
+    h = a * step * step / (2.0 * math.pi)
+    batch[L * BATCH + i], batch[GRAD * BATCH + i], batch[A * BATCH + i], batch[H * BATCH + i] = (
+        el,
+        v * t - mu + el,
+        a,
+        h,
+    )
+    pole = _vector_math.exp(-abs(t))
+    batch[POLE * BATCH + i] = 0.0 if kind == PUBLISHED else pole
+    batch[NEED * BATCH + i] = nodes if a == best else math.ceil(nodes * best / a)
+    batch[TOT * BATCH + i] = batch[KT * BATCH + i] = batch[MAG * BATCH + i] = 0.0
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
-def _node(batch, i, j):
-    """Add node ``j`` of cell ``i`` to its sums (no branch, no call: vectorised)."""
-    u = j * batch[H, i]
-    v, el = batch[V, i], batch[L, i]
+def _node(batch, i, j, within):
+    """Add node ``j`` of cell ``i`` to its sums (no branch, no call: vectorised).
+
+    ``within``: only if the cell needs it (other cells of the batch may need more). The
+    loops read and write few rows: each more is a run-time check of their overlap, and
+    past eight LLVM does not vectorise the loop.
+    """
+    u = j * batch[H * BATCH + i]
+    v, el, kind, q = (
+        batch[V * BATCH + i],
+        batch[L * BATCH + i],
+        batch[KIND * BATCH + i],
+        batch[POLE * BATCH + i],
+    )
     vers = _vector_math.versine(u)
     u_sin = _vector_math.u_minus_sine(u)
     w = _vector_math.exp(-0.5 * v * u * u - el * vers)
-    sine, cosine = _vector_math.sincos(el * u_sin - u * batch[GRAD, i])
-    batch[TOT, i] += w * cosine
-    batch[KT, i] += w * (cosine * (1.0 - vers) + sine * (u - u_sin))
-    batch[MAG, i] += w
-    batch[LAST, i] = w
+    if within:  # a constant of each loop
+        w = w if j <= batch[NEED * BATCH + i] else 0.0
+    sine, cosine = _vector_math.sincos(el * u_sin - u * batch[GRAD * BATCH + i])
+    turned = sine * (u - u_sin)  # sin(phi) sin(u)
+    minus_u = cosine * (1.0 - vers) + turned  # cos(phi - u)
+    plus_u = cosine * (1.0 - vers) - turned  # cos(phi + u)
+    den = (1.0 - q) * (1.0 - q) + 2.0 * q * vers
+    batch[TOT * BATCH + i] += w * (cosine - q * (plus_u if kind == BELOW else minus_u)) / den
+    batch[KT * BATCH + i] += w * (cosine if kind == BELOW else minus_u)
+    batch[MAG * BATCH + i] += w * (1.0 + q) / den
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _last(batch, i):
+    """Bound the size of cell ``i``'s integrand at its last node: e^E over the pole factor."""
+    u = batch[NEED * BATCH + i] * batch[H * BATCH + i]
+    v, el, q = batch[V * BATCH + i], batch[L * BATCH + i], batch[POLE * BATCH + i]
+    vers = _vector_math.versine(u)
+    return _vector_math.exp(-0.5 * v * u * u - el * vers) / (
+        (1.0 - q) * (1.0 - q) + 2.0 * q * vers
+    )
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def _finish(batch, i, nodes, tol):
-    """Cell ``i``'s log S, score and whether its bounds hold (1 or 0), from its sums."""
-    h, v, el, grad, t = batch[H, i], batch[V, i], batch[L, i], batch[GRAD, i], batch[TAU, i]
-    lam, mu = batch[LAM, i], batch[MU, i]
-    total = h * (1.0 + 2.0 * batch[TOT, i])
-    moment = h * (1.0 + 2.0 * batch[KT, i])
-    size = h * (1.0 + 2.0 * batch[MAG, i])
-    # the trapezoid rule's error on lines within a of the contour, a near its best
-    a = min((2.0 * math.pi / h - abs(grad)) / (v + el), 1.0)
+    """Cell ``i``'s log-likelihood, score and whether its bounds hold (1 or 0)."""
+    h, v, el, grad, t = (
+        batch[H * BATCH + i],
+        batch[V * BATCH + i],
+        batch[L * BATCH + i],
+        batch[GRAD * BATCH + i],
+        batch[TAU * BATCH + i],
+    )
+    lam, mu, kind, q, a = (
+        batch[LAM * BATCH + i],
+        batch[MU * BATCH + i],
+        batch[KIND * BATCH + i],
+        batch[POLE * BATCH + i],
+        batch[A * BATCH + i],
+    )
+    need = batch[NEED * BATCH + i]
+    total = h * (1.0 / (1.0 - q) + 2.0 * batch[TOT * BATCH + i])
+    moment = h * (1.0 + 2.0 * batch[KT * BATCH + i])
+    # the sizes of the terms: MAG's bound K's terms as well (the pole factor is at least 1)
+    size = h * (1.0 / (1.0 - q) + 2.0 * batch[MAG * BATCH + i])
+    # the trapezoid rule's error: the integrand's size on the strip |Im| < a about the line
     ratio = 2.0 * math.pi * a / h
     shift = _vector_math.exp(a)
     lift = a * abs(grad) + 0.5 * v * a * a + el * (shift - 1.0 - a)
-    trapezoid = (
+    pole = 1.0 / (1.0 - _vector_math.exp(a - abs(t)))
+    pole = 1.0 if kind == PUBLISHED else pole
+    strip = (
         2.0
         * math.sqrt(2.0 * math.pi / v)
         * _vector_math.exp(lift - ratio)
         / (1.0 - _vector_math.exp(-ratio))
     )
-    # the nodes past the last, to pi / 2 along E's tangent there, and beyond pi / 2
-    last = nodes * h
+    # the nodes past the last: to pi / 2 along E's tangent there (the pole factor's size
+    # falls with u), and beyond pi / 2 with E(u) <= -v u^2 / 2 and the factor at most 1/(1-q)^2
+    last = need * h
     fall = h * (v * last + el * (last - _vector_math.u_minus_sine(last)))
     beyond = _vector_math.exp(-v * math.pi**2 / 8.0) / (
         1.0 - _vector_math.exp(-v * math.pi * h / 2.0)
     )
-    tail = 2.0 * h * (batch[LAST, i] / (_vector_math.exp(fall) - 1.0) + beyond)
-    rounding = 4.0 * (nodes + 2) * _EPS * size
-    error = trapezoid + tail + rounding
-    error_k = shift * trapezoid + tail + rounding
-    ok = (
-        (a > 0.0)
-        & (last <= 1.0)
-        & (total >= _CANCELLATION * size)
-        & (moment >= _CANCELLATION * size)
-        & (error <= 0.5 * tol * (total - error))
-        & (error_k <= 0.5 * tol * (moment - error_k))
-    )
-    batch[OK, i] = 1.0 if ok else 0.0
+    past = beyond / ((1.0 - q) * (1.0 - q))
+    tail = 2.0 * h * (_last(batch, i) / (_vector_math.exp(fall) - 1.0) + past)
+    # rounding: a few ulps a term, the sums', and the phase's (its size at the last node)
+    phase = last * abs(grad) + el * _vector_math.u_minus_sine(last)
+    rounding = (4.0 * (need + 2) + 2.0 * phase) * _EPS
+    error = pole * strip + tail + rounding * size
+    error_k = (1.0 if kind == BELOW else shift) * strip + tail + rounding * size
     big_g = 0.5 * v * t * t - t * (mu - lam) + lam * _exp_less_two_terms(t)
-    log_prefactor = 0.5 * (_vector_log.log(v) - _LOG_2PI)
-    batch[VALUE, i] = batch[REST, i] + log_prefactor + big_g + _vector_log.log(total)
-    batch[SCORE, i] = _vector_math.exp(t) * moment / total - 1.0
+    log_integral = (
+        batch[REST * BATCH + i]
+        + 0.5 * (_vector_log.log(v) - _LOG_2PI)
+        + big_g
+        + _vector_log.log(total)
+    )
+    complement = _vector_math.exp(log_integral)
+    complement = complement if kind == ABOVE else 0.0
+    ok = (
+        (need <= MORE_NODES * nodes)
+        & (last <= 1.0)
+        & (total > 0.0)
+        & (moment > 0.0)
+        & (error <= 0.5 * tol * (total - error) * (1.0 - complement))
+        & (error_k <= 0.5 * tol * (moment - error_k))
+        & (complement <= _LARGEST_COMPLEMENT)
+    )
+    batch[OK * BATCH + i] = 1.0 if ok else 0.0
+    batch[VALUE * BATCH + i] = log_integral
+    tilt = _vector_math.exp(t)
+    batch[SCORE * BATCH + i] = (1.0 if kind == BELOW else tilt) * moment / total
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _result(batch, i):
+    r"""``(log-likelihood, score)`` of cell ``i`` from :func:`_finish`'s.
+
+    Published: :math:`\log S` and :math:`e^t K / T - 1`; suppressed below the cut:
+    :math:`\log P` and :math:`-K / T` (the pmf at ``r`` over P); above: :math:`\log(1 - Q)`
+    and :math:`-Q e^t K / (T (1 - Q))`.
+    """
+    value, ratio, kind = (
+        batch[VALUE * BATCH + i],
+        batch[SCORE * BATCH + i],
+        batch[KIND * BATCH + i],
+    )
+    if kind == PUBLISHED:
+        return value, ratio - 1.0
+    if kind == BELOW:
+        return value, -ratio
+    complement = math.exp(value)
+    return math.log1p(-complement), -complement * ratio / (1.0 - complement)
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -283,4 +489,5 @@ def _exp_less_two_terms(t):
     p = c[2] + t * p
     p = c[1] + t * p
     p = c[0] + t * p
-    return t * t * p if abs(t) <= 0.5 else _vector_math.exp(t) - 1.0 - t
+    direct = _vector_math.exp(t) - 1.0 - t  # computed, then chosen: vectorised
+    return t * t * p if abs(t) <= 0.5 else direct

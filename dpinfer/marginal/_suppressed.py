@@ -19,7 +19,10 @@ just taken bounds its tail, and each side goes on until that bound is below
 ``STEP`` set to :data:`SUPPRESSED`) holds the table's place and the mode with its
 constants, so that a cell whose mode has not moved costs no ``lgamma`` and no table
 search. The functions below read a working row of :data:`ROW` columns: the state's,
-then the cut and the table's range, which :func:`place` reads from the form. A cell
+then the cut and the table's range, which :func:`place` reads from the form. A wide cell
+whose rate is more than a few widths from its cut is summed as a contour integral instead
+(:mod:`._fourier`: a fixed number of nodes, where the table's sum takes twelve widths of
+terms). A cell
 whose window would leave the table (a mode some 200 sigma above the cut, fewer for a
 sigma above 819: :func:`dpinfer.noise.form.table_range`; or a cut beyond the table's upper
 end) is left to the general sum, which reads ``F`` beyond it.

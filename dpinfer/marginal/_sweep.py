@@ -68,34 +68,42 @@ def marginal_sweep(family, pa, pb, form, table, tol, state, logp, score_a, score
 def sweep_cells(
     family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, start, stop
 ):
-    """:func:`marginal_sweep` of the cells ``start:stop`` on the calling thread."""
+    """:func:`marginal_sweep` of the cells ``start:stop`` on the calling thread.
+
+    The cells that :mod:`._fourier` refuses (its bound fails) are summed over s after.
+    """
+    refused = np.empty(stop - start, np.int64)
+    count = _sweep(
+        family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, start, stop,
+        refused, False,
+    )  # fmt: skip
+    _sweep(
+        family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, 0, count,
+        refused, True,
+    )  # fmt: skip
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _sweep(
+    family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, start, stop,
+    listed, again,
+):  # fmt: skip
+    """Sum the cells ``start:stop``, or with ``again`` the cells ``listed[start:stop]``.
+
+    The first time, a wide cell is queued for :mod:`._fourier`, and those it refuses are
+    written to ``listed``: returns their count. With ``again``, every cell is summed over s.
+    """
     out = np.empty(5)
     work = np.empty(suppressed.ROW)  # a suppressed cell's row, with what the form gives
     cells, lam, power = np.empty(BATCH, np.int64), np.empty(BATCH), np.empty(BATCH)
     rest, total = np.empty(BATCH), np.empty(BATCH)
-    wide = np.empty((fourier.ROWS, BATCH))
-    waiting = queued = refused = retried = 0
+    wide = np.zeros(fourier.ROWS * fourier.BATCH)
+    waiting = queued = refused = 0
     z = width_factor(tol)
     step, nodes = fourier.plan(tol)
     n = pa.size
-    k = start
-    while True:
-        # the next cell: one that ._fourier refused (summed below over s), else the next new
-        # one, else the wide cells still queued are summed (and refused ones come back)
-        if retried < refused:
-            j, new = int(wide[fourier.CELL, retried]), False
-            retried += 1
-        elif k < stop:
-            j, new = k, True
-            k += 1
-        elif queued > 0:
-            refused = fourier.sum_batch(
-                wide, queued, step, nodes, tol, logp, score_a, score_b, terms
-            )
-            queued = retried = 0
-            continue
-        else:
-            break
+    for k in range(start, stop):
+        j = listed[k] if again else k
         row = state[j]
         if latent.poisson_fast_path(family):  # a constant of the compiled family
             if math.isnan(row[STEP]):
@@ -103,16 +111,26 @@ def sweep_cells(
                 if row[STEP] < 0.0:
                     suppressed.prepare(form, n, j, row)
             if (
-                new
-                and row[STEP] >= fourier.STEP_WIDE
+                not again
+                and (row[STEP] >= fourier.STEP_WIDE or row[STEP] == suppressed.SUPPRESSED)
                 and fourier.queue(form, n, j, pa[j], row, wide, queued)
             ):
                 queued += 1
-                if queued == BATCH:
-                    refused = fourier.sum_batch(
-                        wide, queued, step, nodes, tol, logp, score_a, score_b, terms
+                if queued == fourier.BATCH:
+                    refused = _sum_wide(
+                        wide,
+                        queued,
+                        step,
+                        nodes,
+                        tol,
+                        logp,
+                        score_a,
+                        score_b,
+                        terms,
+                        listed,
+                        refused,
                     )
-                    queued = retried = 0
+                    queued = 0
                 continue
             if row[STEP] > 0.0 and (stays(pa[j], row) or ready(pa[j], form, n, j, row)):
                 cells[waiting], lam[waiting] = j, pa[j]
@@ -140,6 +158,21 @@ def sweep_cells(
         _general(family, pa[j], pb[j], form, table, n, tol, j, row, out)
         logp[j], terms[j], score_a[j], score_b[j] = out[0], out[3], out[1], out[2]
     _logs(cells, lam, power, rest, total, waiting, logp)
+    return _sum_wide(
+        wide, queued, step, nodes, tol, logp, score_a, score_b, terms, listed, refused
+    )
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _sum_wide(wide, queued, step, nodes, tol, logp, score_a, score_b, terms, listed, refused):
+    """Sum the ``queued`` cells of ``wide`` by :mod:`._fourier`; list those it refuses.
+
+    They go to ``listed`` after its first ``refused``: returns their new count.
+    """
+    count = fourier.sum_batch(wide, queued, step, nodes, tol, logp, score_a, score_b, terms)
+    for i in range(count):
+        listed[refused + i] = wide[fourier.CELL * fourier.BATCH + i]
+    return refused + count
 
 
 @nb.njit(cache=True, error_model="numpy")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import math
-import types
 
 import mpmath as mp
 import numba as nb
@@ -26,6 +25,9 @@ from dpinfer.marginal._families import POISSON
 from dpinfer.marginal._forms import joined_form, kernel_form, release_form
 from dpinfer.marginal._poisson import STATE
 from dpinfer.marginal._sweep import sweep_cells
+
+from ._brute import log_marginal
+from ._recompiled import module_with, recompiled, sweep_with
 
 TOL = 1e-10
 NODES = fourier.plan(TOL)[1] + 1  # the term count a cell on this path reports
@@ -155,69 +157,56 @@ def test_narrower_cells_are_summed_term_by_term():
 
 
 def _coarse_plan(tol):
-    """A planted plan: steps of 3 widths, half the nodes."""
+    """A planted plan: a step four times too coarse, a quarter of the nodes."""
     step, nodes = fourier.plan(tol)
     return 4 * step, max(nodes // 4, 1)
 
 
-def _with(function, **replaced):
-    """``function`` (a numba dispatcher) recompiled with some of its globals replaced."""
-    code = function.py_func
-    namespace = {**code.__globals__, **replaced}
-    return nb.njit(error_model="numpy")(types.FunctionType(code.__code__, namespace))
-
-
-def _module_with(**replaced):
-    """A copy of ``._fourier`` with some of its functions replaced."""
-    module = types.ModuleType("planted_fourier")
-    module.__dict__.update({**vars(fourier), **replaced})
-    return module
-
-
 def test_the_bounds_refuse_a_coarse_plan_and_the_sum_over_s_takes_those_cells():
-    # planted: a step four times too coarse and a quarter of the nodes. The bounds refuse
-    # every cell, and the sweep sums them over s: still the exact values.
-    broken_sweep = _with(sweep_cells, fourier=_module_with(plan=nb.njit(_coarse_plan)))
+    # the bounds refuse every cell, and the sweep sums them over s: the exact values
+    broken_sweep = sweep_with(fourier=module_with(fourier, plan=nb.njit(_coarse_plan)))
     logp, _, terms = sweep("sigma 90", [1500.0, 4e5], [0.0, 4.0], cells=broken_sweep)
     assert np.all(terms != NODES) and np.all(terms > 100)
     for i, (rate, offset) in enumerate([(1500.0, 0.0), (4e5, 4.0)]):
         assert abs(logp[i] - exact("sigma 90", rate, offset)[0]) <= TOL
 
 
+def _at(row):
+    """Where cell 0's entry of ``row`` is in a batch."""
+    return row * fourier.BATCH
+
+
 def test_companion_the_coarse_plan_is_wrong_where_not_refused():
     # the same plan with its refusals ignored: values off by far more than tol, so the
     # bounds above refused cells that needed refusing
-    batch = np.empty((fourier.ROWS, 1))
+    batch = np.zeros(fourier.ROWS * fourier.BATCH)
     step, nodes = _coarse_plan(TOL)
-    pairs = _releases("sigma 90", 1500.0, 4.0)
-    batch[fourier.CELL, 0], batch[fourier.LAM, 0] = 0, 1500.0
-    batch[fourier.V, 0], batch[fourier.MU, 0] = 90.0**2, pairs[0][1]
-    batch[fourier.REST, 0] = float(_log_term(pairs, mp.mpf(1500.0), mp.mpf(pairs[0][1]))) - float(
-        mp.mpf(pairs[0][1]) * mp.log(1500.0) - 1500.0 - mp.loggamma(pairs[0][1] + 1)
-    )
+    rate, release = 1500.0, _releases("sigma 90", 1500.0, 4.0)[0][1]
+    batch[_at(fourier.LAM)], batch[_at(fourier.KIND)] = rate, fourier.PUBLISHED
+    batch[_at(fourier.V)], batch[_at(fourier.MU)] = 90.0**2, release
+    batch[_at(fourier.REST)] = _log_norm(90.0, True)
     out = [np.full(1, np.nan) for _ in range(3)]
     refused = fourier.sum_batch(batch, 1, step, nodes, TOL, *out, np.empty(1, np.int64))
     assert refused == 1
-    assert abs(batch[fourier.VALUE, 0] - exact("sigma 90", 1500.0, 4.0)[0]) > 1e3 * TOL
+    assert abs(batch[_at(fourier.VALUE)] - exact("sigma 90", rate, 4.0)[0]) > 1e3 * TOL
 
 
-@nb.njit(cache=False)
-def _no_cubic_node(batch, i, j):
+@nb.njit(error_model="numpy")
+def _no_cubic_node(batch, i, j, within):
     """A planted bug: the phase without its L (u - sin u) term."""
-    u = j * batch[fourier.H, i]
-    v, el = batch[fourier.V, i], batch[fourier.L, i]
-    vers = 1.0 - math.cos(u)
-    w = math.exp(-0.5 * v * u * u - el * vers)
-    phase = -u * batch[fourier.GRAD, i]
-    batch[fourier.TOT, i] += w * math.cos(phase)
-    batch[fourier.KT, i] += w * math.cos(phase - u)
-    batch[fourier.MAG, i] += w
-    batch[fourier.LAST, i] = w
+    at = i + fourier.BATCH * np.arange(fourier.ROWS)
+    u = j * batch[at[fourier.H]]
+    v, el = batch[at[fourier.V]], batch[at[fourier.L]]
+    w = math.exp(-0.5 * v * u * u - el * (1.0 - math.cos(u)))
+    phase = -u * batch[at[fourier.GRAD]]
+    batch[at[fourier.TOT]] += w * math.cos(phase)
+    batch[at[fourier.KT]] += w * math.cos(phase - u)
+    batch[at[fourier.MAG]] += w
 
 
 def test_companion_a_phase_without_its_cubic_term_fails_the_exact_sums():
-    broken = _module_with(sum_batch=_with(fourier.sum_batch, _node=_no_cubic_node))
-    broken_sweep = _with(sweep_cells, fourier=broken)
+    broken = module_with(fourier, sum_batch=recompiled(fourier.sum_batch, _node=_no_cubic_node))
+    broken_sweep = sweep_with(fourier=broken)
     rates, offsets = [1500.0, 4e5], [4.0, 30.0]
     logp, _, terms = sweep("sigma 90", rates, offsets, cells=broken_sweep)
     errors = [
@@ -232,3 +221,71 @@ def test_a_cell_gets_the_same_value_in_any_batch():
     together = sweep("sigma 18.3", rates, offsets)[0]
     alone = [sweep("sigma 18.3", [r], [o])[0][0] for r, o in _cases()]
     np.testing.assert_array_equal(together, alone)
+
+
+# Suppressed cells: the pageviews tiers, (sigma, cut) with cut = threshold - 1
+TIERS = [(18.3, 89.0), (90.0, 549.0), (179.8, 999.0)]
+SUPPRESSED_RATES = [150.0, 400.0, 800.0, 1500.0, 3000.0, 1e4, 1e5]
+
+
+def _threshold(sigma, cut, n):
+    inner = dp.DiscreteGaussian(np.full(n, sigma), event_shape=(n,))
+    return dp.Thresholded(inner, threshold=np.full(n, cut + 1.0), publish="at_least")
+
+
+def sweep_suppressed(sigma, cut, rates, *, cells=sweep_cells):
+    """The sweep of suppressed Poisson cells at ``rates``: (logp, score, terms)."""
+    n = len(rates)
+    form = release_form(_threshold(sigma, cut, n), np.full(n, np.nan), latent_discrete=True)
+    out = [np.empty(n) for _ in range(3)]
+    terms = np.empty(n, dtype=np.int64)
+    state = np.full((n, STATE), np.nan)
+    for _ in range(2):
+        cells(POISSON, np.asarray(rates, dtype=float), np.zeros(n),
+              *kernel_form(*joined_form([form])), TOL, state, *out, terms, 0, n)  # fmt: skip
+    return out[0], out[1], terms
+
+
+@functools.cache
+def exact_suppressed(sigma, cut, rate):
+    """``(log P(count + noise <= cut), its derivative)`` by the brute-force sums of ``_brute``."""
+    pairs = [(_threshold(sigma, cut, 1), np.array([np.nan]))]
+    h = 1e-5 * rate
+    value = log_marginal("poisson", rate, 0, pairs)
+    up, down = (log_marginal("poisson", rate + d, 0, pairs) for d in (h, -h))
+    return value, (up - down) / (2 * h)
+
+
+def _contour(terms):
+    """Whether a cell's term count is the contour integral's (at most MORE_NODES x nodes)."""
+    return terms <= fourier.MORE_NODES * (NODES - 1) + 1
+
+
+@pytest.mark.parametrize(("sigma", "cut"), TIERS)
+def test_wide_suppressed_cells_are_the_exact_probabilities(sigma, cut):
+    logp, score, terms = sweep_suppressed(sigma, cut, SUPPRESSED_RATES)
+    # the cells a few widths or more from the cut take the contour integral, whether their
+    # rate is above the cut (the probability summed) or below it (its complement)
+    far = [abs(r - cut) > 4 * math.sqrt(r + sigma**2) for r in SUPPRESSED_RATES]
+    assert all(_contour(terms)[far])
+    for i, rate in enumerate(SUPPRESSED_RATES):
+        want, want_score = exact_suppressed(sigma, cut, rate)
+        assert abs(logp[i] - want) <= 3 * TOL + 1e-13 * abs(want), rate
+        assert score[i] == pytest.approx(want_score, rel=1e-6, abs=1e-9), rate
+
+
+@nb.njit(error_model="numpy")
+def _complement_forgotten(batch, i):
+    """A planted bug: a suppressed cell summed above its cut scores its complement."""
+    return batch[fourier.VALUE * fourier.BATCH + i], -batch[fourier.SCORE * fourier.BATCH + i]
+
+
+def test_companion_the_complement_taken_for_the_probability_fails():
+    broken = module_with(
+        fourier, sum_batch=recompiled(fourier.sum_batch, _result=_complement_forgotten)
+    )
+    rates = [80.0, 150.0]  # far below the cut: the complement is summed
+    logp, _, terms = sweep_suppressed(90.0, 549.0, rates, cells=sweep_with(fourier=broken))
+    assert all(_contour(terms))
+    errors = [abs(logp[i] - exact_suppressed(90.0, 549.0, r)[0]) for i, r in enumerate(rates)]
+    assert min(errors) > 1e3 * TOL

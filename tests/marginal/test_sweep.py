@@ -11,7 +11,6 @@ and check that the Op never reuses a state left by other releases.
 from __future__ import annotations
 
 import functools
-import types
 
 import numba as nb
 import numpy as np
@@ -26,6 +25,7 @@ from dpinfer.marginal._op import MarginalLogp
 from dpinfer.marginal._sweep import BATCH, sweep_cells
 
 from ._brute import log_marginal
+from ._recompiled import sweep_with
 
 TOL = 1e-10
 GAUSSIANS = {
@@ -187,10 +187,7 @@ def _logs_one_cell_late(cells, lam, power, rest, total, count, logp):
 
 def test_companion_logarithms_given_to_the_next_cell_are_caught():
     # Planted bug: the sweep recompiled with its batch's logarithms written one cell late
-    code = sweep_cells.py_func
-    late = {**code.__globals__, "_logs": _logs_one_cell_late}
-    broken = nb.njit(error_model="numpy")(types.FunctionType(code.__code__, late))
-    together, alone = _batch_against_alone(broken)
+    together, alone = _batch_against_alone(sweep_with(_logs=_logs_one_cell_late))
     assert not np.array_equal(together, alone)
 
 
