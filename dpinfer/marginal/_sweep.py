@@ -75,35 +75,35 @@ def sweep_cells(
     refused = np.empty(stop - start, np.int64)
     count = _sweep(
         family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, start, stop,
-        refused, False,
-    )  # fmt: skip
-    _sweep(
-        family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, 0, count,
         refused, True,
     )  # fmt: skip
+    for i in range(count):  # rare: each alone, over s
+        j = refused[i]
+        _sweep(
+            family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, j, j + 1,
+            refused, False,
+        )  # fmt: skip
 
 
 @nb.njit(cache=True, error_model="numpy")
 def _sweep(
     family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, start, stop,
-    listed, again,
+    refused, contour,
 ):  # fmt: skip
-    """Sum the cells ``start:stop``, or with ``again`` the cells ``listed[start:stop]``.
+    """Sum the cells ``start:stop``; with ``contour``, the wide ones by :mod:`._fourier`.
 
-    The first time, a wide cell is queued for :mod:`._fourier`, and those it refuses are
-    written to ``listed``: returns their count. With ``again``, every cell is summed over s.
+    The cells it refuses are written to ``refused``: returns their count.
     """
     out = np.empty(5)
     work = np.empty(suppressed.ROW)  # a suppressed cell's row, with what the form gives
     cells, lam, power = np.empty(BATCH, np.int64), np.empty(BATCH), np.empty(BATCH)
     rest, total = np.empty(BATCH), np.empty(BATCH)
     wide = np.zeros(fourier.ROWS * fourier.BATCH)
-    waiting = queued = refused = 0
+    waiting = queued = count = 0
     z = width_factor(tol)
     step, nodes = fourier.plan(tol)
     n = pa.size
-    for k in range(start, stop):
-        j = listed[k] if again else k
+    for j in range(start, stop):
         row = state[j]
         if latent.poisson_fast_path(family):  # a constant of the compiled family
             if math.isnan(row[STEP]):
@@ -111,25 +111,16 @@ def _sweep(
                 if row[STEP] < 0.0:
                     suppressed.prepare(form, n, j, row)
             if (
-                not again
+                contour
                 and (row[STEP] >= fourier.STEP_WIDE or row[STEP] == suppressed.SUPPRESSED)
                 and fourier.queue(form, n, j, pa[j], row, wide, queued)
             ):
                 queued += 1
                 if queued == fourier.BATCH:
-                    refused = _sum_wide(
-                        wide,
-                        queued,
-                        step,
-                        nodes,
-                        tol,
-                        logp,
-                        score_a,
-                        score_b,
-                        terms,
-                        listed,
-                        refused,
-                    )
+                    count = _sum_wide(
+                        wide, queued, step, nodes, tol, logp, score_a, score_b, terms, refused,
+                        count,
+                    )  # fmt: skip
                     queued = 0
                 continue
             if row[STEP] > 0.0 and (stays(pa[j], row) or ready(pa[j], form, n, j, row)):
@@ -158,21 +149,19 @@ def _sweep(
         _general(family, pa[j], pb[j], form, table, n, tol, j, row, out)
         logp[j], terms[j], score_a[j], score_b[j] = out[0], out[3], out[1], out[2]
     _logs(cells, lam, power, rest, total, waiting, logp)
-    return _sum_wide(
-        wide, queued, step, nodes, tol, logp, score_a, score_b, terms, listed, refused
-    )
+    return _sum_wide(wide, queued, step, nodes, tol, logp, score_a, score_b, terms, refused, count)
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _sum_wide(wide, queued, step, nodes, tol, logp, score_a, score_b, terms, listed, refused):
+def _sum_wide(wide, queued, step, nodes, tol, logp, score_a, score_b, terms, refused, count):
     """Sum the ``queued`` cells of ``wide`` by :mod:`._fourier`; list those it refuses.
 
-    They go to ``listed`` after its first ``refused``: returns their new count.
+    They go to ``refused`` after its first ``count``: returns their new count.
     """
-    count = fourier.sum_batch(wide, queued, step, nodes, tol, logp, score_a, score_b, terms)
-    for i in range(count):
-        listed[refused + i] = wide[fourier.CELL * fourier.BATCH + i]
-    return refused + count
+    more = fourier.sum_batch(wide, queued, step, nodes, tol, logp, score_a, score_b, terms)
+    for i in range(more):
+        refused[count + i] = wide[fourier.CELL * fourier.BATCH + i]
+    return count + more
 
 
 @nb.njit(cache=True, error_model="numpy")
