@@ -474,20 +474,6 @@ def _result(batch, i):
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def _exp_less_two_terms(t):
     """``e^t - 1 - t`` for ``t <= 709``, by its series where ``e^t - 1 - t`` would cancel."""
-    c = _SERIES
-    p = c[13]
-    p = c[12] + t * p
-    p = c[11] + t * p
-    p = c[10] + t * p
-    p = c[9] + t * p
-    p = c[8] + t * p
-    p = c[7] + t * p
-    p = c[6] + t * p
-    p = c[5] + t * p
-    p = c[4] + t * p
-    p = c[3] + t * p
-    p = c[2] + t * p
-    p = c[1] + t * p
-    p = c[0] + t * p
+    p = _vector_math.polynomial14(_SERIES, t)
     direct = _vector_math.exp(t) - 1.0 - t  # computed, then chosen: vectorised
     return t * t * p if abs(t) <= 0.5 else direct

@@ -39,21 +39,7 @@ def exp(x):
     """``exp(x)`` for ``x <= 709``, within 2 ulp; 0 below -708 (and NaN for NaN)."""
     k = (x * _INV_LN2 + _ROUND) - _ROUND
     r = (x - k * _LN2_HI) - k * _LN2_LO
-    c = _EXP
-    p = c[13]
-    p = c[12] + r * p
-    p = c[11] + r * p
-    p = c[10] + r * p
-    p = c[9] + r * p
-    p = c[8] + r * p
-    p = c[7] + r * p
-    p = c[6] + r * p
-    p = c[5] + r * p
-    p = c[4] + r * p
-    p = c[3] + r * p
-    p = c[2] + r * p
-    p = c[1] + r * p
-    p = c[0] + r * p
+    p = polynomial14(_EXP, r)
     scale = _float((int(k) + 1023) << 52)
     return p * scale if x >= _EXP_LOWEST else 0.0 * abs(x)
 
@@ -64,23 +50,7 @@ def sincos(x):
     k = (x * _INV_PIO2 + _ROUND) - _ROUND
     r = ((x - k * _PIO2_1) - k * _PIO2_2) - k * _PIO2_3
     z = r * r
-    s, c = _SIN, _COS
-    ps = s[7]
-    ps = s[6] + z * ps
-    ps = s[5] + z * ps
-    ps = s[4] + z * ps
-    ps = s[3] + z * ps
-    ps = s[2] + z * ps
-    ps = s[1] + z * ps
-    ps = s[0] + z * ps
-    pc = c[7]
-    pc = c[6] + z * pc
-    pc = c[5] + z * pc
-    pc = c[4] + z * pc
-    pc = c[3] + z * pc
-    pc = c[2] + z * pc
-    pc = c[1] + z * pc
-    pc = c[0] + z * pc
+    ps, pc = polynomial8(_SIN, z), polynomial8(_COS, z)
     sin_r = r - r * z * ps
     cos_r = 1.0 - z * (0.5 - z * pc)
     quadrant = k - 4.0 * math.floor(0.25 * k)  # 0, 1, 2 or 3
@@ -96,15 +66,7 @@ def sincos(x):
 def versine(u):
     """``1 - cos u`` for ``|u| <= 1`` within 1e-16 relative (no cancellation near 0)."""
     z = u * u
-    c = _COS
-    p = c[7]
-    p = c[6] + z * p
-    p = c[5] + z * p
-    p = c[4] + z * p
-    p = c[3] + z * p
-    p = c[2] + z * p
-    p = c[1] + z * p
-    p = c[0] + z * p
+    p = polynomial8(_COS, z)
     return z * (0.5 - z * p)
 
 
@@ -112,13 +74,30 @@ def versine(u):
 def u_minus_sine(u):
     """``u - sin u`` for ``|u| <= 1`` within 1e-16 relative (no cancellation near 0)."""
     z = u * u
-    s = _SIN
-    p = s[7]
-    p = s[6] + z * p
-    p = s[5] + z * p
-    p = s[4] + z * p
-    p = s[3] + z * p
-    p = s[2] + z * p
-    p = s[1] + z * p
-    p = s[0] + z * p
+    p = polynomial8(_SIN, z)
     return u * z * p
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def polynomial8(c, x):
+    """``c[0] + c[1] x + ... + c[7] x^7`` by Horner's rule, unrolled (no loop to vectorise)."""
+    p = c[7]
+    p = c[6] + x * p
+    p = c[5] + x * p
+    p = c[4] + x * p
+    p = c[3] + x * p
+    p = c[2] + x * p
+    p = c[1] + x * p
+    return c[0] + x * p
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def polynomial14(c, x):
+    """``c[0] + c[1] x + ... + c[13] x^13``: :func:`polynomial8` of the top, then the rest."""
+    p = polynomial8(c[6:], x)
+    p = c[5] + x * p
+    p = c[4] + x * p
+    p = c[3] + x * p
+    p = c[2] + x * p
+    p = c[1] + x * p
+    return c[0] + x * p
