@@ -81,20 +81,18 @@ def u_minus_sine(u):
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def polynomial8(c, x):
     """``c[0] + c[1] x + ... + c[7] x^7`` by Horner's rule, unrolled (no loop to vectorise)."""
-    p = c[7]
-    p = c[6] + x * p
-    p = c[5] + x * p
-    p = c[4] + x * p
-    p = c[3] + x * p
-    p = c[2] + x * p
-    p = c[1] + x * p
-    return c[0] + x * p
+    return _horner6(c, x, c[6] + x * c[7])
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def polynomial14(c, x):
-    """``c[0] + c[1] x + ... + c[13] x^13``: :func:`polynomial8` of the top, then the rest."""
-    p = polynomial8(c[6:], x)
+    """``c[0] + c[1] x + ... + c[13] x^13``, the same way."""
+    return _horner6(c, x, polynomial8(c[6:], x))
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _horner6(c, x, p):
+    """``c[0] + c[1] x + ... + c[5] x^5 + p x^6``: the last six steps of Horner's rule."""
     p = c[5] + x * p
     p = c[4] + x * p
     p = c[3] + x * p
