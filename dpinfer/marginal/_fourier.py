@@ -59,7 +59,9 @@ mean is below the cut (the probability above 1/2) the complement
 :math:`P(X + D \ge r + 1)` is summed instead, on a line :math:`\tau > 0`. The line is the
 saddle point of the integrand with its pole factor; the step is smaller where the pole
 is near (the strip of the trapezoid bound stops short of it, and the bound has the pole
-factor's largest size in the strip), up to :data:`MORE_NODES` times the nodes. The score
+factor's largest size in the strip), up to :data:`MORE_NODES` times the nodes; a cell
+within :data:`NEAR_CUT` widths of its cut, which would need more, is left to the table's
+sum of :mod:`._suppressed`. The score
 is the noise's pmf at ``r`` over the probability (:math:`\partial_\lambda P(X + D \le r) =
 -P(X + D = r)`), from the same nodes.
 """
