@@ -219,23 +219,15 @@ def sum_batch(batch, count, step, nodes, tol, logp, score, score_b, terms):
                     break
     for i in range(BATCH):
         _set(batch, i, step, nodes)
-    # the cells that need more nodes go last, and take theirs alone
-    more, most = count, nodes
-    i = 0
-    while i < more:
-        if batch[NEED * BATCH + i] > nodes:
-            more -= 1
-            most = max(most, min(int(batch[NEED * BATCH + i]), MORE_NODES * nodes))
-            for row in range(ROWS):
-                first, second = row * BATCH + i, row * BATCH + more
-                batch[first], batch[second] = batch[second], batch[first]
-        else:
-            i += 1
+    # nodes past ``nodes`` for the cells that need them (the others add nothing there)
+    most = nodes
+    for i in range(count):
+        most = max(most, min(int(batch[NEED * BATCH + i]), MORE_NODES * nodes))
     for j in range(1, nodes + 1):  # each node across the batch
         for i in range(BATCH):
             _node(batch, i, j, False)
     for j in range(nodes + 1, most + 1):
-        for i in range(BATCH):  # vectorised over the batch (not over more:count)
+        for i in range(BATCH):  # the whole batch, vectorised: _node masks the cells past NEED
             _node(batch, i, j, True)
     for i in range(BATCH):
         _finish(batch, i, nodes, tol)
