@@ -66,6 +66,14 @@ def _target(family, attribute: str):
     return getattr(_REGISTERED[family.family_name], attribute)
 
 
+def has_poisson_fast_path(family) -> bool:
+    """Whether ``family``, a family's numba type, is one with :mod:`._poisson`'s fast path.
+
+    For an overload that chooses, as its caller is compiled, what a family compiles.
+    """
+    return bool(_target(family, "poisson_fast_path"))
+
+
 # One factory per number of arguments: numba inlines an overload only when its arguments
 # are spelt out.
 

@@ -27,4 +27,4 @@ def sweep_with(**replaced):
 
     sum_wide = recompiled(_sweep._sum_wide, **replaced)
     loop = recompiled(_sweep._sweep, **{"_sum_wide": sum_wide, **replaced})
-    return recompiled(_sweep.sweep_cells, _sweep=loop)
+    return recompiled(_sweep.sweep_cells, _family_sweep=loop)
