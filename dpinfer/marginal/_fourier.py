@@ -59,11 +59,27 @@ mean is below the cut (the probability above 1/2) the complement
 :math:`P(X + D \ge r + 1)` is summed instead, on a line :math:`\tau > 0`. The line is the
 saddle point of the integrand with its pole factor; the step is smaller where the pole
 is near (the strip of the trapezoid bound stops short of it, and the bound has the pole
-factor's largest size in the strip), up to :data:`MORE_NODES` times the nodes; a cell
-within :data:`NEAR_CUT` widths of its cut, which would need more, is left to the table's
-sum of :mod:`._suppressed`. The score
+factor's largest size in the strip), up to :data:`MORE_NODES` times the nodes. The score
 is the noise's pmf at ``r`` over the probability (:math:`\partial_\lambda P(X + D \le r) =
 -P(X + D = r)`), from the same nodes.
+
+**Near the cut** (within :data:`NEAR_CUT` widths) the saddle point is near the pole, and
+the line above would need 30 nodes or more. There :func:`sum_near_batch` takes the pole
+out: with :math:`q(\omega) = -c\omega^2/2 + ib\omega`, ``g``'s quadratic at 0
+(:math:`c = v + \lambda`, :math:`b = r - \lambda`),
+
+.. math:: \int_{\mathbb{R} + i\tau} \frac{e^{g}}{1 - e^{-i\omega}}\, d\omega
+   = 2\pi\, \Phi\!\left(\frac{b}{\sqrt{c}}\right)
+   + \int_{\mathbb{R} + i\tau'} \left(\frac{e^{g}}{1 - e^{-i\omega}}
+   - \frac{e^{q}}{i\omega}\right) d\omega,
+
+the first term the pole's part on a line below 0 (:math:`1 / (i\omega) = \int_0^\infty
+e^{-i\omega x} dx` there, and :math:`e^{q}` is the Fourier transform of a normal
+density), the second entire about 0: its line may be anywhere between the poles at
+:math:`\pm 2\pi` (crossing their residues, of size :math:`e^{-2\pi^2 v}`, is within the
+error bound), and is taken through the saddle point, at least a width from 0. It takes the
+published cell's nodes and strip; the probability is summed directly on either side of
+the cut (no complement).
 """
 
 from __future__ import annotations
@@ -89,19 +105,22 @@ KEPT = -math.inf
 KEPT_V, KEPT_MU, KEPT_REST = SD, UP, CONST
 #: a suppressed cell whose pole is near takes at most this many times the nodes
 MORE_NODES = 5
-#: a suppressed cell whose rate is fewer than this many widths from its cut is left to the
-#: table's sum (the contour would take some 30 nodes or more)
-NEAR_CUT = 3.5
+#: a suppressed cell whose rate is fewer than this many widths from its cut goes to
+#: :func:`sum_near_batch` (on :func:`sum_batch`'s line it would take some 30 nodes or more)
+NEAR_CUT = 5.0
 # the rows of a batch of cells (one column a cell): the cell, the rate, v, mu, P(mu) (or the
-# noise's log-normaliser), the kind of cell (PUBLISHED, BELOW, ABOVE), and the working rows
-# of sum_batch
+# noise's log-normaliser), the kind of cell (PUBLISHED, BELOW, ABOVE, NEAR), and the working
+# rows of sum_batch and sum_near_batch
 (CELL, LAM, V, MU, REST, KIND, TAU, L, GRAD, H, A, POLE, NEED, TOT, KT, MAG, VALUE, SCORE,
- OK) = range(19)  # fmt: skip
-ROWS = 19
+ OK, ZQ, PSI, QTOT, QMAG) = range(23)  # fmt: skip
+ROWS = 23
 #: the cells of a batch (the length of each of its rows)
 BATCH = 64
-#: the kinds of cell: published; suppressed, summed below the cut or above it
-PUBLISHED, BELOW, ABOVE = 0.0, -1.0, 1.0
+#: the kinds of cell: published; suppressed, summed below the cut or above it, or near it
+#: (:func:`sum_near_batch`)
+PUBLISHED, BELOW, ABOVE, NEAR = 0.0, -1.0, 1.0, -2.0
+#: what :func:`queue` did with a cell: nothing, or put it in the batch or the near batch
+NOT_QUEUED, QUEUED, QUEUED_NEAR = 0, 1, 2
 # Newton steps taken by every cell, and the size of the derivative (in widths) above which
 # a cell takes more, one by one, up to _NEWTON in all
 _NEWTON_EVERY, _NEWTON_CLOSE, _NEWTON = 6, 0.01, 80
@@ -128,55 +147,57 @@ def plan(tol):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def queue(form, n, j, lam, row, batch, i):
-    """Put cell j at ``lam`` in column ``i`` of ``batch`` if it is this path's; tell whether.
+def queue(form, n, j, lam, row, batch, i, near, k):
+    """Put cell j at ``lam`` in column ``i`` of ``batch`` or ``k`` of ``near``, if on this path.
 
+    Returns :data:`QUEUED` or :data:`QUEUED_NEAR` (where it went), or :data:`NOT_QUEUED`.
     The cell is :mod:`._poisson`'s (``row`` its state) or :mod:`._suppressed`'s (one
-    discrete Gaussian release, more than :data:`NEAR_CUT` widths from its cut), wide (at
-    least :data:`WIDE`) at ``lam``, and ``lam`` and its mean are within +-2**52. A
-    published cell's v, mu and P(mu) are kept in its state (:func:`keep`) from one
-    evaluation to the next.
+    discrete Gaussian release; within :data:`NEAR_CUT` widths of its cut it goes to
+    ``near``), wide (at least :data:`WIDE`) at ``lam``, and ``lam`` and its mean are within
+    +-2**52. A published cell's v, mu and P(mu) are kept in its state (:func:`keep`) from
+    one evaluation to the next.
     """
     if row[STEP] == SUPPRESSED:
-        return _queue_suppressed(form, j, lam, batch, i)
+        return _queue_suppressed(form, j, lam, batch, i, near, k)
     if not (row[STEP] >= STEP_WIDE and 1.0 <= lam < 2.0**52):
-        return False
+        return NOT_QUEUED
     if row[AT] != KEPT:
         keep(form, n, j, row)
     v = row[KEPT_V]
     if not (1.0 / v + 1.0 / lam <= 1.0 / (WIDE * WIDE) and abs(row[KEPT_MU]) < 2.0**52):
-        return False
-    batch[CELL * BATCH + i], batch[LAM * BATCH + i], batch[V * BATCH + i] = j, lam, v
-    batch[MU * BATCH + i], batch[REST * BATCH + i], batch[KIND * BATCH + i] = (
-        row[KEPT_MU],
-        row[KEPT_REST],
-        PUBLISHED,
-    )
-    return True
+        return NOT_QUEUED
+    _place(batch, i, j, lam, v, row[KEPT_MU], row[KEPT_REST], PUBLISHED)
+    return QUEUED
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _queue_suppressed(form, j, lam, batch, i):
+def _queue_suppressed(form, j, lam, batch, i, near, k):
     """:func:`queue` for a cell of :mod:`._suppressed`."""
     if not 1.0 <= lam < 2.0**52:
-        return False
+        return NOT_QUEUED
     cell = record(form, j)
     v, cut = cell.scale * cell.scale, released_at(form, j)
-    if not (cell.kind == DISCRETE_GAUSSIAN and 1.0 / v + 1.0 / lam <= 1.0 / (WIDE * WIDE)):
-        return False
-    # near the cut the pole is near the line: the step shrinks with the distance, and the
-    # table's sum (._suppressed) costs less there
-    if not (abs(cut) < 2.0**52 and abs(lam - cut) >= NEAR_CUT * math.sqrt(lam + v)):
-        return False
-    above = lam <= cut  # the probability above about 1/2: its complement is summed
-    (
-        batch[CELL * BATCH + i],
-        batch[LAM * BATCH + i],
-        batch[V * BATCH + i],
-        batch[REST * BATCH + i],
-    ) = j, lam, v, cell.log_norm
-    batch[MU * BATCH + i], batch[KIND * BATCH + i] = (cut + 1.0, ABOVE) if above else (cut, BELOW)
-    return True
+    if not (
+        cell.kind == DISCRETE_GAUSSIAN
+        and 1.0 / v + 1.0 / lam <= 1.0 / (WIDE * WIDE)
+        and abs(cut) < 2.0**52
+    ):
+        return NOT_QUEUED
+    if abs(lam - cut) < NEAR_CUT * math.sqrt(lam + v):
+        _place(near, k, j, lam, v, cut, cell.log_norm, NEAR)
+        return QUEUED_NEAR
+    if lam <= cut:  # the probability above about 1/2: its complement is summed
+        _place(batch, i, j, lam, v, cut + 1.0, cell.log_norm, ABOVE)
+    else:
+        _place(batch, i, j, lam, v, cut, cell.log_norm, BELOW)
+    return QUEUED
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _place(batch, i, j, lam, v, mu, rest, kind):
+    """Write cell j's rate, v, mu, P(mu) or log-normaliser, and kind in column ``i``."""
+    batch[CELL * BATCH + i], batch[LAM * BATCH + i], batch[V * BATCH + i] = j, lam, v
+    batch[MU * BATCH + i], batch[REST * BATCH + i], batch[KIND * BATCH + i] = mu, rest, kind
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -206,17 +227,7 @@ def sum_batch(batch, count, step, nodes, tol, logp, score, score_b, terms):
     # can tell that the rows it writes do not overlap those it reads: so the batch is one
     # flat array of rows of BATCH cells, and the loops run over all BATCH of them (the
     # columns past ``count`` hold whatever they held, and are not read after)
-    for i in range(BATCH):
-        _start(batch, i)
-    for _ in range(_NEWTON_EVERY):
-        for i in range(BATCH):
-            _newton_step(batch, i)
-    for i in range(count):
-        if not _close(batch, i):
-            for _ in range(_NEWTON - _NEWTON_EVERY):  # rare: a cell far from its saddle
-                _newton_step(batch, i)
-                if _close(batch, i):
-                    break
+    _saddle_points(batch, count)
     for i in range(BATCH):
         _set(batch, i, step, nodes)
     # nodes past ``nodes`` for the cells that need them (the others add nothing there)
@@ -231,6 +242,55 @@ def sum_batch(batch, count, step, nodes, tol, logp, score, score_b, terms):
             _node(batch, i, j, True)
     for i in range(BATCH):
         _finish(batch, i, nodes, tol)
+    return _collect(batch, count, logp, score, score_b, terms)
+
+
+@nb.njit(cache=True, error_model="numpy")
+def sum_near_batch(batch, count, step, nodes, tol, logp, score, score_b, terms):
+    r""":func:`sum_batch` for a batch of :data:`NEAR` cells: suppressed, near their cut.
+
+    Their integrand :math:`f = e^{g} / (1 - e^{-i\omega})` less its pole's part,
+    :math:`e^{q} / (i\omega)` with ``q`` the quadratic of ``g`` at 0, is entire about 0; the
+    pole's part is :math:`2\pi \Phi(b / \sqrt{c})` (see the module's notes).
+    """
+    _saddle_points(batch, count)
+    for i in range(BATCH):
+        _set_near(batch, i, step, nodes)
+    for j in range(1, nodes + 1):  # the two parts in loops of their own: each vectorised
+        for i in range(BATCH):
+            _node(batch, i, j, False)
+        for i in range(BATCH):
+            _node_pole(batch, i, j)
+    for i in range(count):  # libm's erfc: not vectorised
+        c, b = (
+            batch[V * BATCH + i] + batch[LAM * BATCH + i],
+            batch[MU * BATCH + i] - batch[LAM * BATCH + i],
+        )
+        batch[VALUE * BATCH + i] = 0.5 * math.erfc(-b / math.sqrt(2.0 * c))
+    for i in range(BATCH):
+        _finish_near(batch, i, nodes, tol)
+    return _collect(batch, count, logp, score, score_b, terms)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _saddle_points(batch, count):
+    """Newton's method for every cell's saddle point (:func:`_start`)."""
+    for i in range(BATCH):
+        _start(batch, i)
+    for _ in range(_NEWTON_EVERY):
+        for i in range(BATCH):
+            _newton_step(batch, i)
+    for i in range(count):
+        if not _close(batch, i):
+            for _ in range(_NEWTON - _NEWTON_EVERY):  # rare: a cell far from its saddle
+                _newton_step(batch, i)
+                if _close(batch, i):
+                    break
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _collect(batch, count, logp, score, score_b, terms):
+    """Write the batch's results; move the refused cells to the front of row ``CELL``."""
     refused = 0
     for i in range(count):
         cell = int(batch[CELL * BATCH + i])
@@ -279,8 +339,8 @@ def _derivatives(batch, i, t):
     # the pole factor's: 1 / (e^{-t} - 1) below, -1 / (e^t - 1) above (kind -1 or 1)
     gap = _vector_math.exp(kind * t) - 1.0
     pole, bend = -kind / gap, (gap + 1.0) / (gap * gap)  # computed, then chosen: vectorised
-    published = kind == PUBLISHED
-    return v * t - mu + el + (0.0 if published else pole), v + el + (0.0 if published else bend)
+    free = (kind == PUBLISHED) | (kind == NEAR)  # NEAR: the pole's part is taken out
+    return v * t - mu + el + (0.0 if free else pole), v + el + (0.0 if free else bend)
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -289,7 +349,9 @@ def _newton_step(batch, i):
     t = batch[TAU * BATCH + i]
     first, second = _derivatives(batch, i, t)
     moved = t - first / second
-    batch[TAU * BATCH + i] = 0.5 * t if batch[KIND * BATCH + i] * moved < 0.0 else moved
+    kind = batch[KIND * BATCH + i]
+    crossed = (kind * moved < 0.0) & (kind * kind == 1.0)  # BELOW or ABOVE only
+    batch[TAU * BATCH + i] = 0.5 * t if crossed else moved
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -356,8 +418,9 @@ def _node(batch, i, j, within):
     minus_u = cosine * (1.0 - vers) + turned  # cos(phi - u)
     plus_u = cosine * (1.0 - vers) - turned  # cos(phi + u)
     den = (1.0 - q) * (1.0 - q) + 2.0 * q * vers
-    batch[TOT * BATCH + i] += w * (cosine - q * (plus_u if kind == BELOW else minus_u)) / den
-    batch[KT * BATCH + i] += w * (cosine if kind == BELOW else minus_u)
+    below = kind < 0.0  # BELOW or NEAR: the pole factor 1 / (1 - e^{-iw}), q = e^t
+    batch[TOT * BATCH + i] += w * (cosine - q * (plus_u if below else minus_u)) / den
+    batch[KT * BATCH + i] += w * (cosine if below else minus_u)
     batch[MAG * BATCH + i] += w * (1.0 + q) / den
 
 
@@ -444,6 +507,134 @@ def _finish(batch, i, nodes, tol):
     batch[SCORE * BATCH + i] = (1.0 if kind == BELOW else tilt) * moment / total
 
 
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _set_near(batch, i, step, nodes):
+    r""":func:`_set` for a :data:`NEAR` cell: its line at least a width from the pole's place.
+
+    The line is the saddle point's, moved to a width from 0 if nearer (the two parts
+    are each as large as :math:`1 / |\omega|`, their difference is not); the strip is the
+    published cell's. ``ZQ`` is :math:`e^{Q(t) - G(t)}`, the pole's part's size on the line
+    over the integrand's, and ``PSI`` its phase's rate :math:`b - ct`.
+    """
+    lam, v, mu, t = (
+        batch[LAM * BATCH + i],
+        batch[V * BATCH + i],
+        batch[MU * BATCH + i],
+        batch[TAU * BATCH + i],
+    )
+    width = 1.0 / math.sqrt(v + lam * _vector_math.exp(t))
+    t = t if abs(t) >= width else (width if t > 0.0 else -width)
+    el = lam * _vector_math.exp(t)
+    root = math.sqrt(v + el)
+    a = 2.0 * math.pi / (step * root)
+    batch[TAU * BATCH + i], batch[L * BATCH + i], batch[GRAD * BATCH + i] = t, el, v * t - mu + el
+    batch[A * BATCH + i], batch[H * BATCH + i], batch[NEED * BATCH + i] = a, step / root, nodes
+    batch[POLE * BATCH + i] = _vector_math.exp(t)
+    cubic = _exp_less_two_terms(t) - 0.5 * t * t  # e^t - 1 - t - t^2 / 2
+    batch[ZQ * BATCH + i] = _vector_math.exp(-lam * cubic)
+    batch[PSI * BATCH + i] = mu - lam - (v + lam) * t
+    batch[TOT * BATCH + i] = batch[KT * BATCH + i] = batch[MAG * BATCH + i] = 0.0
+    batch[QTOT * BATCH + i] = batch[QMAG * BATCH + i] = 0.0
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _node_pole(batch, i, j):
+    r"""Add node ``j`` of the pole's part, :math:`e^{q - Q(t)} / (i\omega)`, to its sums."""
+    u, t = j * batch[H * BATCH + i], batch[TAU * BATCH + i]
+    c = batch[V * BATCH + i] + batch[LAM * BATCH + i]
+    size = _vector_math.exp(-0.5 * c * u * u) / (u * u + t * t)
+    sine, cosine = _vector_math.sincos(u * batch[PSI * BATCH + i])
+    batch[QTOT * BATCH + i] += size * (u * sine - t * cosine)
+    batch[QMAG * BATCH + i] += size * (u + abs(t))
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _finish_near(batch, i, nodes, tol):
+    r""":func:`_finish` for a :data:`NEAR` cell; ``VALUE`` holds :math:`\Phi(b / \sqrt{c})`.
+
+    The integral over :math:`e^{G(t)}` is :math:`2\pi \Phi e^{-G} + J`, ``J`` the
+    trapezoid sum of the entire part. Its error: on the strip's edges, at least
+    ``gap = a - |t|`` from 0, the pole factor is at most :math:`1 / (1 - e^{-gap})` and
+    :math:`1 / |\omega|` at most ``1 / gap``; the entire part's other poles, at
+    :math:`2\pi k`, have residues of size :math:`e^{-2\pi^2 k^2 v}`; the pole's part
+    beyond the last node is a Gaussian's tail.
+    """
+    h, v, el, grad, t = (
+        batch[H * BATCH + i],
+        batch[V * BATCH + i],
+        batch[L * BATCH + i],
+        batch[GRAD * BATCH + i],
+        batch[TAU * BATCH + i],
+    )
+    lam, mu, q, a, zq = (
+        batch[LAM * BATCH + i],
+        batch[MU * BATCH + i],
+        batch[POLE * BATCH + i],
+        batch[A * BATCH + i],
+        batch[ZQ * BATCH + i],
+    )
+    c, b = v + lam, mu - lam
+    need = batch[NEED * BATCH + i]
+    entire = h * (1.0 / (1.0 - q) + zq / t + 2.0 * (batch[TOT * BATCH + i] - zq * batch[
+        QTOT * BATCH + i]))  # fmt: skip
+    moment = h * (1.0 + 2.0 * batch[KT * BATCH + i])
+    size = h * (
+        1.0 / abs(1.0 - q)
+        + zq / abs(t)
+        + 2.0 * (batch[MAG * BATCH + i] + zq * batch[QMAG * BATCH + i])  # fmt: skip
+    )
+    ratio = 2.0 * math.pi * a / h
+    damp = 1.0 / (1.0 - _vector_math.exp(-ratio))
+    lift = a * abs(grad) + 0.5 * v * a * a + el * (_vector_math.exp(a) - 1.0 - a)
+    strip_k = 2.0 * math.sqrt(2.0 * math.pi / v) * _vector_math.exp(lift - ratio) * damp
+    gap = a - abs(t)
+    lift_q = a * abs(c * t - b) + 0.5 * c * a * a
+    strip = strip_k / (1.0 - _vector_math.exp(-gap)) + (
+        2.0 * zq * math.sqrt(2.0 * math.pi / c) * _vector_math.exp(lift_q - ratio) * damp / gap
+    )
+    big_g = 0.5 * v * t * t - t * (mu - lam) + lam * _exp_less_two_terms(t)
+    # the residues at 2 pi k (k != 0): crossed if t > 0, and the trapezoid rule's error
+    poles = (
+        4.04
+        * math.pi
+        * _vector_math.exp(-2.0 * math.pi**2 * v - big_g)
+        / (1.0 - _vector_math.exp(-2.0 * math.pi * abs(t) / h))
+    )
+    last = need * h
+    fall = h * (v * last + el * (last - _vector_math.u_minus_sine(last)))
+    beyond = _vector_math.exp(-v * math.pi**2 / 8.0) / (
+        1.0 - _vector_math.exp(-v * math.pi * h / 2.0)
+    )
+    past = beyond / ((1.0 - q) * (1.0 - q))
+    tail = 2.0 * h * (_last(batch, i) / (_vector_math.exp(fall) - 1.0) + past)
+    fall_q = _vector_math.exp(-c * last * h)
+    tail_q = (
+        2.0 * h * zq * _vector_math.exp(-0.5 * c * last * last) / last * fall_q / (1.0 - fall_q)
+    )
+    phase = last * abs(grad) + el * _vector_math.u_minus_sine(last)
+    rounding = (4.0 * (need + 2) + 2.0 * phase) * _EPS
+    integral = 2.0 * math.pi * batch[VALUE * BATCH + i] * _vector_math.exp(-big_g) + entire
+    error = strip + poles + tail + tail_q + rounding * size
+    # K's terms have no pole factor: their sum is at most h + 2 times the integral of e^E
+    error_k = strip_k + tail + rounding * (h + math.sqrt(2.0 * math.pi / v))
+    ok = (
+        (last <= 1.0)
+        & (gap > 0.0)
+        & (integral > 0.0)
+        & (moment > 0.0)
+        & (error <= 0.5 * tol * (integral - error))
+        & (error_k <= 0.5 * tol * (moment - error_k))
+    )
+    batch[OK * BATCH + i] = 1.0 if ok else 0.0
+    batch[VALUE * BATCH + i] = (
+        batch[REST * BATCH + i]
+        + 0.5 * (_vector_log.log(v) - _LOG_2PI)
+        + big_g
+        + _vector_log.log(integral)
+    )
+    batch[SCORE * BATCH + i] = moment / integral
+
+
 @nb.njit(cache=True, error_model="numpy")
 def _result(batch, i):
     r"""``(log-likelihood, score)`` of cell ``i`` from :func:`_finish`'s.
@@ -459,7 +650,7 @@ def _result(batch, i):
     )
     if kind == PUBLISHED:
         return value, ratio - 1.0
-    if kind == BELOW:
+    if kind < 0.0:  # BELOW or NEAR
         return value, -ratio
     complement = math.exp(value)
     return math.log1p(-complement), -complement * ratio / (1.0 - complement)

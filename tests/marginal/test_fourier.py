@@ -171,6 +171,15 @@ def test_the_bounds_refuse_a_coarse_plan_and_the_sum_over_s_takes_those_cells():
         assert abs(logp[i] - exact("sigma 90", rate, offset)[0]) <= TOL
 
 
+def test_the_bounds_refuse_a_coarse_plan_near_the_cut_and_the_table_takes_those_cells():
+    broken_sweep = sweep_with(fourier=module_with(fourier, plan=nb.njit(_coarse_plan)))
+    rates = [549.0, 600.0]
+    logp, _, terms = sweep_suppressed(90.0, 549.0, rates, cells=broken_sweep)
+    assert np.all(terms > 100)  # the table's sum over s
+    for i, rate in enumerate(rates):
+        assert abs(logp[i] - exact_suppressed(90.0, 549.0, rate)[0]) <= 3 * TOL
+
+
 def _at(row):
     """Where cell 0's entry of ``row`` is in a batch."""
     return row * fourier.BATCH
@@ -189,6 +198,17 @@ def test_companion_the_coarse_plan_is_wrong_where_not_refused():
     refused = fourier.sum_batch(batch, 1, step, nodes, TOL, *out, np.empty(1, np.int64))
     assert refused == 1
     assert abs(batch[_at(fourier.VALUE)] - exact("sigma 90", rate, 4.0)[0]) > 1e3 * TOL
+
+
+def test_companion_the_coarse_plan_is_wrong_near_the_cut_where_not_refused():
+    batch = np.zeros(fourier.ROWS * fourier.BATCH)
+    batch[_at(fourier.LAM)], batch[_at(fourier.KIND)] = 600.0, fourier.NEAR
+    batch[_at(fourier.V)], batch[_at(fourier.MU)] = 90.0**2, 549.0
+    batch[_at(fourier.REST)] = _log_norm(90.0, True)
+    out = [np.full(1, np.nan) for _ in range(3)]
+    step, nodes = _coarse_plan(TOL)
+    assert fourier.sum_near_batch(batch, 1, step, nodes, TOL, *out, np.empty(1, np.int64)) == 1
+    assert abs(batch[_at(fourier.VALUE)] - exact_suppressed(90.0, 549.0, 600.0)[0]) > 1e3 * TOL
 
 
 @nb.njit(error_model="numpy")
@@ -305,5 +325,49 @@ def test_companion_the_complement_taken_for_the_probability_fails():
     cells = [(fourier.ABOVE, r, 90.0, 550.0) for r in rates]
     want = [exact_suppressed(90.0, 549.0, r)[0] for r in rates]
     assert np.max(np.abs(_batch_sums(fourier.sum_batch, cells) - want)) <= 3 * TOL
-    broken = recompiled(fourier.sum_batch, _result=_complement_forgotten)
+    collect = recompiled(fourier._collect, _result=_complement_forgotten)
+    broken = recompiled(fourier.sum_batch, _collect=collect)
     assert np.min(np.abs(_batch_sums(broken, cells) - want)) > 1e3 * TOL
+
+
+# Suppressed cells near their cut: offsets from the cut in widths sqrt(cut + sigma^2)
+NEAR_OFFSETS = [-4.5, -2.0, -0.5, 0.0, 0.3, 1.0, 2.5, 4.5]
+
+
+def _near(sigma, cut):
+    """The positive rates at ``NEAR_OFFSETS`` from the cut, and whether each is wide."""
+    rates = [cut + k * math.sqrt(cut + sigma**2) for k in NEAR_OFFSETS]
+    rates = [r for r in rates if r >= 1.0]
+    return rates, [1.0 / sigma**2 + 1.0 / r <= 1.0 / fourier.WIDE**2 for r in rates]
+
+
+@pytest.mark.parametrize(("sigma", "cut"), [*TIERS, (300.0, 2999.0)])
+def test_suppressed_cells_near_their_cut_are_the_exact_probabilities(sigma, cut):
+    rates, wide = _near(sigma, cut)
+    logp, score, terms = sweep_suppressed(sigma, cut, rates)
+    assert np.all(terms[wide] == NODES)  # within NEAR_CUT widths: sum_near_batch's nodes
+    for i, rate in enumerate(rates):
+        want, want_score = exact_suppressed(sigma, cut, rate)
+        assert abs(logp[i] - want) <= 3 * TOL + 1e-13 * abs(want), rate
+        assert score[i] == pytest.approx(want_score, rel=1e-6, abs=1e-9), rate
+
+
+@nb.njit(error_model="numpy")
+def _pole_part_on_the_real_line(batch, i, j):
+    """A planted bug: the pole's part with the phase it has on the real line (b for b - ct)."""
+    at = i + fourier.BATCH * np.arange(fourier.ROWS)
+    u, t = j * batch[at[fourier.H]], batch[at[fourier.TAU]]
+    c = batch[at[fourier.V]] + batch[at[fourier.LAM]]
+    size = math.exp(-0.5 * c * u * u) / (u * u + t * t)
+    phase = u * (batch[at[fourier.MU]] - batch[at[fourier.LAM]])
+    batch[at[fourier.QTOT]] += size * (u * math.sin(phase) - t * math.cos(phase))
+    batch[at[fourier.QMAG]] += size * (u + abs(t))
+
+
+def test_companion_the_pole_part_on_the_real_line_fails_the_exact_probabilities():
+    rates = [549.0, 600.0, 450.0]
+    cells = [(fourier.NEAR, r, 90.0, 549.0) for r in rates]
+    want = [exact_suppressed(90.0, 549.0, r)[0] for r in rates]
+    assert np.max(np.abs(_batch_sums(fourier.sum_near_batch, cells) - want)) <= 3 * TOL
+    broken = recompiled(fourier.sum_near_batch, _node_pole=_pole_part_on_the_real_line)
+    assert np.max(np.abs(_batch_sums(broken, cells) - want)) > 1e3 * TOL
