@@ -1,4 +1,4 @@
-"""Kernels recompiled with some of their globals replaced: planted bugs, paths switched off."""
+"""Kernels recompiled with some of their globals replaced: planted bugs."""
 
 from __future__ import annotations
 
@@ -14,17 +14,8 @@ def recompiled(function, **replaced):
     return nb.njit(error_model="numpy")(types.FunctionType(code.__code__, namespace))
 
 
-def module_with(module, **replaced):
-    """A copy of ``module`` with some of its names replaced, for :func:`recompiled`."""
-    copy = types.ModuleType(f"{module.__name__}_planted")
-    copy.__dict__.update({**vars(module), **replaced})
-    return copy
-
-
 def sweep_with(**replaced):
-    """``._sweep.sweep_cells`` with some globals of its loop and of its batches replaced."""
+    """``._sweep.sweep_cells`` with some globals of its loop (``._sweep._sweep``) replaced."""
     from dpinfer.marginal import _sweep
 
-    sum_wide = recompiled(_sweep._sum_wide, **replaced)
-    loop = recompiled(_sweep._sweep, **{"_sum_wide": sum_wide, **replaced})
-    return recompiled(_sweep.sweep_cells, _family_sweep=loop)
+    return recompiled(_sweep.sweep_cells, _family_sweep=recompiled(_sweep._sweep, **replaced))

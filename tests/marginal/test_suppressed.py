@@ -12,33 +12,24 @@ from __future__ import annotations
 
 import functools
 
-import numba as nb
 import numpy as np
 import pytest
 
 import dpinfer as dp
-from dpinfer.marginal import _fourier as fourier
 from dpinfer.marginal import _poisson as P
 from dpinfer.marginal import _suppressed as S
+from dpinfer.marginal import _sweep
 from dpinfer.marginal._families import POISSON
 from dpinfer.marginal._forms import joined_form, kernel_form, release_form
 from dpinfer.noise.form import MAX_TABLE, table_range
 
 from ._brute import log_marginal
-from ._recompiled import module_with, recompiled, sweep_with
 
 TOL = 1e-10
 RATES = [1e-300, 1e-8, 0.3, 5.0, 60.0, 89.0, 120.0, 400.0, 800.0, 1e3, 3e3, 1e5, 1e16, 1e20]
 # (sigma, cut): the pageviews tiers' (cut = threshold - 1), a narrow noise, a cut below 0
 CASES = [(18.3, 89.0), (90.0, 549.0), (179.8, 999.0), (1.0, 3.0), (7.0, -50.0)]
-# the sweep without the contour integral of wide suppressed cells (test_fourier.py's): the
-# table's path and the general sum are this file's
-TABLES_ONLY = sweep_with(
-    fourier=module_with(
-        fourier,
-        queue=recompiled(fourier.queue, _queue_suppressed=nb.njit(lambda *_: False)),
-    ),
-)
+
 # rates at which every case's mode is within the table: these must take the fast path
 ORDINARY = [r for r in RATES if 0.3 <= r <= 3e3]
 
@@ -62,7 +53,11 @@ def sweep(rates, sigma, cut, state, form_table=None):
     form, table = form_table or constants(sigma, cut, n)
     out = [np.empty(n) for _ in range(3)]
     terms = np.empty(n, dtype=np.int64)
-    TABLES_ONLY(POISSON, rates, np.zeros(n), form, table, TOL, state, *out, terms, 0, n)
+    # the contour integral of wide cells switched off (``contour``; test_fourier.py's): the
+    # table's path and the general sum are this file's
+    refused = np.empty(n, dtype=np.int64)
+    arrays = (rates, np.zeros(n), form, table, TOL, state, *out, terms, 0, n, refused, False)
+    assert _sweep._sweep(POISSON, *arrays) == 0
     return out[0], out[1], terms
 
 
