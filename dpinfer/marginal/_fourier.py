@@ -124,6 +124,9 @@ NOT_QUEUED, QUEUED, QUEUED_NEAR = 0, 1, 2
 # Newton steps taken by every cell, and the size of the derivative (in widths) above which
 # a cell takes more, one by one, up to _NEWTON in all
 _NEWTON_EVERY, _NEWTON_CLOSE, _NEWTON = 6, 0.01, 80
+# Newton steps of a NEAR cell, from q's saddle point: its line need not be g's (the bounds
+# hold on any line), and within NEAR_CUT widths of the cut the two are close
+_NEWTON_NEAR = 2
 _LOG_2PI = math.log(2.0 * math.pi)
 _EPS = 2.0**-52
 # the Taylor coefficients of e^t - 1 - t from t^2 / 2 to t^15 / 15!: at |t| <= 1/2 the rest
@@ -253,7 +256,13 @@ def sum_near_batch(batch, count, step, nodes, tol, logp, score, score_b, terms):
     :math:`e^{q} / (i\omega)` with ``q`` the quadratic of ``g`` at 0, is entire about 0; the
     pole's part is :math:`2\pi \Phi(b / \sqrt{c})` (see the module's notes).
     """
-    _saddle_points(batch, count)
+    for i in range(BATCH):  # the saddle point of q, b / c, and steps towards g's
+        batch[TAU * BATCH + i] = (batch[MU * BATCH + i] - batch[LAM * BATCH + i]) / (
+            batch[V * BATCH + i] + batch[LAM * BATCH + i]
+        )
+    for _ in range(_NEWTON_NEAR):
+        for i in range(BATCH):
+            _newton_step(batch, i)
     for i in range(BATCH):
         _set_near(batch, i, step, nodes)
     for j in range(1, nodes + 1):  # the two parts in loops of their own: each vectorised
