@@ -112,8 +112,8 @@ NEAR_CUT = 5.0
 # noise's log-normaliser), the kind of cell (PUBLISHED, BELOW, ABOVE, NEAR), and the working
 # rows of sum_batch and sum_near_batch
 (CELL, LAM, V, MU, REST, KIND, TAU, L, GRAD, H, A, POLE, NEED, TOT, KT, MAG, VALUE, SCORE,
- OK, ZQ, PSI, QTOT, QMAG) = range(23)  # fmt: skip
-ROWS = 23
+ OK, ZQ, PSI, QTOT, QMAG, FAR) = range(24)  # fmt: skip
+ROWS = 24
 #: the cells of a batch (the length of each of its rows)
 BATCH = 64
 #: the kinds of cell: published; suppressed, summed below the cut or above it, or near it
@@ -123,7 +123,7 @@ PUBLISHED, BELOW, ABOVE, NEAR = 0.0, -1.0, 1.0, -2.0
 NOT_QUEUED, QUEUED, QUEUED_NEAR = 0, 1, 2
 # Newton steps taken by every cell, and the size of the derivative (in widths) above which
 # a cell takes more, one by one, up to _NEWTON in all
-_NEWTON_EVERY, _NEWTON_CLOSE, _NEWTON = 6, 0.01, 80
+_NEWTON_EVERY, _NEWTON_CLOSE, _NEWTON = 3, 0.01, 80
 # Newton steps of a NEAR cell, from q's saddle point: its line need not be g's (the bounds
 # hold on any line), and within NEAR_CUT widths of the cut the two are close
 _NEWTON_NEAR = 2
@@ -289,8 +289,10 @@ def _saddle_points(batch, count):
     for _ in range(_NEWTON_EVERY):
         for i in range(BATCH):
             _newton_step(batch, i)
+    for i in range(BATCH):  # which cells are not yet close, vectorised: most are
+        batch[FAR * BATCH + i] = 0.0 if _close(batch, i) else 1.0
     for i in range(count):
-        if not _close(batch, i):
+        if batch[FAR * BATCH + i] > 0.0:
             for _ in range(_NEWTON - _NEWTON_EVERY):  # rare: a cell far from its saddle
                 _newton_step(batch, i)
                 if _close(batch, i):
