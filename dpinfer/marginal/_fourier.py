@@ -119,8 +119,8 @@ BATCH = 64
 #: the kinds of cell: published; suppressed, summed below the cut or above it, or near it
 #: (:func:`sum_near_batch`)
 PUBLISHED, BELOW, ABOVE, NEAR = 0.0, -1.0, 1.0, -2.0
-#: what :func:`queue` did with a cell: nothing, or put it in the batch or the near batch
-NOT_QUEUED, QUEUED, QUEUED_NEAR = 0, 1, 2
+#: what :func:`queue` did with a cell: nothing, or put it in batch 0 or 1 (the near batch)
+NOT_QUEUED, QUEUED, QUEUED_NEAR = -1, 0, 1
 # Newton steps taken by every cell, and the size of the derivative (in widths) above which
 # a cell takes more, one by one, up to _NEWTON in all
 _NEWTON_EVERY, _NEWTON_CLOSE, _NEWTON = 3, 0.01, 80
@@ -150,18 +150,18 @@ def plan(tol):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def queue(form, n, j, lam, row, batch, i, near, k):
-    """Put cell j at ``lam`` in column ``i`` of ``batch`` or ``k`` of ``near``, if on this path.
+def queue(form, n, j, lam, row, batches, queued):
+    """Put cell j at ``lam`` in ``batches[k]``, column ``queued[k]``, if on this path.
 
-    Returns :data:`QUEUED` or :data:`QUEUED_NEAR` (where it went), or :data:`NOT_QUEUED`.
-    The cell is :mod:`._poisson`'s (``row`` its state) or :mod:`._suppressed`'s (one
-    discrete Gaussian release; within :data:`NEAR_CUT` widths of its cut it goes to
-    ``near``), wide (at least :data:`WIDE`) at ``lam``, and ``lam`` and its mean are within
+    Returns ``k``, :data:`QUEUED` or :data:`QUEUED_NEAR`, or :data:`NOT_QUEUED`. The cell
+    is :mod:`._poisson`'s (``row`` its state) or :mod:`._suppressed`'s (one discrete
+    Gaussian release; within :data:`NEAR_CUT` widths of its cut it goes to the near
+    batch), wide (at least :data:`WIDE`) at ``lam``, and ``lam`` and its mean are within
     +-2**52. A published cell's v, mu and P(mu) are kept in its state (:func:`keep`) from
     one evaluation to the next.
     """
     if row[STEP] == SUPPRESSED:
-        return _queue_suppressed(form, j, lam, batch, i, near, k)
+        return _queue_suppressed(form, j, lam, batches, queued)
     if not (row[STEP] >= STEP_WIDE and 1.0 <= lam < 2.0**52):
         return NOT_QUEUED
     if row[AT] != KEPT:
@@ -169,12 +169,12 @@ def queue(form, n, j, lam, row, batch, i, near, k):
     v = row[KEPT_V]
     if not (1.0 / v + 1.0 / lam <= 1.0 / (WIDE * WIDE) and abs(row[KEPT_MU]) < 2.0**52):
         return NOT_QUEUED
-    _place(batch, i, j, lam, v, row[KEPT_MU], row[KEPT_REST], PUBLISHED)
+    _place(batches[QUEUED], queued[QUEUED], j, lam, v, row[KEPT_MU], row[KEPT_REST], PUBLISHED)
     return QUEUED
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _queue_suppressed(form, j, lam, batch, i, near, k):
+def _queue_suppressed(form, j, lam, batches, queued):
     """:func:`queue` for a cell of :mod:`._suppressed`."""
     if not 1.0 <= lam < 2.0**52:
         return NOT_QUEUED
@@ -187,8 +187,9 @@ def _queue_suppressed(form, j, lam, batch, i, near, k):
     ):
         return NOT_QUEUED
     if abs(lam - cut) < NEAR_CUT * math.sqrt(lam + v):
-        _place(near, k, j, lam, v, cut, cell.log_norm, NEAR)
+        _place(batches[QUEUED_NEAR], queued[QUEUED_NEAR], j, lam, v, cut, cell.log_norm, NEAR)
         return QUEUED_NEAR
+    batch, i = batches[QUEUED], queued[QUEUED]
     if lam <= cut:  # the probability above about 1/2: its complement is summed
         _place(batch, i, j, lam, v, cut + 1.0, cell.log_norm, ABOVE)
     else:
@@ -447,15 +448,56 @@ def _last(batch, i):
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
-def _finish(batch, i, nodes, tol):
-    """Cell ``i``'s log-likelihood, score and whether its bounds hold (1 or 0)."""
-    h, v, el, grad, t = (
+def _strip(batch, i):
+    """``(bound, e^a)``: the trapezoid rule's error for e^g alone on cell ``i``'s line.
+
+    From the integrand's size on the strip ``|Im| < a`` about the line (the module's notes).
+    """
+    h, v, el, grad, a = (
         batch[H * BATCH + i],
         batch[V * BATCH + i],
         batch[L * BATCH + i],
         batch[GRAD * BATCH + i],
-        batch[TAU * BATCH + i],
+        batch[A * BATCH + i],
     )
+    ratio = 2.0 * math.pi * a / h
+    shift = _vector_math.exp(a)
+    lift = a * abs(grad) + 0.5 * v * a * a + el * (shift - 1.0 - a)
+    damp = 1.0 / (1.0 - _vector_math.exp(-ratio))
+    return 2.0 * math.sqrt(2.0 * math.pi / v) * _vector_math.exp(lift - ratio) * damp, shift
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _past_and_rounding(batch, i):
+    """``(bound, rounding, last)``: the nodes past cell ``i``'s last, rounding's factor, and u.
+
+    The nodes past the last: to pi / 2 along E's tangent there (the pole factor's size falls
+    with u), and beyond pi / 2 with E(u) <= -v u^2 / 2 and the factor at most 1 / (1 - q)^2.
+    Rounding: a few ulps a term, the sums', and the phase's (its size at the last node).
+    """
+    h, v, el, grad, q = (
+        batch[H * BATCH + i],
+        batch[V * BATCH + i],
+        batch[L * BATCH + i],
+        batch[GRAD * BATCH + i],
+        batch[POLE * BATCH + i],
+    )
+    need = batch[NEED * BATCH + i]
+    last = need * h
+    fall = h * (v * last + el * (last - _vector_math.u_minus_sine(last)))
+    beyond = _vector_math.exp(-v * math.pi**2 / 8.0) / (
+        1.0 - _vector_math.exp(-v * math.pi * h / 2.0)
+    )
+    past = beyond / ((1.0 - q) * (1.0 - q))
+    tail = 2.0 * h * (_last(batch, i) / (_vector_math.exp(fall) - 1.0) + past)
+    phase = last * abs(grad) + el * _vector_math.u_minus_sine(last)
+    return tail, (4.0 * (need + 2) + 2.0 * phase) * _EPS, last
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _finish(batch, i, nodes, tol):
+    """Cell ``i``'s log-likelihood, score and whether its bounds hold (1 or 0)."""
+    h, v, t = batch[H * BATCH + i], batch[V * BATCH + i], batch[TAU * BATCH + i]
     lam, mu, kind, q, a = (
         batch[LAM * BATCH + i],
         batch[MU * BATCH + i],
@@ -468,30 +510,10 @@ def _finish(batch, i, nodes, tol):
     moment = h * (1.0 + 2.0 * batch[KT * BATCH + i])
     # the sizes of the terms: MAG's bound K's terms as well (the pole factor is at least 1)
     size = h * (1.0 / (1.0 - q) + 2.0 * batch[MAG * BATCH + i])
-    # the trapezoid rule's error: the integrand's size on the strip |Im| < a about the line
-    ratio = 2.0 * math.pi * a / h
-    shift = _vector_math.exp(a)
-    lift = a * abs(grad) + 0.5 * v * a * a + el * (shift - 1.0 - a)
+    strip, shift = _strip(batch, i)
     pole = 1.0 / (1.0 - _vector_math.exp(a - abs(t)))
     pole = 1.0 if kind == PUBLISHED else pole
-    strip = (
-        2.0
-        * math.sqrt(2.0 * math.pi / v)
-        * _vector_math.exp(lift - ratio)
-        / (1.0 - _vector_math.exp(-ratio))
-    )
-    # the nodes past the last: to pi / 2 along E's tangent there (the pole factor's size
-    # falls with u), and beyond pi / 2 with E(u) <= -v u^2 / 2 and the factor at most 1/(1-q)^2
-    last = need * h
-    fall = h * (v * last + el * (last - _vector_math.u_minus_sine(last)))
-    beyond = _vector_math.exp(-v * math.pi**2 / 8.0) / (
-        1.0 - _vector_math.exp(-v * math.pi * h / 2.0)
-    )
-    past = beyond / ((1.0 - q) * (1.0 - q))
-    tail = 2.0 * h * (_last(batch, i) / (_vector_math.exp(fall) - 1.0) + past)
-    # rounding: a few ulps a term, the sums', and the phase's (its size at the last node)
-    phase = last * abs(grad) + el * _vector_math.u_minus_sine(last)
-    rounding = (4.0 * (need + 2) + 2.0 * phase) * _EPS
+    tail, rounding, last = _past_and_rounding(batch, i)
     error = pole * strip + tail + rounding * size
     error_k = (1.0 if kind == BELOW else shift) * strip + tail + rounding * size
     big_g = 0.5 * v * t * t - t * (mu - lam) + lam * _exp_less_two_terms(t)
@@ -570,13 +592,7 @@ def _finish_near(batch, i, nodes, tol):
     :math:`2\pi k`, have residues of size :math:`e^{-2\pi^2 k^2 v}`; the pole's part
     beyond the last node is a Gaussian's tail.
     """
-    h, v, el, grad, t = (
-        batch[H * BATCH + i],
-        batch[V * BATCH + i],
-        batch[L * BATCH + i],
-        batch[GRAD * BATCH + i],
-        batch[TAU * BATCH + i],
-    )
+    h, v, t = batch[H * BATCH + i], batch[V * BATCH + i], batch[TAU * BATCH + i]
     lam, mu, q, a, zq = (
         batch[LAM * BATCH + i],
         batch[MU * BATCH + i],
@@ -585,7 +601,6 @@ def _finish_near(batch, i, nodes, tol):
         batch[ZQ * BATCH + i],
     )
     c, b = v + lam, mu - lam
-    need = batch[NEED * BATCH + i]
     entire = h * (1.0 / (1.0 - q) + zq / t + 2.0 * (batch[TOT * BATCH + i] - zq * batch[
         QTOT * BATCH + i]))  # fmt: skip
     moment = h * (1.0 + 2.0 * batch[KT * BATCH + i])
@@ -594,10 +609,9 @@ def _finish_near(batch, i, nodes, tol):
         + zq / abs(t)
         + 2.0 * (batch[MAG * BATCH + i] + zq * batch[QMAG * BATCH + i])  # fmt: skip
     )
+    strip_k = _strip(batch, i)[0]
     ratio = 2.0 * math.pi * a / h
     damp = 1.0 / (1.0 - _vector_math.exp(-ratio))
-    lift = a * abs(grad) + 0.5 * v * a * a + el * (_vector_math.exp(a) - 1.0 - a)
-    strip_k = 2.0 * math.sqrt(2.0 * math.pi / v) * _vector_math.exp(lift - ratio) * damp
     gap = a - abs(t)
     lift_q = a * abs(c * t - b) + 0.5 * c * a * a
     strip = strip_k / (1.0 - _vector_math.exp(-gap)) + (
@@ -611,19 +625,11 @@ def _finish_near(batch, i, nodes, tol):
         * _vector_math.exp(-2.0 * math.pi**2 * v - big_g)
         / (1.0 - _vector_math.exp(-2.0 * math.pi * abs(t) / h))
     )
-    last = need * h
-    fall = h * (v * last + el * (last - _vector_math.u_minus_sine(last)))
-    beyond = _vector_math.exp(-v * math.pi**2 / 8.0) / (
-        1.0 - _vector_math.exp(-v * math.pi * h / 2.0)
-    )
-    past = beyond / ((1.0 - q) * (1.0 - q))
-    tail = 2.0 * h * (_last(batch, i) / (_vector_math.exp(fall) - 1.0) + past)
+    tail, rounding, last = _past_and_rounding(batch, i)
     fall_q = _vector_math.exp(-c * last * h)
     tail_q = (
         2.0 * h * zq * _vector_math.exp(-0.5 * c * last * last) / last * fall_q / (1.0 - fall_q)
     )
-    phase = last * abs(grad) + el * _vector_math.u_minus_sine(last)
-    rounding = (4.0 * (need + 2) + 2.0 * phase) * _EPS
     integral = 2.0 * math.pi * batch[VALUE * BATCH + i] * _vector_math.exp(-big_g) + entire
     error = strip + poles + tail + tail_q + rounding * size
     # K's terms have no pole factor: their sum is at most h + 2 times the integral of e^E

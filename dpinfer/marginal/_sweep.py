@@ -147,8 +147,9 @@ def _sweep(
     work = np.empty(suppressed.ROW)  # a suppressed cell's row, with what the form gives
     cells, lam, power = np.empty(BATCH, np.int64), np.empty(BATCH), np.empty(BATCH)
     rest, total = np.empty(BATCH), np.empty(BATCH)
-    wide, near = np.zeros(fourier.ROWS * fourier.BATCH), np.zeros(fourier.ROWS * fourier.BATCH)
-    waiting = queued = nearby = count = 0
+    batches = np.zeros((2, fourier.ROWS * fourier.BATCH))  # QUEUED's and QUEUED_NEAR's
+    queued = np.zeros(2, np.int64)
+    waiting = count = 0
     z = width_factor(tol)
     step, nodes = fourier.plan(tol)
     n = pa.size
@@ -161,24 +162,14 @@ def _sweep(
                     suppressed.prepare(form, n, j, row)
             where = fourier.NOT_QUEUED
             if contour and (row[STEP] >= fourier.STEP_WIDE or row[STEP] == suppressed.SUPPRESSED):
-                where = fourier.queue(form, n, j, pa[j], row, wide, queued, near, nearby)
-            if where == fourier.QUEUED:
-                queued += 1
-                if queued == fourier.BATCH:
+                where = fourier.queue(form, n, j, pa[j], row, batches, queued)
+            if where != fourier.NOT_QUEUED:
+                queued[where] += 1
+                if queued[where] == fourier.BATCH:
                     count = _sum_wide(
-                        wide, queued, False, step, nodes, tol, logp, score_a, score_b, terms,
+                        batches, queued, where, step, nodes, tol, logp, score_a, score_b, terms,
                         refused, count,
                     )  # fmt: skip
-                    queued = 0
-                continue
-            if where == fourier.QUEUED_NEAR:
-                nearby += 1
-                if nearby == fourier.BATCH:
-                    count = _sum_wide(
-                        near, nearby, True, step, nodes, tol, logp, score_a, score_b, terms,
-                        refused, count,
-                    )  # fmt: skip
-                    nearby = 0
                 continue
             if row[STEP] > 0.0 and (stays(pa[j], row) or ready(pa[j], form, n, j, row)):
                 cells[waiting], lam[waiting] = j, pa[j]
@@ -206,30 +197,32 @@ def _sweep(
         _general(family, pa[j], pb[j], form, table, n, tol, j, row, out)
         logp[j], terms[j], score_a[j], score_b[j] = out[0], out[3], out[1], out[2]
     _logs(cells, lam, power, rest, total, waiting, logp)
-    count = _sum_wide(
-        near, nearby, True, step, nodes, tol, logp, score_a, score_b, terms, refused, count
-    )
-    return _sum_wide(
-        wide, queued, False, step, nodes, tol, logp, score_a, score_b, terms, refused, count
-    )
+    for where in (fourier.QUEUED, fourier.QUEUED_NEAR):
+        count = _sum_wide(
+            batches, queued, where, step, nodes, tol, logp, score_a, score_b, terms, refused,
+            count,
+        )  # fmt: skip
+    return count
 
 
 @nb.njit(cache=True, error_model="numpy")
 def _sum_wide(
-    wide, queued, near, step, nodes, tol, logp, score_a, score_b, terms, refused, count
+    batches, queued, where, step, nodes, tol, logp, score_a, score_b, terms, refused, count
 ):  # fmt: skip
-    """Sum the ``queued`` cells of ``wide`` by :mod:`._fourier`; list those it refuses.
+    """Sum the ``queued[where]`` cells of ``batches[where]`` by :mod:`._fourier`; empty it.
 
-    ``near``: the batch is of suppressed cells near their cut. The refused go to
-    ``refused`` after its first ``count``: returns their new count.
+    ``where`` is :data:`._fourier.QUEUED` or :data:`._fourier.QUEUED_NEAR` (suppressed
+    cells near their cut). The cells it refuses go to ``refused`` after its first
+    ``count``: returns their new count.
     """
-    sums = (logp, score_a, score_b, terms)
-    if near:
-        more = fourier.sum_near_batch(wide, queued, step, nodes, tol, *sums)
+    batch, sums = batches[where], (logp, score_a, score_b, terms)
+    if where == fourier.QUEUED_NEAR:
+        more = fourier.sum_near_batch(batch, queued[where], step, nodes, tol, *sums)
     else:
-        more = fourier.sum_batch(wide, queued, step, nodes, tol, *sums)
+        more = fourier.sum_batch(batch, queued[where], step, nodes, tol, *sums)
+    queued[where] = 0
     for i in range(more):
-        refused[count + i] = wide[fourier.CELL * fourier.BATCH + i]
+        refused[count + i] = batch[fourier.CELL * fourier.BATCH + i]
     return count + more
 
 
