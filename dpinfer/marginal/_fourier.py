@@ -105,6 +105,11 @@ KEPT = -math.inf
 KEPT_V, KEPT_MU, KEPT_REST = SD, UP, CONST
 #: a suppressed cell whose pole is near takes at most this many times the nodes
 MORE_NODES = 5
+#: the smallest width of a suppressed cell near its cut on this path (its sum over s costs
+#: more than a published cell's: each term reads the noise's table). Its nodes stop at
+#: u = 1, where the integrand is below e^{-v/2}: the bounds refuse a cell for which that
+#: is not small enough
+WIDE_NEAR = 5.0
 #: a suppressed cell whose rate is fewer than this many widths from its cut goes to
 #: :func:`sum_near_batch` (on :func:`sum_batch`'s line it would take some 30 nodes or more)
 NEAR_CUT = 5.0
@@ -182,13 +187,15 @@ def _queue_suppressed(form, j, lam, batches, queued):
     v, cut = cell.scale * cell.scale, released_at(form, j)
     if not (
         cell.kind == DISCRETE_GAUSSIAN
-        and 1.0 / v + 1.0 / lam <= 1.0 / (WIDE * WIDE)
+        and 1.0 / v + 1.0 / lam <= 1.0 / (WIDE_NEAR * WIDE_NEAR)
         and abs(cut) < 2.0**52
     ):
         return NOT_QUEUED
     if abs(lam - cut) < NEAR_CUT * math.sqrt(lam + v):
         _place(batches[QUEUED_NEAR], queued[QUEUED_NEAR], j, lam, v, cut, cell.log_norm, NEAR)
         return QUEUED_NEAR
+    if 1.0 / v + 1.0 / lam > 1.0 / (WIDE * WIDE):
+        return NOT_QUEUED
     batch, i = batches[QUEUED], queued[QUEUED]
     if lam <= cut:  # the probability above about 1/2: its complement is summed
         _place(batch, i, j, lam, v, cut + 1.0, cell.log_norm, ABOVE)
@@ -268,7 +275,7 @@ def sum_near_batch(batch, count, step, nodes, tol, logp, score, score_b, terms):
         _set_near(batch, i, step, nodes)
     for j in range(1, nodes + 1):  # the two parts in loops of their own: each vectorised
         for i in range(BATCH):
-            _node(batch, i, j, False)
+            _node(batch, i, j, True)
         for i in range(BATCH):
             _node_pole(batch, i, j)
     for i in range(count):  # libm's erfc: not vectorised
@@ -561,7 +568,9 @@ def _set_near(batch, i, step, nodes):
     root = math.sqrt(v + el)
     a = 2.0 * math.pi / (step * root)
     batch[TAU * BATCH + i], batch[L * BATCH + i], batch[GRAD * BATCH + i] = t, el, v * t - mu + el
-    batch[A * BATCH + i], batch[H * BATCH + i], batch[NEED * BATCH + i] = a, step / root, nodes
+    h = step / root
+    batch[A * BATCH + i], batch[H * BATCH + i] = a, h
+    batch[NEED * BATCH + i] = min(nodes, math.floor(1.0 / h))  # to u = 1 (WIDE_NEAR)
     batch[POLE * BATCH + i] = _vector_math.exp(t)
     cubic = _exp_less_two_terms(t) - 0.5 * t * t  # e^t - 1 - t - t^2 / 2
     batch[ZQ * BATCH + i] = _vector_math.exp(-lam * cubic)
@@ -572,10 +581,11 @@ def _set_near(batch, i, step, nodes):
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def _node_pole(batch, i, j):
-    r"""Add node ``j`` of the pole's part, :math:`e^{q - Q(t)} / (i\omega)`, to its sums."""
+    r"""Add node ``j`` of the pole's part, :math:`e^{q - Q(t)} / (i\omega)`, to its sums (to NEED)."""
     u, t = j * batch[H * BATCH + i], batch[TAU * BATCH + i]
     c = batch[V * BATCH + i] + batch[LAM * BATCH + i]
     size = _vector_math.exp(-0.5 * c * u * u) / (u * u + t * t)
+    size = size if j <= batch[NEED * BATCH + i] else 0.0
     sine, cosine = _vector_math.sincos(u * batch[PSI * BATCH + i])
     batch[QTOT * BATCH + i] += size * (u * sine - t * cosine)
     batch[QMAG * BATCH + i] += size * (u + abs(t))

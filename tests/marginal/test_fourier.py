@@ -336,7 +336,7 @@ def _near(sigma, cut):
     """The positive rates at ``NEAR_OFFSETS`` from the cut, and whether each is wide."""
     rates = [cut + k * math.sqrt(cut + sigma**2) for k in NEAR_OFFSETS]
     rates = [r for r in rates if r >= 1.0]
-    return rates, [1.0 / sigma**2 + 1.0 / r <= 1.0 / fourier.WIDE**2 for r in rates]
+    return rates, [1.0 / sigma**2 + 1.0 / r <= 1.0 / fourier.WIDE_NEAR**2 for r in rates]
 
 
 @pytest.mark.parametrize(("sigma", "cut"), [*TIERS, (300.0, 2999.0)])
