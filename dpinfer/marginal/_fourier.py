@@ -581,7 +581,7 @@ def _set_near(batch, i, step, nodes):
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def _node_pole(batch, i, j):
-    r"""Add node ``j`` of the pole's part, :math:`e^{q - Q(t)} / (i\omega)`, to its sums (to NEED)."""
+    r"""Add node ``j`` (up to ``NEED``) of the pole's part, :math:`e^{q - Q(t)} / (i\omega)`."""
     u, t = j * batch[H * BATCH + i], batch[TAU * BATCH + i]
     c = batch[V * BATCH + i] + batch[LAM * BATCH + i]
     size = _vector_math.exp(-0.5 * c * u * u) / (u * u + t * t)
