@@ -147,7 +147,8 @@ def _sweep(
     work = np.empty(suppressed.ROW)  # a suppressed cell's row, with what the form gives
     cells, lam, power = np.empty(BATCH, np.int64), np.empty(BATCH), np.empty(BATCH)
     rest, total = np.empty(BATCH), np.empty(BATCH)
-    batches = np.zeros((2, fourier.ROWS * fourier.BATCH))  # QUEUED's and QUEUED_NEAR's
+    # QUEUED's and QUEUED_NEAR's, made at the first cell queued (most tables have none)
+    batches = np.zeros((2, 0))
     queued = np.zeros(2, np.int64)
     waiting = count = 0
     z = width_factor(tol)
@@ -162,6 +163,8 @@ def _sweep(
                     suppressed.prepare(form, n, j, row)
             where = fourier.NOT_QUEUED
             if contour and (row[STEP] >= fourier.STEP_WIDE or row[STEP] == suppressed.SUPPRESSED):
+                if batches.shape[1] == 0:
+                    batches = np.zeros((2, fourier.ROWS * fourier.BATCH))
                 where = fourier.queue(form, n, j, pa[j], row, batches, queued)
             if where != fourier.NOT_QUEUED:
                 queued[where] += 1
@@ -215,6 +218,8 @@ def _sum_wide(
     cells near their cut). The cells it refuses go to ``refused`` after its first
     ``count``: returns their new count.
     """
+    if queued[where] == 0:
+        return count
     batch, sums = batches[where], (logp, score_a, score_b, terms)
     if where == fourier.QUEUED_NEAR:
         more = fourier.sum_near_batch(batch, queued[where], step, nodes, tol, *sums)
