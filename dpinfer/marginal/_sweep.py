@@ -147,8 +147,7 @@ def _sweep(
     work = np.empty(suppressed.ROW)  # a suppressed cell's row, with what the form gives
     cells, lam, power = np.empty(BATCH, np.int64), np.empty(BATCH), np.empty(BATCH)
     rest, total = np.empty(BATCH), np.empty(BATCH)
-    # QUEUED's and QUEUED_NEAR's, made at the first cell queued (most tables have none)
-    batches = np.zeros((2, 0))
+    batches = np.zeros((2, fourier.ROWS * fourier.BATCH))  # QUEUED's and QUEUED_NEAR's
     queued = np.zeros(2, np.int64)
     waiting = count = 0
     z = width_factor(tol)
@@ -161,19 +160,16 @@ def _sweep(
                 prepare(form, n, j, row)
                 if row[STEP] < 0.0:
                     suppressed.prepare(form, n, j, row)
-            where = fourier.NOT_QUEUED
             if contour and (row[STEP] >= fourier.STEP_WIDE or row[STEP] == suppressed.SUPPRESSED):
-                if batches.shape[1] == 0:
-                    batches = np.zeros((2, fourier.ROWS * fourier.BATCH))
                 where = fourier.queue(form, n, j, pa[j], row, batches, queued)
-            if where != fourier.NOT_QUEUED:
-                queued[where] += 1
-                if queued[where] == fourier.BATCH:
-                    count = _sum_wide(
-                        batches, queued, where, step, nodes, tol, logp, score_a, score_b, terms,
-                        refused, count,
-                    )  # fmt: skip
-                continue
+                if where != fourier.NOT_QUEUED:
+                    queued[where] += 1
+                    if queued[where] == fourier.BATCH:
+                        count = _sum_wide(
+                            batches, queued, where, step, nodes, tol, logp, score_a, score_b,
+                            terms, refused, count,
+                        )  # fmt: skip
+                    continue
             if row[STEP] > 0.0 and (stays(pa[j], row) or ready(pa[j], form, n, j, row)):
                 cells[waiting], lam[waiting] = j, pa[j]
                 power[waiting], rest[waiting], total[waiting], score_a[j], terms[j] = sum_cell(
