@@ -69,11 +69,14 @@ def kernel(tmp_path_factory):
 
 
 def _client(nb: nbformat.NotebookNode, km=None) -> nbclient.NotebookClient:
+    # a kernel is stopped only once its notebooks have run (or failed): a graceful
+    # shutdown would wait 1-3 s for it to finalise its interpreter, for nothing
     return nbclient.NotebookClient(
         nb,
         km=km,
         timeout=600,
         kernel_name="python3",
+        shutdown_kernel="immediate",
         resources={"metadata": {"path": str(TUTORIALS)}},
     )
 
