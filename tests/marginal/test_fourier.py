@@ -27,7 +27,7 @@ from dpinfer.marginal._poisson import STATE
 from dpinfer.marginal._sweep import sweep_cells
 
 from ._brute import log_marginal
-from ._recompiled import recompiled
+from ._recompiled import interpreted
 
 TOL = 1e-10
 NODES = fourier.plan(TOL)[1] + 1  # the term count a cell on this path reports
@@ -248,7 +248,7 @@ def test_companion_a_phase_without_its_cubic_term_fails_the_exact_sums():
     cells = [(fourier.PUBLISHED, r, 90.0, mu) for r, mu in zip(rates, mus, strict=True)]
     want = [exact("sigma 90", r, o)[0] for r, o in zip(rates, offsets, strict=True)]
     assert np.max(np.abs(_batch_sums(fourier.sum_batch, cells) - want)) <= TOL
-    broken = recompiled(fourier.sum_batch, _node=_no_cubic_node)
+    broken = interpreted(fourier.sum_batch, _node=_no_cubic_node)
     assert np.max(np.abs(_batch_sums(broken, cells) - want)) > 1e3 * TOL
 
 
@@ -367,5 +367,5 @@ def test_companion_the_pole_part_on_the_real_line_fails_the_exact_probabilities(
     cells = [(fourier.NEAR, r, 90.0, 549.0) for r in rates]
     want = [exact_suppressed(90.0, 549.0, r)[0] for r in rates]
     assert np.max(np.abs(_batch_sums(fourier.sum_near_batch, cells) - want)) <= 3 * TOL
-    broken = recompiled(fourier.sum_near_batch, _node_pole=_pole_part_on_the_real_line)
+    broken = interpreted(fourier.sum_near_batch, _node_pole=_pole_part_on_the_real_line)
     assert np.max(np.abs(_batch_sums(broken, cells) - want)) > 1e3 * TOL
