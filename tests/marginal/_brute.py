@@ -38,10 +38,14 @@ def window(dist, releases, mechanisms, width=60.0):
 
 
 def _center(mechanism, released):
-    """Where a release's density lives: the release, or the threshold of a suppressed cell."""
-    if np.isnan(released):
+    """Where a release's density lives: the release, or the threshold of a suppressed cell.
+
+    A release of several values (a BinomialRelease's) is centred at its largest.
+    """
+    value = np.max(released)
+    if np.isnan(value):
         return float(np.max(mechanism.threshold))
-    return float(released)
+    return float(value)
 
 
 def _tail(dist, side):
