@@ -98,7 +98,7 @@ def _family_sweep(
     raise NotImplementedError("_family_sweep is called in compiled code only")
 
 
-@overload(_family_sweep)
+@overload(_family_sweep, inline="always")
 def _choose_sweep(
     family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, start, stop,
     refused, contour,
