@@ -1,0 +1,76 @@
+"""The last few evaluations of a marginal Op's node, found again by their parameters.
+
+PyMC's NUTS starts each iteration by evaluating the log-density and its gradient at the
+point the chain is at, a point its previous trajectory evaluated already: one evaluation
+in seven on the pageviews example (2 chains of 300 + 300 iterations: 1,200 of 8,886),
+each a whole sweep of the table. A node of :class:`._op.MarginalLogp` keeps its last
+:data:`EVALUATIONS` results (copies: PyTensor may overwrite the arrays an Op returns),
+with the parameters ``a, b`` they came from, and answers the same parameters again
+with copies of them. Parameters are compared exactly (a cheap fingerprint first). A
+result found again is the sweep's own at those parameters; a sweep run again there would
+start from another state (:mod:`._poisson`), which changes a few cells' sums within
+their error bounds (on the pageviews example, 2 of 1,199 results again, by at most
+4e-10 relative), never more.
+
+Each kept evaluation holds five floats a cell (``a``, ``b`` and the three outputs):
+a node keeps at most :data:`BUDGET` bytes of them, so a table of more than some
+400,000 cells keeps none (its memory is the limit there, and a sweep of it costs far
+more than the comparison saves on a small one).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+__all__ = ["BUDGET", "EVALUATIONS", "Recent"]
+
+#: Evaluations a node keeps: NUTS's next iteration starts from one of the last 2**depth
+#: points it evaluated (8 kept found 1,194 of the pageviews example's 1,200; 16, 1,199).
+EVALUATIONS = 16
+#: Bytes of kept evaluations per node.
+BUDGET = 2**24
+_FLOATS_PER_CELL = 5
+
+
+class Recent:
+    """The last evaluations of one node, whose releases are ``form, table`` (the Op's inputs).
+
+    None are kept if they would not fit in :data:`BUDGET`.
+    """
+
+    def __init__(self, form: np.ndarray, table: np.ndarray):
+        self._releases = (form, table)
+        cells = form.size  # at least one number a cell
+        fits = BUDGET // (_FLOATS_PER_CELL * 8 * max(cells, 1))
+        self._kept: deque = deque(maxlen=min(EVALUATIONS, fits))
+
+    def __reduce__(self):
+        # a compiled function sent to another process (pm.sample's chains) starts afresh
+        return Recent, self._releases
+
+    def belongs_to(self, form: np.ndarray, table: np.ndarray) -> bool:
+        """Return whether these are the evaluations of releases ``form, table``."""
+        return self._releases[0] is form and self._releases[1] is table
+
+    def find(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...] | None:
+        """Return copies of the outputs of an evaluation at exactly ``a, b``, or None."""
+        if self._kept.maxlen == 0:
+            return None
+        key = _fingerprint(a, b)
+        for kept_key, kept_a, kept_b, outputs in reversed(self._kept):
+            if kept_key == key and np.array_equal(kept_a, a) and np.array_equal(kept_b, b):
+                return tuple(x.copy() for x in outputs)
+        return None
+
+    def keep(self, a: np.ndarray, b: np.ndarray, outputs: tuple[np.ndarray, ...]) -> None:
+        """Keep copies of ``a, b`` and of the ``outputs`` of the evaluation there."""
+        if self._kept.maxlen:
+            copies = tuple(x.copy() for x in (a, b, *outputs))
+            self._kept.append((_fingerprint(a, b), *copies[:2], copies[2:]))
+
+
+def _fingerprint(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
+    """Return the sums of the parameters' bits modulo 2**64 (equal for equal parameters)."""
+    return int(a.view(np.uint64).sum()), int(b.view(np.uint64).sum())
