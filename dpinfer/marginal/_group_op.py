@@ -11,6 +11,7 @@ from pytensor.graph.op import Op
 from ._families import LatentFamily
 from ._forms import joined_form, packed, parameters, read_only, unpacked
 from ._groups import BEYOND, OK, UNREACHABLE, WIDE, group_sweep
+from ._recent import recent_of
 from ._totals import Groups
 
 __all__ = ["GroupTotalsLogp", "group_logp"]
@@ -49,12 +50,19 @@ class GroupTotalsLogp(Op):
 
     def perform(self, node, inputs, output_storage):
         a, b, form, table, starts, totals = inputs
+        a, b = parameters(a), parameters(b)
+        recent = recent_of(node, form, table, starts, totals)
+        found = recent.find(a, b) if recent is not None else None
+        if found is not None:
+            for storage, value in zip(output_storage, found, strict=True):
+                storage[0] = value
+            return
         logp, status = np.empty(totals.size), np.empty(totals.size, dtype=np.int64)
         score_a, score_b = np.empty(a.size), np.empty(a.size)
         group_sweep(
             self.family,
-            parameters(a),
-            parameters(b),
+            a,
+            b,
             *unpacked(form, table),
             self.tol,
             read_only(starts, np.int64),
@@ -66,6 +74,8 @@ class GroupTotalsLogp(Op):
         )
         if np.any(status != OK):
             _refuse(status)
+        if recent is not None:
+            recent.keep(a, b, (logp, score_a, score_b))
         for storage, value in zip(output_storage, (logp, score_a, score_b), strict=True):
             storage[0] = value
 

@@ -16,7 +16,7 @@ from ._families import LatentFamily
 from ._forms import parameters, unpacked
 from ._kernels import BEYOND
 from ._poisson import STATE
-from ._recent import Recent
+from ._recent import recent_of
 from ._sweep import marginal_sweep, sweep_cells
 
 __all__ = ["STATE", "MarginalLogp", "sweep"]
@@ -87,7 +87,7 @@ class MarginalLogp(Op):
     def perform(self, node, inputs, output_storage):
         a, b, form, table, state = inputs
         a, b = parameters(a), parameters(b)
-        recent = _recent(node, form, table)
+        recent = recent_of(node, form, table)
         found = recent.find(a, b) if recent is not None else None
         if found is not None:
             for storage, value in zip(output_storage, (*found, state), strict=True):
@@ -154,20 +154,6 @@ def _home() -> int:
 def _threads() -> int:
     """Numba's thread count for the calling thread; 1 in a child process (a fork or a spawn)."""
     return numba.get_num_threads() if os.getpid() == _home() else 1
-
-
-def _recent(node, form: np.ndarray, table: np.ndarray) -> Recent | None:
-    """Return the node's :class:`._recent.Recent` evaluations (None for a direct call).
-
-    They belong to the releases ``form, table`` (the same arrays): a node cloned with
-    other releases, which copies the first one's tag, starts afresh.
-    """
-    if node is None:
-        return None
-    recent = getattr(node.tag, "dpinfer_recent", None)
-    if recent is None or not recent.belongs_to(form, table):
-        recent = node.tag.dpinfer_recent = Recent(form, table)
-    return recent
 
 
 def _refuse(failed: np.ndarray, beyond: np.ndarray) -> None:

@@ -3,7 +3,8 @@
 PyMC's NUTS starts each iteration by evaluating the log-density and its gradient at the
 point the chain is at, a point its previous trajectory evaluated already: one evaluation
 in seven on the pageviews example (2 chains of 300 + 300 iterations: 1,200 of 8,886),
-each a whole sweep of the table. A node of :class:`._op.MarginalLogp` keeps its last
+each a whole sweep of the table. A node of :class:`._op.MarginalLogp` (or of
+:class:`._group_op.GroupTotalsLogp`) keeps its last
 :data:`EVALUATIONS` results (copies: PyTensor may overwrite the arrays an Op returns),
 with the parameters ``a, b`` they came from, and answers the same parameters again
 with copies of them. Parameters are compared exactly (a cheap fingerprint first). A
@@ -24,7 +25,7 @@ from collections import deque
 
 import numpy as np
 
-__all__ = ["BUDGET", "EVALUATIONS", "Recent"]
+__all__ = ["BUDGET", "EVALUATIONS", "Recent", "recent_of"]
 
 #: Evaluations a node keeps: NUTS's next iteration starts from one of the last 2**depth
 #: points it evaluated (8 kept found 1,194 of the pageviews example's 1,200; 16, 1,199).
@@ -35,24 +36,26 @@ _FLOATS_PER_CELL = 5
 
 
 class Recent:
-    """The last evaluations of one node, whose releases are ``form, table`` (the Op's inputs).
+    """The last evaluations of one node, whose constant inputs are ``constants``.
 
-    None are kept if they would not fit in :data:`BUDGET`.
+    ``constants[0]`` is the releases' form, at least one number a cell. None are kept
+    if they would not fit in :data:`BUDGET`.
     """
 
-    def __init__(self, form: np.ndarray, table: np.ndarray):
-        self._releases = (form, table)
-        cells = form.size  # at least one number a cell
-        fits = BUDGET // (_FLOATS_PER_CELL * 8 * max(cells, 1))
+    def __init__(self, *constants: np.ndarray):
+        self._constants = constants
+        fits = BUDGET // (_FLOATS_PER_CELL * 8 * max(constants[0].size, 1))
         self._kept: deque = deque(maxlen=min(EVALUATIONS, fits))
 
     def __reduce__(self):
         # a compiled function sent to another process (pm.sample's chains) starts afresh
-        return Recent, self._releases
+        return Recent, self._constants
 
-    def belongs_to(self, form: np.ndarray, table: np.ndarray) -> bool:
-        """Return whether these are the evaluations of releases ``form, table``."""
-        return self._releases[0] is form and self._releases[1] is table
+    def belongs_to(self, *constants: np.ndarray) -> bool:
+        """Return whether these are the evaluations of a node of these constants (the arrays)."""
+        return len(constants) == len(self._constants) and all(
+            x is y for x, y in zip(constants, self._constants, strict=True)
+        )
 
     def find(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...] | None:
         """Return copies of the outputs of an evaluation at exactly ``a, b``, or None."""
@@ -69,6 +72,20 @@ class Recent:
         if self._kept.maxlen:
             copies = tuple(x.copy() for x in (a, b, *outputs))
             self._kept.append((_fingerprint(a, b), *copies[:2], copies[2:]))
+
+
+def recent_of(node, *constants: np.ndarray) -> Recent | None:
+    """Return the evaluations ``node`` keeps (None for a direct call, without a node).
+
+    They belong to its ``constants`` (the same arrays): a node cloned with other
+    constants, which copies the first one's tag, starts afresh.
+    """
+    if node is None:
+        return None
+    recent = getattr(node.tag, "dpinfer_recent", None)
+    if recent is None or not recent.belongs_to(*constants):
+        recent = node.tag.dpinfer_recent = Recent(*constants)
+    return recent
 
 
 def _fingerprint(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:

@@ -16,7 +16,7 @@ import pytensor
 import pytest
 
 import dpinfer as dp
-from dpinfer.marginal import _op, _recent
+from dpinfer.marginal import _group_op, _op, _recent
 from dpinfer.marginal._recent import BUDGET, EVALUATIONS, Recent
 
 
@@ -88,10 +88,10 @@ def test_a_node_given_other_releases_starts_afresh():
     # a node cloned with other inputs copies the first one's tag, and with it what it kept
     node = types.SimpleNamespace(tag=types.SimpleNamespace())
     form, table = _releases(5)
-    first = _op._recent(node, form, table)
+    first = _recent.recent_of(node, form, table)
     first.keep(np.ones(5), np.zeros(5), _outputs(5))
-    assert _op._recent(node, form, table) is first
-    other = _op._recent(node, form.copy(), table)
+    assert _recent.recent_of(node, form, table) is first
+    other = _recent.recent_of(node, form.copy(), table)
     assert other is not first and other.find(np.ones(5), np.zeros(5)) is None
 
 
@@ -212,3 +212,31 @@ def test_a_direct_call_without_a_node_keeps_nothing(counted_sweeps):
     for _ in range(2):
         node.op.perform(None, [a, b, form, table, state], [[None] for _ in range(4)])
     assert counted_sweeps[0] == 2
+
+
+def test_a_group_totals_node_gives_the_same_results_again_without_a_sweep(monkeypatch):
+    count = [0]
+    real = _group_op.group_sweep
+
+    def counting(*args):
+        count[0] += 1
+        real(*args)
+
+    monkeypatch.setattr(_group_op, "group_sweep", counting)
+    released = np.array([[4, 9, 6], [12, 3, 1]])
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 1.5, 1.0)
+        latent = pm.Poisson.dist(mu=pm.math.exp(mu), shape=released.shape)
+        dp.to_pymc(
+            "y",
+            latent,
+            observed=[(dp.DiscreteGaussian(2.0), released)],
+            totals=(np.array([0, 1])[:, None], np.array([20, 15])),
+        )
+    f = model.compile_fn([model.logp(), model.dlogp()], inputs=model.value_vars, point_fn=False)
+    results = [f(x) for x in (1.5, 1.8, 1.5, 1.5)]
+    assert count[0] == 2
+    for again in results[2:]:
+        np.testing.assert_array_equal(again[0], results[0][0])
+        np.testing.assert_array_equal(again[1], results[0][1])
+    assert results[1][0] != results[0][0]

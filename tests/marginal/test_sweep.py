@@ -231,10 +231,12 @@ def test_a_model_keeps_each_tables_state_in_its_graph():
     first = logp({"rate_log__": np.log(41.0)})[0]
     kept = state.get_value(borrow=True)
     assert not np.isnan(kept[:, P.MODE]).any()  # the modes found, kept for the next call
-    np.testing.assert_allclose(logp({"rate_log__": np.log(41.0)})[0], first, atol=2 * TOL)
+    # (the same point again is answered from the node's last evaluations: a nearby one)
+    second = logp({"rate_log__": np.log(41.1)})[0]
     assert np.array_equal(kept[:, P.AT], kept[:, P.MODE])  # summed from them
-    reference = [log_marginal("poisson", 41.0, 0, [(mech, r)]) for r in (40, 44)]
-    np.testing.assert_allclose(first, reference, atol=2 * TOL)
+    for rate, got in ((41.0, first), (41.1, second)):
+        reference = [log_marginal("poisson", rate, 0, [(mech, r)]) for r in (40, 44)]
+        np.testing.assert_allclose(got, reference, atol=2 * TOL)
 
 
 def test_companion_a_state_of_other_releases_is_caught():
