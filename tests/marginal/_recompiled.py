@@ -33,7 +33,13 @@ def interpreted(function, **replaced):
 
 
 def sweep_with(**replaced):
-    """``._sweep.sweep_cells`` with some globals of its loop (``._sweep._sweep``) replaced."""
+    """``._sweep.sweep_cells`` with some globals of its loop (``._sweep._sweep``) replaced.
+
+    Both run by the interpreter, calling the compiled functions they call (a Poisson
+    family's sweep: the family's compile-time choices made here as numba makes them).
+    """
     from dpinfer.marginal import _sweep
 
-    return recompiled(_sweep.sweep_cells, _family_sweep=recompiled(_sweep._sweep, **replaced))
+    constants = types.SimpleNamespace(poisson_fast_path=lambda family: family.poisson_fast_path)
+    loop = interpreted(_sweep._sweep, latent=constants, **replaced)
+    return interpreted(_sweep.sweep_cells, _family_sweep=loop)
