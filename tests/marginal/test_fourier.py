@@ -242,12 +242,13 @@ def _batch_sums(sum_batch, cells, batch=None):
 
 
 def test_companion_a_phase_without_its_cubic_term_fails_the_exact_sums():
-    # the same batch check first passes with the real nodes
+    # the same batch check first passes with the real nodes, compiled and interpreted
     rates, offsets = [1500.0, 4e5], [4.0, 30.0]
     mus = [_releases("sigma 90", r, o)[0][1] for r, o in zip(rates, offsets, strict=True)]
     cells = [(fourier.PUBLISHED, r, 90.0, mu) for r, mu in zip(rates, mus, strict=True)]
     want = [exact("sigma 90", r, o)[0] for r, o in zip(rates, offsets, strict=True)]
-    assert np.max(np.abs(_batch_sums(fourier.sum_batch, cells) - want)) <= TOL
+    for sums in (fourier.sum_batch, interpreted(fourier.sum_batch)):
+        assert np.max(np.abs(_batch_sums(sums, cells) - want)) <= TOL
     broken = interpreted(fourier.sum_batch, _node=_no_cubic_node)
     assert np.max(np.abs(_batch_sums(broken, cells) - want)) > 1e3 * TOL
 
@@ -366,6 +367,7 @@ def test_companion_the_pole_part_on_the_real_line_fails_the_exact_probabilities(
     rates = [549.0, 600.0, 450.0]
     cells = [(fourier.NEAR, r, 90.0, 549.0) for r in rates]
     want = [exact_suppressed(90.0, 549.0, r)[0] for r in rates]
-    assert np.max(np.abs(_batch_sums(fourier.sum_near_batch, cells) - want)) <= 3 * TOL
+    for sums in (fourier.sum_near_batch, interpreted(fourier.sum_near_batch)):
+        assert np.max(np.abs(_batch_sums(sums, cells) - want)) <= 3 * TOL
     broken = interpreted(fourier.sum_near_batch, _node_pole=_pole_part_on_the_real_line)
     assert np.max(np.abs(_batch_sums(broken, cells) - want)) > 1e3 * TOL

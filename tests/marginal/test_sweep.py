@@ -186,7 +186,10 @@ def _logs_one_cell_late(cells, lam, power, rest, total, count, logp):
 
 
 def test_companion_logarithms_given_to_the_next_cell_are_caught():
-    # Planted bug: the sweep recompiled with its batch's logarithms written one cell late
+    # Planted bug: the sweep (run by the interpreter) with its batch's logarithms written one
+    # cell late; the same sweep without it passes
+    together, alone = _batch_against_alone(sweep_with())
+    np.testing.assert_array_equal(together, alone)
     together, alone = _batch_against_alone(sweep_with(_logs=_logs_one_cell_late))
     assert not np.array_equal(together, alone)
 
