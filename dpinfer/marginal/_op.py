@@ -56,6 +56,11 @@ class MarginalLogp(Op):
     (:mod:`dpinfer.marginal._numba_op`) keeps a state per thread in place of
     ``state``, which nutpie shares read-only between chains running at once.
 
+    **Evaluations again.** A node (of a compiled function) answers parameters it
+    evaluated lately from its last results, without a sweep
+    (:mod:`dpinfer.marginal._recent`): PyMC's NUTS evaluates each iteration's
+    starting point a second time.
+
     **Threads.** The sweep spreads the cells of a table of ``THREADED_CELLS`` or
     more over numba's threads (``numba.set_num_threads``, ``NUMBA_NUM_THREADS``),
     except in a child process (``pm.sample(cores=...)`` runs each chain in one),
