@@ -143,18 +143,23 @@ def _model():
     return model
 
 
-@pytest.fixture
-def counted_sweeps(monkeypatch):
-    """The number of sweeps the Op has run since the test began."""
+def _counted(monkeypatch, module, name: str) -> list[int]:
+    """``[calls]``: how many times ``module.name`` is called from now on."""
     count = [0]
-    real = _op.sweep
+    real = getattr(module, name)
 
     def counting(*args):
         count[0] += 1
         real(*args)
 
-    monkeypatch.setattr(_op, "sweep", counting)
+    monkeypatch.setattr(module, name, counting)
     return count
+
+
+@pytest.fixture
+def counted_sweeps(monkeypatch):
+    """The number of sweeps the Op has run since the test began."""
+    return _counted(monkeypatch, _op, "sweep")
 
 
 def test_a_compiled_function_gives_the_same_results_again_without_a_sweep(counted_sweeps):
@@ -215,14 +220,7 @@ def test_a_direct_call_without_a_node_keeps_nothing(counted_sweeps):
 
 
 def test_a_group_totals_node_gives_the_same_results_again_without_a_sweep(monkeypatch):
-    count = [0]
-    real = _group_op.group_sweep
-
-    def counting(*args):
-        count[0] += 1
-        real(*args)
-
-    monkeypatch.setattr(_group_op, "group_sweep", counting)
+    count = _counted(monkeypatch, _group_op, "group_sweep")
     released = np.array([[4, 9, 6], [12, 3, 1]])
     with pm.Model() as model:
         mu = pm.Normal("mu", 1.5, 1.0)
