@@ -107,22 +107,16 @@ def test_a_negative_binomial_sweep_gives_the_same_bits_on_any_number_of_threads(
     assert same_bits(SWEEPS, F.NEGATIVE_BINOMIAL, shape, shape / (shape + rate), form, table)
 
 
-@numba.njit(parallel=True, error_model="numpy")
 def _sweep_with_a_total(family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms):
     # Planted bug: the sweep also reduces the cells' log-likelihoods to a total (stored in
-    # cell 0) as one partial sum per thread over the thread's range of cells. (numba's own
-    # prange reduction would do as much, but TBB may run every range on one thread, in order,
-    # on a busy machine; these ranges follow the thread count whatever the scheduler does.)
-    threads = numba.get_num_threads()
-    size = (pa.size + threads - 1) // threads
-    partial = np.zeros(threads)
-    for t in numba.prange(threads):
-        for j in range(t * size, min((t + 1) * size, pa.size)):
-            sweep_cells(
-                family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, j, j + 1
-            )
-            partial[t] += logp[j]
-    logp[0] = partial.sum()
+    # cell 0) as one partial sum per thread over the thread's range of cells, the ranges
+    # following numba's thread count (as a parallel reduction's would; the partial sums are
+    # taken here one after the other, which changes nothing in their bits)
+    n = pa.size
+    sweep_cells(family, pa, pb, form, table, tol, state, logp, score_a, score_b, terms, 0, n)
+    size = -(-n // numba.get_num_threads())
+    partial = [sum(logp[start : start + size].tolist(), 0.0) for start in range(0, n, size)]
+    logp[0] = sum(partial, 0.0)
 
 
 @needs_two_threads
