@@ -13,10 +13,11 @@ start from another state (:mod:`._poisson`), which changes a few cells' sums wit
 their error bounds (on the pageviews example, 2 of 1,199 results again, by at most
 4e-10 relative), never more.
 
-Each kept evaluation holds five floats a cell (``a``, ``b`` and the three outputs):
-a node keeps at most :data:`BUDGET` bytes of them, so a table of more than some
-400,000 cells keeps none (its memory is the limit there, and a sweep of it costs far
-more than the comparison saves on a small one).
+Each kept evaluation holds five floats a cell (``a``, ``b`` and the three outputs),
+and a node keeps at most :data:`BUDGET` bytes of them: 16 evaluations of a table of up to
+some 26,000 cells, 4 of 100,000 (160 bytes a cell), none of more than some 400,000, where
+a model's memory per cell is what limits it (and the 10**6- and 10**7-cell figures of
+``benchmarks/tables.py`` are those of a node that keeps nothing).
 """
 
 from __future__ import annotations
