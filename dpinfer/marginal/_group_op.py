@@ -52,7 +52,7 @@ class GroupTotalsLogp(Op):
         a, b, form, table, starts, totals = inputs
         a, b = parameters(a), parameters(b)
         recent = recent_of(node, form, table, starts, totals)
-        found = recent.find(a, b) if recent is not None else None
+        found = recent.find(a, b)
         if found is not None:
             for storage, value in zip(output_storage, found, strict=True):
                 storage[0] = value
@@ -74,8 +74,7 @@ class GroupTotalsLogp(Op):
         )
         if np.any(status != OK):
             _refuse(status)
-        if recent is not None:
-            recent.keep(a, b, (logp, score_a, score_b))
+        recent.keep(a, b, (logp, score_a, score_b))
         for storage, value in zip(output_storage, (logp, score_a, score_b), strict=True):
             storage[0] = value
 

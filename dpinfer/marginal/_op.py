@@ -93,7 +93,7 @@ class MarginalLogp(Op):
         a, b, form, table, state = inputs
         a, b = parameters(a), parameters(b)
         recent = recent_of(node, form, table)
-        found = recent.find(a, b) if recent is not None else None
+        found = recent.find(a, b)
         if found is not None:
             for storage, value in zip(output_storage, (*found, state), strict=True):
                 storage[0] = value
@@ -109,8 +109,7 @@ class MarginalLogp(Op):
         sweep(self.family, a, b, cells, tables, self.tol, state, *outputs)
         if np.isnan(logp).any():
             _refuse(np.isnan(logp), terms == BEYOND)
-        if recent is not None:
-            recent.keep(a, b, (logp, score_a, score_b))
+        recent.keep(a, b, (logp, score_a, score_b))
         for storage, value in zip(output_storage, (logp, score_a, score_b, state), strict=True):
             storage[0] = value
 

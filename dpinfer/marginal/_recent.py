@@ -43,10 +43,11 @@ class Recent:
     if they would not fit in :data:`BUDGET`.
     """
 
-    def __init__(self, *constants: np.ndarray):
+    def __init__(self, *constants: np.ndarray, evaluations: int | None = None):
         self._constants = constants
+        wanted = EVALUATIONS if evaluations is None else evaluations
         fits = BUDGET // (_FLOATS_PER_CELL * 8 * max(constants[0].size, 1))
-        self._kept: deque = deque(maxlen=min(EVALUATIONS, fits))
+        self._kept: deque = deque(maxlen=min(wanted, fits))
 
     def __reduce__(self):
         # a compiled function sent to another process (pm.sample's chains) starts afresh
@@ -75,14 +76,14 @@ class Recent:
             self._kept.append((_fingerprint(a, b), *copies[:2], copies[2:]))
 
 
-def recent_of(node, *constants: np.ndarray) -> Recent | None:
-    """Return the evaluations ``node`` keeps (None for a direct call, without a node).
+def recent_of(node, *constants: np.ndarray) -> Recent:
+    """Return the evaluations ``node`` keeps (none for a direct call, without a node).
 
     They belong to its ``constants`` (the same arrays): a node cloned with other
     constants, which copies the first one's tag, starts afresh.
     """
     if node is None:
-        return None
+        return Recent(*constants, evaluations=0)
     recent = getattr(node.tag, "dpinfer_recent", None)
     if recent is None or not recent.belongs_to(*constants):
         recent = node.tag.dpinfer_recent = Recent(*constants)
