@@ -218,8 +218,12 @@ def test_file_names_are_plain(tmp_path):
 
 
 def _start(folder: Path, delay: float, *extra: str) -> subprocess.Popen:
+    """Start a run; its temporary files go beside ``folder`` (a killed run cannot remove them)."""
     argv = [sys.executable, "-c", SLOW_WRITER, str(delay), "run", *TINY, "--out", str(folder)]
-    return subprocess.Popen([*argv, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    env = os.environ | {"TMPDIR": str(folder.parent)}
+    return subprocess.Popen(
+        [*argv, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
 
 
 def _running_pid(folder: Path):

@@ -17,8 +17,13 @@ from ._api_curator import accounting_entries, audit_entries, mechanism_entries, 
 from ._api_outputs import outputs_entries
 
 
-def all_entries(root=None):
-    """Every entry; files (output folders) are written under ``root`` (default: a temp folder)."""
+def all_entries(root):
+    """Every entry; files (output folders) are written under the folder ``root``."""
+    return [*entries_without_files(), *outputs_entries(root)]
+
+
+def entries_without_files():
+    """Every entry but the output folders' (these write files at once: see ``all_entries``)."""
     return [
         *mechanism_entries(),
         *accounting_entries(),
@@ -29,5 +34,4 @@ def all_entries(root=None):
         *model_entries(),
         *sampler_entries(),
         *pymc_entries(),
-        *outputs_entries(root),
     ]

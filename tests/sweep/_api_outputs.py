@@ -41,9 +41,9 @@ BAD_PATHS = (1.0, None, OTHER, b"out", "", ["out"])
 BAD_NAMES = ("", "../a.txt", "sub/a.txt", "manifest.json", ".dpinfer-tmp-x", 1.0, None, OTHER)
 
 
-def outputs_entries(root: Path | None = None):
-    """The entries; their folders are made under ``root`` (default: a new temporary one)."""
-    root = Path(tempfile.mkdtemp(prefix="dpinfer-sweep-")) if root is None else Path(root)
+def outputs_entries(root: Path):
+    """The entries; their folders are made under the folder ``root``."""
+    root = Path(root)
 
     def fresh() -> str:
         return tempfile.mkdtemp(dir=root)
