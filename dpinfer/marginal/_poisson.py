@@ -171,19 +171,23 @@ def _in_range(row):
 def ready(lam, form, n, j, row):
     """Find cell j's mode from its last one and set its constants; False if this path cannot.
 
-    A mode more than 8 counts away is jumped to (:func:`_jump`). False, leaving
-    the cell to :func:`._kernels._cell`, when ``lam`` is not finite and at least
-    ``_SMALLEST``, the mode is unknown or not found, or ``exp(A - B s)`` leaves the
+    A mode more than 8 counts away, or not known yet (the first evaluation), is
+    jumped to (:func:`_jump`): whatever the row held, the cell's sum is the same.
+    False, leaving the cell to :func:`._kernels._cell`, when ``lam`` is not finite and
+    at least ``_SMALLEST``, the mode is not found, or ``exp(A - B s)`` leaves the
     floating-point range.
     """
-    if not (_SMALLEST <= lam < math.inf and row[MODE] >= 0.0):
+    if not _SMALLEST <= lam < math.inf:
         return False
-    if row[AT] != row[MODE]:
-        _at(form, n, j, row, row[MODE])
-    mode = _walk(lam, row[AT], row[UP], row[STEP])
-    if math.isnan(mode):  # moved more than 8 counts: jump near it, and walk from there
+    known, mode = row[MODE] >= 0.0, math.nan
+    if known:
+        if row[AT] != row[MODE]:
+            _at(form, n, j, row, row[MODE])
+        mode = _walk(lam, row[AT], row[UP], row[STEP])
+    if math.isnan(mode):  # moved more than 8 counts, or unknown: jump near it, and walk
         gauss_a, gauss_b = _gaussian_ratio(form, n, j)
-        start = _jump(lam, row[MODE], gauss_a, gauss_b)
+        last = row[MODE] if known else min(math.floor(lam), _LARGEST)
+        start = _jump(lam, last, gauss_a, gauss_b)
         if start < _LARGEST:
             mode = _walk(lam, start, math.exp(gauss_a - gauss_b * start), row[STEP])
     if not mode < _LARGEST:  # NaN: the walk did not end

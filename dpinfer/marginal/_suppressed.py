@@ -144,14 +144,15 @@ def ready(lam, form, table, j, row, z):
     """Find cell j's mode from its last one and set its constants; False if this path cannot.
 
     The mode is walked to from the last one, or bisected for when it moved more
-    than 8 counts. False, leaving the cell to :func:`._kernels._cell`, when
-    ``lam`` is not finite and at least ``_SMALLEST``, the mode is unknown, or
-    the first ``ceil(z sigma)`` terms a side would leave the table.
+    than 8 counts or is not known yet (the first evaluation): whatever the row held,
+    the cell's sum is the same. False, leaving the cell to :func:`._kernels._cell`,
+    when ``lam`` is not finite and at least ``_SMALLEST``, or the first
+    ``ceil(z sigma)`` terms a side would leave the table.
     """
-    if not (_SMALLEST <= lam < math.inf and row[MODE] >= 0.0):
+    if not _SMALLEST <= lam < math.inf:
         return False
     mode = _walk(lam, table, row, row[MODE])
-    if math.isnan(mode):  # more than 8 steps away, or off the table
+    if math.isnan(mode):  # more than 8 steps away, unknown (NaN), or off the table
         mode = _search(lam, table, row)
     if not mode < _LARGEST:
         return False

@@ -32,14 +32,20 @@ def interpreted(function, **replaced):
     return quietly
 
 
-def sweep_with(**replaced):
-    """``._sweep.sweep_cells`` with some globals of its loop (``._sweep._sweep``) replaced.
+def loop_with(**replaced):
+    """``._sweep._sweep`` (a Poisson family's loop) with some of its globals replaced.
 
-    Both run by the interpreter, calling the compiled functions they call (a Poisson
-    family's sweep: the family's compile-time choices made here as numba makes them).
+    Run by the interpreter, calling the compiled functions it calls (the family's
+    compile-time choices made here as numba makes them).
     """
     from dpinfer.marginal import _sweep
 
     constants = types.SimpleNamespace(poisson_fast_path=lambda family: family.poisson_fast_path)
-    loop = interpreted(_sweep._sweep, latent=constants, **replaced)
-    return interpreted(_sweep.sweep_cells, _family_sweep=loop)
+    return interpreted(_sweep._sweep, latent=constants, **replaced)
+
+
+def sweep_with(**replaced):
+    """``._sweep.sweep_cells`` with some globals of its loop (:func:`loop_with`) replaced."""
+    from dpinfer.marginal import _sweep
+
+    return interpreted(_sweep.sweep_cells, _family_sweep=loop_with(**replaced))

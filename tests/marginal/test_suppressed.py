@@ -1,8 +1,9 @@
 """Suppressed discrete Gaussian cells of a Poisson latent on their fast path (``._suppressed``).
 
 ``marginal_sweep`` sums a Poisson cell whose one release is a suppressed discrete Gaussian
-(Wikimedia's hidden cells) by ``dpinfer.marginal._suppressed`` once the cell's mode is known
-from an earlier evaluation. These tests run it from warm states over a grid of rates (from
+(Wikimedia's hidden cells) by ``dpinfer.marginal._suppressed`` from the first evaluation on
+(the mode is then searched for). These tests run it from fresh and warm states over a grid
+of rates (from
 1e-300 to 1e20), sigmas and cuts against the general sum (``._kernels._cell``, the sweep with
 every cell marked for it) and against the independent brute-force sums of ``_brute``, and
 plant a misplaced ratio table, which the same checks must catch.
@@ -11,7 +12,9 @@ plant a misplaced ratio table, which the same checks must catch.
 from __future__ import annotations
 
 import functools
+import types
 
+import numba as nb
 import numpy as np
 import pytest
 
@@ -24,6 +27,7 @@ from dpinfer.marginal._forms import joined_form, kernel_form, release_form
 from dpinfer.noise.form import MAX_TABLE, table_range
 
 from ._brute import log_marginal
+from ._recompiled import loop_with
 
 TOL = 1e-10
 RATES = [1e-300, 1e-8, 0.3, 5.0, 60.0, 89.0, 120.0, 400.0, 800.0, 1e3, 3e3, 1e5, 1e16, 1e20]
@@ -46,8 +50,8 @@ def constants(sigma, cut, n):
     return kernel_form(*joined_form([form]))
 
 
-def sweep(rates, sigma, cut, state, form_table=None):
-    """The sweep of Poisson cells at ``rates``: (logp, score, terms)."""
+def sweep(rates, sigma, cut, state, form_table=None, *, loop=_sweep._sweep):
+    """The sweep (``loop``) of Poisson cells at ``rates``: (logp, score, terms)."""
     rates = np.asarray(rates, dtype=float)
     n = rates.size
     form, table = form_table or constants(sigma, cut, n)
@@ -57,7 +61,7 @@ def sweep(rates, sigma, cut, state, form_table=None):
     # table's path and the general sum are this file's
     refused = np.empty(n, dtype=np.int64)
     arrays = (rates, np.zeros(n), form, table, TOL, state, *out, terms, 0, n, refused, False)
-    assert _sweep._sweep(POISSON, *arrays) == 0
+    assert loop(POISSON, *arrays) == 0
     return out[0], out[1], terms
 
 
@@ -96,6 +100,40 @@ def test_the_fast_path_is_the_general_sum(sigma, cut):
     # the extreme rates return with the terms of the noise's width, not the rate's
     assert terms.max() <= 60 * sigma + 100
     assert np.all(np.abs(terms - general_terms) <= 2 * np.ceil(7 * np.sqrt(general_terms)) + 8)
+
+
+def _first_and_stale_sums(sigma, cut, loop=_sweep._sweep):
+    """The first evaluation's sums at ``ORDINARY``, whether it left every cell on the fast path,
+    and the sums there after stale states (modes far below and far above)."""
+    state = np.full((len(ORDINARY), P.STATE), np.nan)
+    first = sweep(ORDINARY, sigma, cut, state, loop=loop)
+    fast = bool(np.all(state[:, P.AT] == state[:, P.MODE]))
+    stale = []
+    for start in (1e-8, 1e5):
+        state = np.full((len(ORDINARY), P.STATE), np.nan)
+        sweep(np.full(len(ORDINARY), start), sigma, cut, state, loop=loop)
+        stale.append(sweep(ORDINARY, sigma, cut, state, loop=loop))
+    same = all(np.array_equal(a, b) for sums in stale for a, b in zip(first, sums, strict=True))
+    return fast, same
+
+
+@pytest.mark.parametrize(("sigma", "cut"), CASES)
+def test_the_first_evaluation_is_on_the_fast_path_and_any_state_gives_its_sums(sigma, cut):
+    assert _first_and_stale_sums(sigma, cut) == (True, True)
+
+
+@nb.njit(error_model="numpy")
+def _ready_for_known_modes(lam, form, table, j, row, z):
+    return row[P.MODE] >= 0.0 and S.ready(lam, form, table, j, row, z)
+
+
+def test_companion_a_first_evaluation_left_to_the_general_sum_is_caught():
+    # Planted bug: the loop (run by the interpreter) sends a suppressed cell without a mode yet
+    # to the general sum, whose terms are not the fast path's; the same loop without it passes
+    planted = types.SimpleNamespace(**vars(S))
+    planted.ready = _ready_for_known_modes
+    assert _first_and_stale_sums(18.3, 89.0, loop_with()) == (True, True)
+    assert _first_and_stale_sums(18.3, 89.0, loop_with(suppressed=planted)) == (False, False)
 
 
 @pytest.mark.parametrize(("sigma", "cut"), CASES)
