@@ -15,14 +15,14 @@ terms on each side of its mode with no test between them, where
    z = \sqrt{2 \log(2 / \mathrm{tol})} - 1/2, \qquad
    \sigma_j^{-2} = B_j + 1 / \max(\mathrm{mode}_j, 1),
 
-:math:`\sigma_j^{-2}` the curvature of :math:`\log t` at the mode: :math:`K_j` stops half a
-width short of where a Gaussian-shaped :math:`t` falls to ``tol / 2`` of its peak. Then each side's
-geometric bound is checked, and a side whose bound is not yet below ``tol / 2``
-of the partial sum goes on term by term until it is. :math:`K_j` only decides
-where the checks start (a loop without tests runs about a fifth faster than one
-that tests every term); the bound decides where the sum stops, and the terms of
-a cell depend on that cell alone. With this :math:`z` the first check ends most
-sums: at tol ``1e-10`` and ``sigma = 3.16`` (``benchmarks/tables.py`` at
+:math:`\sigma_j^{-2}` the curvature of :math:`\log t` at the mode: :math:`K_j` stops
+half a width short of where a Gaussian-shaped :math:`t` falls to ``tol / 2`` of its
+peak. Then each side's geometric bound is checked, and a side whose bound is not yet
+below ``tol / 2`` of the partial sum goes on term by term until it is. :math:`K_j`
+only decides where the checks start (a loop without tests runs about a fifth faster
+than one that tests every term); the bound decides where the sum stops, and the
+terms of a cell depend on that cell alone. With this :math:`z` the first check ends
+most sums: at tol ``1e-10`` and ``sigma = 3.16`` (``benchmarks/tables.py`` at
 ``rho = 0.05``) a cell takes 0.3 terms after it, and 2.3 with a :math:`z` half a
 width smaller, whose tested terms cost more than the untested ones they save (a
 sweep along a sampler's steps took about a sixth longer).
