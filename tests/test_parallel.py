@@ -261,9 +261,10 @@ def test_leaving_a_run_stops_its_running_chunks_and_removes_the_stop_file(tmp_pa
     with ThreadPoolExecutor(2) as pool:
         it = parallel.iter_chunks(_stepping, ROOT, executor=pool, stop=6)
         assert next(it) == 0
-        assert _ONE_RUNS.wait(timeout=60)  # chunk 1 runs (chunk 2 submitted, perhaps started)
+        assert _ONE_RUNS.wait(timeout=60)  # chunk 1 or chunk 2 runs (both were submitted)
         it.close()
-    assert set(_STEPS) in ({0, 1}, {0, 1, 2})  # nothing started after the run was left
+    # either may start first, and the other then stops before its body; none after them runs
+    assert set(_STEPS) in ({0, 1}, {0, 2}, {0, 1, 2})
     assert all(n < 500 for n in _STEPS.values())  # the running chunks stopped part way
     assert list(tmp_path.iterdir()) == []  # the stop file is gone once they are done
 
