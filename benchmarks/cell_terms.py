@@ -3,8 +3,9 @@
 The cells:
 
 * ``county``: the 10,000 cells of ``benchmarks/tables.py`` (a Poisson count released with
-  discrete Gaussian noise) at ``rho`` 0.5 and 0.05 zCDP (sigma 1 and 3.2: about 13 and 37
-  terms a cell), summed by :mod:`dpinfer.marginal._poisson`;
+  discrete Gaussian noise) at ``rho`` 0.5 and 0.05 zCDP (sigma 1 and 3.2: windows of about
+  13 and 37 terms a cell, where at 3.2 three cells in four take every other term, about 23
+  terms summed a cell), summed by :mod:`dpinfer.marginal._poisson`;
 * ``pageviews``: the 2,520 cells of ``dpinfer run pageviews`` at 280 days by tier (sigma 18, 90,
   180), published ones (:mod:`dpinfer.marginal._poisson`) and suppressed ones
   (:mod:`dpinfer.marginal._suppressed`): hundreds of terms a cell.
