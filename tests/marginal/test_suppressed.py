@@ -3,10 +3,10 @@
 ``marginal_sweep`` sums a Poisson cell whose one release is a suppressed discrete Gaussian
 (Wikimedia's hidden cells) by ``dpinfer.marginal._suppressed`` from the first evaluation on
 (the mode is then searched for). These tests run it from fresh and warm states over a grid
-of rates (from
-1e-300 to 1e20), sigmas and cuts against the general sum (``._kernels._cell``, the sweep with
-every cell marked for it) and against the independent brute-force sums of ``_brute``, and
-plant a misplaced ratio table, which the same checks must catch.
+of rates (from 1e-300 to 1e20), sigmas and cuts against the general sum
+(``._kernels._cell``, the sweep with every cell marked for it) and against the independent
+brute-force sums of ``_brute``, and plant a misplaced ratio table, which the same checks
+must catch.
 """
 
 from __future__ import annotations

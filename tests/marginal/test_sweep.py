@@ -147,30 +147,25 @@ def test_where_the_checks_start_does_not_decide_where_the_sum_stops(mech):
 
 
 def _first_and_stale_sums(cells=sweep_cells, mech="twice"):
-    """The first evaluation's (logp, score, terms) of ``RATES``, and those after stale states.
-
-    Also whether the first one left every cell on the fast path (its constants at its mode).
-    """
+    """Whether the first evaluation at ``RATES`` left every cell on the fast path (its constants
+    at its mode), and whether stale states (modes of far rates) gave the same sums there."""
     pairs = GAUSSIANS[mech]
     first = fresh(len(RATES))
     sums = sweep(RATES, pairs, first, cells=cells)
+    fast = bool(np.all(first[:, P.AT] == first[:, P.MODE]))
     stale = []
     for start in (1e-8, 37.0, 4e5):
         state = fresh(len(RATES))
         sweep(np.full(len(RATES), start), pairs, state, cells=cells)
         stale.append(sweep(RATES, pairs, state, cells=cells))
-    return sums, stale, bool(np.all(first[:, P.AT] == first[:, P.MODE]))
-
-
-def _same(sums, others):
-    return all(np.array_equal(a, b) for other in others for a, b in zip(sums, other, strict=True))
+    same = all(np.array_equal(a, b) for other in stale for a, b in zip(sums, other, strict=True))
+    return fast, same
 
 
 @pytest.mark.parametrize("mech", GAUSSIANS)
 def test_the_first_evaluation_is_on_the_fast_path_and_any_state_gives_its_sums(mech):
-    sums, stale, fast = _first_and_stale_sums(mech=mech)
-    assert fast
-    assert _same(sums, stale)  # the same bits: the state only decides where the search starts
+    # the same bits: the state only decides where the search starts
+    assert _first_and_stale_sums(mech=mech) == (True, True)
 
 
 @nb.njit(error_model="numpy")
@@ -181,10 +176,8 @@ def _ready_for_known_modes(lam, form, n, j, row):
 def test_companion_a_first_evaluation_left_to_the_general_sum_is_caught():
     # Planted bug: the sweep (run by the interpreter) sends a cell without a mode yet to the
     # general sum, whose terms are not the fast path's; the same sweep without it passes
-    sums, stale, fast = _first_and_stale_sums(sweep_with())
-    assert fast and _same(sums, stale)
-    sums, stale, fast = _first_and_stale_sums(sweep_with(ready=_ready_for_known_modes))
-    assert not fast and not _same(sums, stale)
+    assert _first_and_stale_sums(sweep_with()) == (True, True)
+    assert _first_and_stale_sums(sweep_with(ready=_ready_for_known_modes)) == (False, False)
 
 
 def _alone(rates, pairs):
