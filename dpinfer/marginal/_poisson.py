@@ -34,10 +34,11 @@ difference (the alternating sum of the terms, a contour integral as in
 :mod:`._fourier`) for every rate whose mode is the cell's, from the noise's
 :math:`B` and the mode alone, and marks the cell (a negative ``SD``) when its mode
 moves. Such a cell is summed by :func:`_sum_pairs` over :math:`s = \mathrm{mode} \pm 2i`,
-its tails bounded as above within ``tol / 2 - PAIRS_ERROR`` a side: the sum and the
-score within ``tol`` as the others, for half the terms. At ``sigma = 3.16`` (``B =
-0.1``) cells of modes 26 and more qualify, and the static sweep of
-``benchmarks/tables.py``'s table at ``rho = 0.05`` takes a sixth less time.
+its tails bounded as above within ``tol / 2 - PAIRS_ERROR`` a side: the sum within
+``tol`` as the others, and the mean of ``s`` in the score within ``2 PAIRS_ERROR``
+(relative) of the whole sum's, for half the terms. At ``sigma = 3.16`` (``B = 0.1``)
+cells of modes 27 and more qualify, and the static sweep of ``benchmarks/tables.py``'s
+table at ``rho = 0.05`` takes a sixth less time.
 
 **State.** The mode of each cell and the constants of its releases are kept
 between evaluations (columns below), so that a cell whose mode has not moved
@@ -232,7 +233,12 @@ def sum_cell(lam, row, z, half):
     an addition a term where the moment itself would cost a product.
     """
     if row[SD] < 0.0 and half > PAIRS_ERROR:
-        return _sum_pairs(lam, row, z, half - PAIRS_ERROR)
+        total, score, count, computed = _sum_pairs(
+            lam, row[AT], row[STEP], row[UP], row[SD], z, half - PAIRS_ERROR
+        )
+        if count >= _MAX_TERMS or row[AT] >= TEXTBOOK:
+            return 0.0, _rare_rest(lam, row, count), total, score, computed
+        return row[AT], row[CONST] - lam, total, score, computed
     mode, step = row[AT], row[STEP]
     inv_lam = 1.0 / lam
     k = int(math.ceil(z * abs(row[SD])))
@@ -267,22 +273,24 @@ def sum_cell(lam, row, z, half):
     return mode, row[CONST] - lam, total, score, count
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
-def _sum_pairs(lam, row, z, half):
-    """:func:`sum_cell` of a cell whose ``SD`` is negative: the terms ``s = mode +- 2i``, twice.
+# a call, not inlined into the sweep's loop: its arguments are numbers (no reference counts),
+# and inlined it cost the Poisson sweep a fifth more compilation
+@nb.njit(cache=True, error_model="numpy")
+def _sum_pairs(lam, mode, step, up, sd, z, half):
+    """:func:`sum_cell` of a cell whose ``SD`` (``sd``) is negative: (total, score, terms, summed).
 
-    The terms of the mode's parity sum to half the cell's total within
-    :data:`PAIRS_ERROR` of it (:func:`_pairs_suffice`); each side's tail is bounded
-    as in :func:`sum_cell`, with the ratio of a term to the one two before, and
-    ``half`` is what the caller leaves for the tails. The products ``(s + 1)(s + 2)``
-    and ``s (s - 1)`` of the two steps' ratios are updated by their differences.
+    The terms ``s = mode +- 2i``, twice: those of the mode's parity sum to half the
+    cell's total within :data:`PAIRS_ERROR` of it (:func:`_pairs_suffice`). Each side's
+    tail is bounded as in :func:`sum_cell`, with the ratio of a term to the one two
+    before, and ``half`` is what the caller leaves for the tails. The products ``(s + 1)(s
+    + 2)`` and ``s (s - 1)`` of the two steps' ratios are updated by their differences.
+    ``terms`` counts the terms the sum stands for, ``summed`` those it took.
     """
-    mode, step = row[AT], row[STEP]
     inv_lam = 1.0 / lam
-    k = int(math.ceil(0.5 * z * -row[SD]))
+    k = int(math.ceil(0.5 * z * -sd))
     step4 = step * step * step * step
-    lift = lam * row[UP]
-    fall = inv_lam * _down(row)  # the mode is above 0 (_pairs_suffice)
+    lift = lam * up
+    fall = inv_lam * (step / up)  # the mode is above 0 (_pairs_suffice)
     lift2, den, den_step = lift * lift * step, (mode + 1.0) * (mode + 2.0), 4.0 * mode + 10.0
     fall2, num, num_step = fall * fall * step, mode * (mode - 1.0), 6.0 - 4.0 * mode
     w_r, sum_r, acc_r, ratio = 1.0, 1.0, 0.0, 0.0
@@ -310,14 +318,11 @@ def _sum_pairs(lam, row, z, half):
             )
             d_l += 1
             left = mode > 2 * d_l + 1 and not _below(w_l, back, half * (sum_r + sum_l))
-    count = _count(2 * d_r, 2 * d_l, mode)
     total = sum_r + sum_l
     moment = 2.0 * ((d_r * sum_r - acc_r) - (d_l * sum_l - acc_l))
     score = (mode + moment / total) * inv_lam - 1.0
-    computed = 1 + d_r + min(d_l, int(mode) // 2)
-    if count >= _MAX_TERMS or mode >= TEXTBOOK:
-        return 0.0, _rare_rest(lam, row, count), 2.0 * total, score, computed
-    return mode, row[CONST] - lam, 2.0 * total, score, computed
+    summed = 1 + d_r + min(d_l, int(mode) // 2)
+    return 2.0 * total, score, _count(2 * d_r, 2 * d_l, mode), summed
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -409,18 +414,27 @@ def _pairs_suffice(gauss_b, m):
     and the mode's conditions (``lam up`` in ``(m e^{-B}, m + 1]``) put
     :math:`\tau - (\mu - m)/v` in :math:`[-B/2 - \log(1 + 1/m), B/2]`: the bound
     depends on ``v`` and ``m`` alone. :func:`_log_pairs_integral` bounds :math:`J`.
+
+    The score's moment :math:`\sum_s s\, p(s \mid \lambda) e^{-(s - \mu)^2 / (2v)}`
+    is :math:`\lambda` times such a sum at :math:`\mu - 1`, whose mode is ``m - 1`` or
+    ``m``: :func:`_log_pairs_bound` bounds both, and the mean of ``s`` that the score
+    takes is within ``2 PAIRS_ERROR`` of itself, relative, besides its tails.
     """
-    return m >= 1.0 and 0.0 < gauss_b <= 1.0 and _log_pairs_bound(gauss_b, m) <= _LOG_PAIRS_ERROR
+    return m >= 2.0 and 0.0 < gauss_b <= 1.0 and _log_pairs_bound(gauss_b, m) <= _LOG_PAIRS_ERROR
 
 
 @nb.njit(cache=True, error_model="numpy")
 def _log_pairs_bound(gauss_b, m):
-    """:func:`_pairs_suffice`'s bound of ``log(|D| / S)``, for ``m >= 1`` and ``0 < B <= 1``."""
-    v = 1.0 / gauss_b
-    offset = 0.5 * gauss_b + 1.0 / m
+    """:func:`_pairs_suffice`'s bound of ``log(|D| / S)`` at a mode of ``m`` or ``m - 1``.
+
+    For ``m >= 2`` and ``0 < B <= 1``: every term of the bound but ``log(v m)`` falls as
+    the mode grows (``J`` with ``L``), so it takes ``m - 1`` there and ``m`` in that one.
+    """
+    v, below = 1.0 / gauss_b, m - 1.0
+    offset = 0.5 * gauss_b + 1.0 / below
     return (
-        0.5 * math.log(v * m) + 1.0 / (12.0 * m) + 0.5 * v * offset * offset
-        + _log_pairs_integral(v, m)
+        0.5 * math.log(v * m) + 1.0 / (12.0 * below) + 0.5 * v * offset * offset
+        + _log_pairs_integral(v, below)
     )  # fmt: skip
 
 
