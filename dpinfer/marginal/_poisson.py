@@ -238,9 +238,7 @@ def sum_cell(lam, row, z, half):
         total, score, count, computed = _sum_pairs(
             lam, row[AT], row[STEP], row[UP], row[SD], z, half - PAIRS_ERROR
         )
-        if count >= _MAX_TERMS or row[AT] >= TEXTBOOK:
-            return 0.0, _rare_rest(lam, row, count), total, score, computed
-        return row[AT], row[CONST] - lam, total, score, computed
+        return _result(lam, row, total, score, count, computed)
     mode, step = row[AT], row[STEP]
     inv_lam = 1.0 / lam
     k = int(math.ceil(z * abs(row[SD])))
@@ -270,9 +268,15 @@ def sum_cell(lam, row, z, half):
     total = sum_r + sum_l
     moment = (d_r * sum_r - acc_r) - (d_l * sum_l - acc_l)
     score = (mode + moment / total) * inv_lam - 1.0
-    if count >= _MAX_TERMS or mode >= TEXTBOOK:  # rare: too wide, or a large count
-        return 0.0, _rare_rest(lam, row, count), total, score, count
-    return mode, row[CONST] - lam, total, score, count
+    return _result(lam, row, total, score, count, count)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _result(lam, row, total, score, count, summed):
+    """:func:`sum_cell`'s tuple; ``count`` terms in the sum's window, ``summed`` of them taken."""
+    if count >= _MAX_TERMS or row[AT] >= TEXTBOOK:  # rare: too wide, or a large count
+        return 0.0, _rare_rest(lam, row, count), total, score, summed
+    return row[AT], row[CONST] - lam, total, score, summed
 
 
 # a call, not inlined into the sweep's loop: its arguments are numbers (no reference counts),
