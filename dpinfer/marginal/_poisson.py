@@ -33,20 +33,26 @@ total within :data:`PAIRS_ERROR` of it: :func:`_pairs_suffice` bounds the
 difference (the alternating sum of the terms, a contour integral as in
 :mod:`._fourier`) for every rate whose mode is the cell's, from the noise's
 :math:`B` and the mode alone, and marks the cell (a negative ``SD``) when its mode
-moves. Such a cell is summed by :func:`_sum_pairs` over :math:`s = \mathrm{mode} \pm 2i`,
+moves. Such a cell is summed by :mod:`._pairs_batch` over :math:`s = \mathrm{mode} \pm 2i`,
 its tails bounded as above within ``tol / 2 - PAIRS_ERROR`` a side: the sum within
 ``tol`` as the others, and the mean of ``s`` in the score within ``2 PAIRS_ERROR``
 (relative) of the whole sum's, for half the terms. At ``sigma = 3.16`` (``B = 0.1``)
-cells of modes 27 and more qualify, and the sweep of ``benchmarks/tables.py``'s table at
-``rho = 0.05`` takes an eighth less time at a fixed point; along a sampler's path, where a
-sixth of the modes move at a step, about as long as before (a moved mode's constants,
-the bound among them, cost what the pairs save there).
+cells of modes 27 and more qualify.
 
 **State.** The mode of each cell and the constants of its releases are kept
 between evaluations (columns below), so that a cell whose mode has not moved
 costs no ``exp`` and no ``lgamma`` (:func:`stays` checks it in place, which
 is a third of the sweep's time saved at a sampler's usual step); any starting
 point gives the same sum.
+
+**Anchors.** The constants are those of the mode itself, but in a wide cell (``B <= 1/4``:
+some 15 terms or more, to which one a side adds little) whose mode is :data:`GRID_FROM`
+or more, three modes share them: the modes ``3q`` to
+``3q + 2`` are summed from :func:`anchor` ``3q + 1``, one count more on each side before
+the checks, and the pairs decision covers the three. A sampler's small steps move an anchor
+less often than a mode: along ``benchmarks/tables.py``'s NUTS path at ``rho = 0.05``, 6.8%
+of the cells a step against 16.3%, where a moved cell costs about three of the others
+(its releases' constants read from the form, ``exp``, ``lgamma``, the pairs bound).
 """
 
 from __future__ import annotations
@@ -62,7 +68,8 @@ from ._log_pmf import TEXTBOOK, bd0, poisson_log_shape
 
 # Columns of the per-cell state kept between evaluations: every entry is a function of the
 # cell's releases and of the mode ``AT``, or a starting point, so no result depends on it.
-# ``MODE``: last mode (NaN: unknown); ``AT``: where the constants below are (NaN: nowhere);
+# ``MODE``: last mode (NaN: unknown); ``AT``: where the constants below are, the mode's
+# :func:`anchor` (NaN: nowhere; -inf: ._fourier's);
 # ``UP``: exp(A - B AT) of the Gaussian releases' exp(A - B s); ``CONST``: mechanisms(AT) plus
 # the part of log p(AT | lam) that depends on AT alone (._log_pmf.poisson_log_shape);
 # ``SD``: (B + 1 / max(AT, 1))^(-1/2), the width of t at AT, negative where every other
@@ -77,6 +84,10 @@ _SMALLEST = 2.0**-1022
 # the largest mode of this path: its sums walk fewer than 10^8 terms, so they stay below 2**53,
 # where float64 counts in steps of one (larger modes take _kernels._cell, which checks)
 _LARGEST = 2.0**52
+#: The modes of a wide cell (``B <= 1/4``, ``STEP >= GRID_STEP``) from ``GRID_FROM`` on share
+#: their constants by threes: modes ``3q`` to ``3q + 2`` are summed from ``AT = 3q + 1``.
+GRID_STEP = math.exp(-0.25)
+GRID_FROM = 9.0
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -103,8 +114,36 @@ def _at(form, n, j, row, s):
         row[UP] = math.exp(gauss_a - gauss_b * s)
         row[CONST] = published + poisson_log_shape(s)
         sd = 1.0 / math.sqrt(gauss_b + 1.0 / max(s, 1.0))
-        row[SD] = -sd if _pairs_suffice(gauss_b, s) else sd
+        lowest, highest = _modes_at(s, row[STEP])
+        row[SD] = -sd if _pairs_suffice(gauss_b, lowest, highest) else sd
         row[AT] = s
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def anchor(mode, step):
+    """Where a cell of ``STEP = step`` whose mode is ``mode`` keeps its constants (``AT``).
+
+    The mode itself, but for a wide cell's modes from ``GRID_FROM`` on: ``3q + 1`` for the
+    modes ``3q`` to ``3q + 2``, so that a sampler's small steps move them less often.
+    """
+    if step >= GRID_STEP and mode >= GRID_FROM:
+        return 3.0 * math.floor(mode / 3.0) + 1.0
+    return mode
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _modes_at(at, step):
+    """Return the lowest and the highest mode whose :func:`anchor` is ``at``."""
+    if step >= GRID_STEP and at >= GRID_FROM:  # the anchors 10, 13, ...; below 9, the modes
+        return at - 1.0, at + 1.0
+    return at, at
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def reach(at, step):
+    """How far from ``at`` its modes reach (one for a grid's anchor, else none)."""
+    lowest, _ = _modes_at(at, step)
+    return at - lowest
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -155,13 +194,14 @@ def stays(lam, row):
     :func:`ready` (a ``lam`` that is NaN, infinite or below ``_SMALLEST``, an unknown mode,
     constants out of range).
     """
-    s, up = row[AT], row[UP]
+    s, up, step = row[AT], row[UP], row[STEP]
+    lowest, highest = _modes_at(s, step)
     return (
-        s == row[MODE]
+        s >= 0.0
         and _SMALLEST <= lam < math.inf
         and _in_range(row)
-        and not _rises(lam, up, s)
-        and not _fell(lam, up, s, row[STEP])
+        and not _rises(lam, up * step if highest > s else up, highest)
+        and not (lowest > 0.0 and not lam * up > lowest * (step * step if lowest < s else step))
     )
 
 
@@ -201,11 +241,12 @@ def ready(lam, form, n, j, row):
     """
     if not _SMALLEST <= lam < math.inf:
         return False
-    known, mode = row[MODE] >= 0.0, math.nan
+    known, mode, step = row[MODE] >= 0.0, math.nan, row[STEP]
     if known:
-        if row[AT] != row[MODE]:
-            _at(form, n, j, row, row[MODE])
-        mode = _walk(lam, row[AT], row[UP], row[STEP])
+        last = anchor(row[MODE], step)
+        if row[AT] != last:
+            _at(form, n, j, row, last)
+        mode = _walk(lam, row[AT], row[UP], step)
     if math.isnan(mode):  # moved more than 8 counts, or unknown: jump near it, and walk
         gauss_a, gauss_b = _gaussian_ratio(form, n, j)
         last = row[MODE] if known else min(math.floor(lam), _LARGEST)
@@ -214,7 +255,7 @@ def ready(lam, form, n, j, row):
             mode = _walk(lam, start, math.exp(gauss_a - gauss_b * start), row[STEP])
     if not mode < _LARGEST:  # NaN: the walk did not end
         return False
-    _at(form, n, j, row, mode)
+    _at(form, n, j, row, anchor(mode, step))
     if not _in_range(row):
         return False
     row[MODE] = mode
@@ -226,26 +267,22 @@ def ready(lam, form, n, j, row):
 def sum_cell(lam, row, z, half):
     """Sum a cell made :func:`ready`: (power, rest, total, score, terms).
 
-    Its log-likelihood is ``power log(lam) + rest + log(total)``: the sweep takes the
-    logarithms of a batch of cells at once (:func:`._sweep._logs`). ``rest`` is NaN past
-    ``_MAX_TERMS`` terms.
+    Not a cell that :mod:`._pairs_batch` takes (a negative ``SD``). Its log-likelihood is
+    ``power log(lam) + rest + log(total)``: the sweep takes the logarithms of a batch of
+    cells at once (:func:`._sweep._logs`). ``rest`` is NaN past ``_MAX_TERMS`` terms. The
+    terms are counted from the row's ``AT``, the mode's :func:`anchor`.
 
     Each side keeps its partial sums ``S_d`` and their running total ``acc``:
     the side's moment ``sum_d d w_d`` is ``D S_D - sum_{d<D} S_d``, which costs
     an addition a term where the moment itself would cost a product.
     """
-    if row[SD] < 0.0 and half > PAIRS_ERROR:
-        total, score, count, computed = _sum_pairs(
-            lam, row[AT], row[STEP], row[UP], row[SD], z, half - PAIRS_ERROR
-        )
-        return _result(lam, row, total, score, count, computed)
-    mode, step = row[AT], row[STEP]
+    at, step = row[AT], row[STEP]
     inv_lam = 1.0 / lam
-    k = int(math.ceil(z * abs(row[SD])))
-    lift, den = lam * row[UP], mode
-    # below 1 at a mode above 0 (t(mode - 1) < t(mode)); at mode 0 there is no left side, and
-    # _down(row) / lam may overflow there, which would make its zero terms 0 * inf
-    fall, num = (inv_lam * _down(row) if mode > 0.0 else 0.0), mode
+    k = int(math.ceil(z * abs(row[SD]) + reach(at, step)))
+    lift, den = lam * row[UP], at
+    # at AT 0 there is no left side, and _down(row) / lam may overflow there, which would
+    # make its zero terms 0 * inf
+    fall, num = (inv_lam * _down(row) if at > 0.0 else 0.0), at
     w_r, sum_r, acc_r, ratio = 1.0, 1.0, 0.0, 0.0
     w_l, sum_l, acc_l, back = 1.0, 0.0, 0.0, 0.0
     # the first k terms on each side with no test between them: the bounds are checked after
@@ -254,8 +291,8 @@ def sum_cell(lam, row, z, half):
         back, fall, num, w_l, sum_l, acc_l = _left(fall, num, step, w_l, sum_l, acc_l)
     d_r = d_l = k
     right = not _below(w_r, ratio, half * (sum_r + sum_l))
-    left = mode > d_l and not _below(w_l, back, half * (sum_r + sum_l))
-    while (right or left) and _count(d_r, d_l, mode) < _MAX_TERMS:
+    left = at > d_l and not _below(w_l, back, half * (sum_r + sum_l))
+    while (right or left) and _count(d_r, d_l, at) < _MAX_TERMS:
         if right:
             ratio, lift, den, w_r, sum_r, acc_r = _right(lift, den, step, w_r, sum_r, acc_r)
             d_r += 1
@@ -263,94 +300,24 @@ def sum_cell(lam, row, z, half):
         if left:
             back, fall, num, w_l, sum_l, acc_l = _left(fall, num, step, w_l, sum_l, acc_l)
             d_l += 1
-            left = mode > d_l and not _below(w_l, back, half * (sum_r + sum_l))
-    count = _count(d_r, d_l, mode)
+            left = at > d_l and not _below(w_l, back, half * (sum_r + sum_l))
+    count = _count(d_r, d_l, at)
     total = sum_r + sum_l
     moment = (d_r * sum_r - acc_r) - (d_l * sum_l - acc_l)
-    score = (mode + moment / total) * inv_lam - 1.0
-    return _result(lam, row, total, score, count, count)
+    score = (at + moment / total) * inv_lam - 1.0
+    return _result(lam, at, row[CONST], total, score, count, count)
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
-def _result(lam, row, total, score, count, summed):
-    """:func:`sum_cell`'s tuple; ``count`` terms in the sum's window, ``summed`` of them taken."""
-    if count >= _MAX_TERMS or row[AT] >= TEXTBOOK:  # rare: too wide, or a large count
-        return 0.0, _rare_rest(lam, row, count), total, score, summed
-    return row[AT], row[CONST] - lam, total, score, summed
+def _result(lam, at, const, total, score, count, summed):
+    """:func:`sum_cell`'s tuple; ``count`` terms in the sum's window, ``summed`` of them taken.
 
-
-# a call, not inlined into the sweep's loop: its arguments are numbers (no reference counts),
-# and inlined it cost the Poisson sweep a fifth more compilation
-@nb.njit(cache=True, error_model="numpy")
-def _sum_pairs(lam, mode, step, up, sd, z, half):
-    """:func:`sum_cell` of a cell whose ``SD`` (``sd``) is negative: (total, score, terms, summed).
-
-    The terms ``s = mode +- 2i``, twice: those of the mode's parity sum to half the
-    cell's total within :data:`PAIRS_ERROR` of it (:func:`_pairs_suffice`). Each side's
-    tail is bounded as in :func:`sum_cell`, with the ratio of a term to the one two
-    before, and ``half`` is what the caller leaves for the tails. The products ``(s + 1)(s
-    + 2)`` and ``s (s - 1)`` of the two steps' ratios are updated by their differences.
-    ``terms`` counts the terms the sum stands for, ``summed`` those it took.
+    ``at`` and ``const`` are the row's ``AT`` and ``CONST`` (numbers: a row passed to a
+    call costs its reference count, a tenth of a pairs cell's time).
     """
-    inv_lam = 1.0 / lam
-    k = int(math.ceil(0.5 * z * -sd))
-    step4 = step * step * step * step
-    lift = lam * up
-    fall = inv_lam * (step / up)  # the mode is above 0 (_pairs_suffice)
-    lift2, den, den_step = lift * lift * step, (mode + 1.0) * (mode + 2.0), 4.0 * mode + 10.0
-    fall2, num, num_step = fall * fall * step, mode * (mode - 1.0), 6.0 - 4.0 * mode
-    w_r, sum_r, acc_r, ratio = 1.0, 1.0, 0.0, 0.0
-    w_l, sum_l, acc_l, back = 1.0, 0.0, 0.0, 0.0
-    for _ in range(k):
-        ratio, lift2, den, den_step, w_r, sum_r, acc_r = _pair(
-            lift2, den, den_step, step4, w_r, sum_r, acc_r, True
-        )
-        back, fall2, num, num_step, w_l, sum_l, acc_l = _pair(
-            fall2, num, num_step, step4, w_l, sum_l, acc_l, False
-        )
-    d_r = d_l = k
-    right = not _below(w_r, ratio, half * (sum_r + sum_l))
-    left = mode > 2 * d_l + 1 and not _below(w_l, back, half * (sum_r + sum_l))
-    while (right or left) and _count(2 * d_r, 2 * d_l, mode) < _MAX_TERMS:
-        if right:
-            ratio, lift2, den, den_step, w_r, sum_r, acc_r = _pair(
-                lift2, den, den_step, step4, w_r, sum_r, acc_r, True
-            )
-            d_r += 1
-            right = not _below(w_r, ratio, half * (sum_r + sum_l))
-        if left:
-            back, fall2, num, num_step, w_l, sum_l, acc_l = _pair(
-                fall2, num, num_step, step4, w_l, sum_l, acc_l, False
-            )
-            d_l += 1
-            left = mode > 2 * d_l + 1 and not _below(w_l, back, half * (sum_r + sum_l))
-    total = sum_r + sum_l
-    moment = 2.0 * ((d_r * sum_r - acc_r) - (d_l * sum_l - acc_l))
-    score = (mode + moment / total) * inv_lam - 1.0
-    summed = 1 + d_r + min(d_l, int(mode) // 2)
-    return 2.0 * total, score, _count(2 * d_r, 2 * d_l, mode), summed
-
-
-@nb.njit(cache=True, error_model="numpy", inline="always")
-def _pair(product, quadratic, difference, step4, w, total, acc, right):
-    """Take the term two steps on, and update the products that give the next one.
-
-    To the right the term is ``product / quadratic`` times the last (``product =
-    lift lift e^{-B}``, ``quadratic = (s + 1)(s + 2)``), to the left ``quadratic
-    product`` (``s (s - 1)`` and ``fall fall e^{-B}``). Returns (ratio, next product,
-    next quadratic, next difference, term, partial sum, running total of the sums before).
-    """
-    ratio = product / quadratic if right else quadratic * product
-    w *= ratio
-    return (
-        ratio,
-        product * step4,
-        quadratic + difference,
-        difference + 8.0,
-        w,
-        total + w,
-        acc + total,
-    )
+    if count >= _MAX_TERMS or at >= TEXTBOOK:  # rare: too wide, or a large count
+        return 0.0, _rare_rest(lam, at, const, count), total, score, summed
+    return at, const - lam, total, score, summed
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -385,7 +352,7 @@ def _below(w, ratio, small):
     return w == 0.0 or w * ratio <= small * (1.0 - ratio)
 
 
-#: What :func:`_sum_pairs` may leave out at most, relative to a cell's sum: the terms of
+#: What :mod:`._pairs_batch` may leave out at most, relative to a cell's sum: the terms of
 #: the other parity less those of the mode's
 PAIRS_ERROR = 2.0**-40
 # 1/2 - pi^2 / 96: 1 - cos u >= PAIRS_CURVE u^2 on [0, pi / 2] (1 - cos u >= u^2/2 - u^4/24)
@@ -395,10 +362,11 @@ _LOG_2PI, _LOG_2_OVER_PI, _LOG_2 = math.log(2.0 * math.pi), math.log(2.0 / math.
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _pairs_suffice(gauss_b, m):
-    r"""Whether the terms of ``m``'s parity give the sum within ``PAIRS_ERROR`` at any rate.
+def _pairs_suffice(gauss_b, lowest, highest):
+    r"""Whether the terms of either parity give the sum within ``PAIRS_ERROR`` at any rate.
 
-    Any rate whose mode is ``m``, with releases of ``B = gauss_b``. With :math:`v =
+    Any rate whose mode ``m`` is from ``lowest`` to ``highest``, with releases of
+    ``B = gauss_b``. With :math:`v =
     1/B` and :math:`\mu = A/B + 1/2`, the cell's terms are :math:`p(s \mid \lambda)
     e^{-(s - \mu)^2 / (2v)}` times a constant, and twice those of one parity differ
     from the sum by :math:`|D|`,
@@ -426,20 +394,25 @@ def _pairs_suffice(gauss_b, m):
     ``m``: :func:`_log_pairs_bound` bounds both, and the mean of ``s`` that the score
     takes is within ``2 PAIRS_ERROR`` of itself, relative, besides its tails.
     """
-    return m >= 2.0 and 0.0 < gauss_b <= 1.0 and _log_pairs_bound(gauss_b, m) <= _LOG_PAIRS_ERROR
+    return (
+        lowest >= 2.0
+        and 0.0 < gauss_b <= 1.0
+        and _log_pairs_bound(gauss_b, lowest, highest) <= _LOG_PAIRS_ERROR
+    )
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _log_pairs_bound(gauss_b, m):
-    """:func:`_pairs_suffice`'s bound of ``log(|D| / S)`` at a mode of ``m`` or ``m - 1``.
+def _log_pairs_bound(gauss_b, lowest, highest):
+    """:func:`_pairs_suffice`'s bound of ``log(|D| / S)`` at modes ``lowest - 1`` to ``highest``.
 
-    For ``m >= 2`` and ``0 < B <= 1``: every term of the bound but ``log(v m)`` falls as
-    the mode grows (``J`` with ``L``), so it takes ``m - 1`` there and ``m`` in that one.
+    For ``lowest >= 2`` and ``0 < B <= 1``: every term of the bound but ``log(v m)`` falls
+    as the mode ``m`` grows (``J`` with ``L``), so it takes ``lowest - 1`` there and
+    ``highest`` in that one.
     """
-    v, below = 1.0 / gauss_b, m - 1.0
+    v, below = 1.0 / gauss_b, lowest - 1.0
     offset = 0.5 * gauss_b + 1.0 / below
     return (
-        0.5 * math.log(v * m) + 1.0 / (12.0 * below) + 0.5 * v * offset * offset
+        0.5 * math.log(v * highest) + 1.0 / (12.0 * below) + 0.5 * v * offset * offset
         + _log_pairs_integral(v, below)
     )  # fmt: skip
 
@@ -465,15 +438,15 @@ def _log_pairs_integral(v, m):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _rare_rest(lam, row, count):
-    """:func:`sum_cell`'s ``rest`` for a mode of TEXTBOOK or more; NaN past _MAX_TERMS.
+def _rare_rest(lam, at, const, count):
+    """:func:`sum_cell`'s ``rest`` for an ``AT`` of TEXTBOOK or more; NaN past _MAX_TERMS.
 
     A large mode's log-pmf is in Loader's form (see ._log_pmf), exact also where
     ``lam`` is 10^15; the textbook one would lose its last digits to cancellation.
     """
     if count >= _MAX_TERMS:
         return math.nan
-    return row[CONST] - bd0(row[AT], lam)
+    return const - bd0(at, lam)
 
 
 @nb.njit(cache=True, error_model="numpy")

@@ -3,7 +3,8 @@
 :func:`marginal_sweep` is what the Op calls; it keeps a per-cell state between
 evaluations (:mod:`._poisson`, and :mod:`._suppressed` for Poisson cells suppressed by a
 discrete Gaussian threshold), and sums the wide ones of both in batches by :mod:`._fourier`
-(suppressed ones near their cut in batches of their own); :func:`sweep_cells` is the same
+(suppressed ones near their cut in batches of their own) and those of every other term in
+batches by :mod:`._pairs_batch`; :func:`sweep_cells` is the same
 on the calling thread, which is all that a table of fewer than ``._op.THREADED_CELLS``
 cells needs (:func:`._op.sweep` chooses). Each is compiled once per latent family, for the argument
 types that :mod:`._forms` names.
@@ -19,6 +20,7 @@ from numba.extending import overload
 
 from . import _dispatch as latent
 from . import _fourier as fourier
+from . import _pairs_batch as pairs
 from . import _suppressed as suppressed
 from . import _vector_log
 from ._kernels import _cell, _mechanisms_ratio, _support
@@ -149,7 +151,8 @@ def _sweep(
     rest, total = np.empty(BATCH), np.empty(BATCH)
     batches = np.zeros((2, fourier.ROWS * fourier.BATCH))  # QUEUED's and QUEUED_NEAR's
     queued = np.zeros(2, np.int64)
-    waiting = count = 0
+    paired_batch = np.zeros(pairs.ROWS * pairs.LANES)
+    waiting = count = paired = 0
     z = width_factor(tol)
     step, nodes = fourier.plan(tol)
     n = pa.size
@@ -171,6 +174,15 @@ def _sweep(
                         )  # fmt: skip
                     continue
             if row[STEP] > 0.0 and (stays(pa[j], row) or ready(pa[j], form, n, j, row)):
+                if pairs.takes(row, 0.5 * tol):
+                    pairs.queue(paired_batch, paired, j, pa[j], row, z)
+                    paired += 1
+                    if paired == pairs.LANES:
+                        pairs.sum_batch(
+                            paired_batch, paired, state, 0.5 * tol, logp, score_a, score_b, terms
+                        )
+                        paired = 0
+                    continue
                 cells[waiting], lam[waiting] = j, pa[j]
                 power[waiting], rest[waiting], total[waiting], score_a[j], terms[j] = sum_cell(
                     pa[j], row, z, 0.5 * tol
@@ -196,6 +208,7 @@ def _sweep(
         _general(family, pa[j], pb[j], form, table, n, tol, j, row, out)
         logp[j], terms[j], score_a[j], score_b[j] = out[0], out[3], out[1], out[2]
     _logs(cells, lam, power, rest, total, waiting, logp)
+    pairs.sum_batch(paired_batch, paired, state, 0.5 * tol, logp, score_a, score_b, terms)
     for where in (fourier.QUEUED, fourier.QUEUED_NEAR):
         count = _sum_wide(
             batches, queued, where, step, nodes, tol, logp, score_a, score_b, terms, refused,

@@ -1,17 +1,19 @@
 """Wide Poisson cells summed over every other term: the bound on what it leaves out, the sums.
 
-``dpinfer.marginal._poisson`` sums a cell whose noise is wide and whose mode is not small over
-the terms of its mode's parity, twice (``_sum_pairs``), where ``_pairs_suffice`` bounds the
-difference, the alternating sum of the terms. The bound is checked against that alternating
-sum computed exactly (mpmath, with digits enough for the bound), and the sweep's sums against
-the brute-force references; planted bugs, a bound that leaves out part of its integral and a
-sweep that sums every cell by pairs, must fail.
+A cell whose noise is wide and whose mode is not small is summed over the terms of one parity,
+twice (``dpinfer.marginal._pairs_batch``, in batches), where ``_poisson._pairs_suffice`` bounds
+the difference, the alternating sum of the terms. The bound is checked against that
+alternating sum computed exactly (mpmath, with digits enough for the bound), the sweep's sums
+against the brute-force references, and a batch's cells against each cell summed alone;
+planted bugs, a bound that leaves out part of its integral, a sweep that sums every cell by
+pairs and a batch whose lanes run to its widest cell's pairs, must fail.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import types
 
 import mpmath
 import numba as nb
@@ -19,7 +21,11 @@ import numpy as np
 import pytest
 
 import dpinfer as dp
+from dpinfer.marginal import _pairs_batch as B
 from dpinfer.marginal import _poisson as P
+from dpinfer.marginal._families import POISSON
+from dpinfer.marginal._forms import joined_form, kernel_form, release_form
+from dpinfer.marginal._pairs_batch import _masked_pairs
 from dpinfer.marginal._sweep import sweep_cells
 
 from ._brute import log_marginal
@@ -71,23 +77,27 @@ CASES = [
 
 @functools.cache
 def _worst_slack(bound):
-    """Over CASES: the largest ``log(|D| / S)`` less ``bound(B, m)``, and how many qualify."""
-    worst, eligible = -math.inf, 0
+    """Over CASES: the largest ``log(|D| / S)`` less ``bound(B, lowest, highest)`` where the
+    claim covers the case's mode; how many claims qualify, and how many were checked."""
+    worst, eligible, checked = -math.inf, 0, 0
     for v, m, offset in CASES:
         mu = m + offset * math.sqrt(v + m)
-        # the bound at m covers the modes m and m - 1: it is checked at both
-        for claimed in (bound(1.0 / v, float(m)), bound(1.0 / v, m + 1.0)):
-            eligible += claimed <= math.log(P.PAIRS_ERROR)
-            digits = 30 + int(-claimed / math.log(10.0))
-            for lam in _mode_rates(v, mu, m):
-                worst = max(worst, _log_other_parity(v, mu, lam, m, digits) - claimed)
-    return worst, eligible
+        # the bound for modes lowest to highest covers the modes lowest - 1 to highest: it is
+        # checked at m for claims that cover it, one mode alone and a grid's three
+        claims = [(m, m), (m + 1, m + 1), (m + 1, m + 3), (m - 1, m + 1), (m - 2, m)]
+        claimed = [bound(1.0 / v, float(lo), float(hi)) for lo, hi in claims if lo >= 2]
+        eligible += sum(c <= math.log(P.PAIRS_ERROR) for c in claimed)
+        checked += len(claimed)
+        digits = 30 + int(-min(claimed) / math.log(10.0))
+        for lam in _mode_rates(v, mu, m):
+            worst = max(worst, _log_other_parity(v, mu, lam, m, digits) - min(claimed))
+    return worst, eligible, checked
 
 
 def test_the_bound_on_the_other_parity_holds_for_every_rate_of_a_mode():
-    worst, eligible = _worst_slack(P._log_pairs_bound)
+    worst, eligible, checked = _worst_slack(P._log_pairs_bound)
     assert worst <= 0.0
-    assert 0 < eligible < 2 * len(CASES)  # the cases hold cells on both sides of the decision
+    assert 0 < eligible < checked  # the cases hold cells on both sides of the decision
 
 
 @nb.njit
@@ -99,7 +109,7 @@ def test_companion_a_bound_without_the_far_half_of_its_integral_fails():
     # Planted bug: J bounded on [0, pi / 2] alone (the larger-of-two pieces taken as the first);
     # on wide noise the integrand's mass near u = pi, e^{-2m}, is then missed
     near_only = recompiled(P._log_pairs_integral, max=_first)
-    worst, _ = _worst_slack(recompiled(P._log_pairs_bound, _log_pairs_integral=near_only))
+    worst, _, _ = _worst_slack(recompiled(P._log_pairs_bound, _log_pairs_integral=near_only))
     assert worst > 0.0
 
 
@@ -153,3 +163,49 @@ def test_companion_every_cell_by_pairs_is_caught():
     assert _warm_sums(3, sweep_with())[0]
     within, by_pairs = _warm_sums(3, sweep_with(ready=_ready_pairs_everywhere))
     assert by_pairs.all() and not within
+
+
+def _table_sums(rates, released, cells=sweep_cells):
+    """The warm logp and scores of a table of cells, one rate and release a cell, together."""
+    n = len(rates)
+    noise = dp.DiscreteGaussian(SIGMA)
+    form = kernel_form(*joined_form([release_form(noise, released, latent_discrete=True)]))
+    state, out, terms = fresh(n), [np.empty(n) for _ in range(3)], np.empty(n, np.int64)
+    for _ in range(2):
+        cells(POISSON, np.asarray(rates), np.zeros(n), *form, TOL, state, *out, terms, 0, n)
+    return out[0], out[1], state
+
+
+def _each_alone_and_together(cells=sweep_cells):
+    """Whether a table's cells summed by pairs in batches (of 64, 64 and 22 cells, taking 9
+    to 11 pairs a side untested) have the bits each has summed alone."""
+    rng = np.random.default_rng(5)
+    rates = np.geomspace(40.0, 3000.0, 150)
+    released = np.round(rates + SIGMA * rng.standard_normal(rates.size))
+    logp, score, state = _table_sums(rates, released, cells)
+    assert np.all(state[:, P.SD] < 0.0)  # every cell by pairs
+    alone = [_table_sums(rates[j : j + 1], released[j : j + 1]) for j in range(rates.size)]
+    return np.array_equal(logp, [a[0][0] for a in alone]) and np.array_equal(
+        score, [a[1][0] for a in alone]
+    )
+
+
+def test_a_batch_of_pairs_gives_each_cell_the_bits_it_has_alone():
+    assert _each_alone_and_together()
+
+
+@nb.njit(error_model="numpy", inline="always")
+def _every_lane_on(batch, i, on):
+    _masked_pairs(batch, i, True)
+
+
+def test_companion_a_batch_that_runs_every_lane_to_the_largest_k_is_caught():
+    # Planted bug: the batch's masked pairs run in every lane up to the batch's largest k, so
+    # a cell takes the pairs of its batch's widest cell untested; the interpreted sweep with
+    # the genuine batch passes
+    assert _each_alone_and_together(sweep_with())
+    planted = types.SimpleNamespace(
+        **{name: getattr(B, name) for name in ("LANES", "ROWS", "queue", "takes")},
+        sum_batch=recompiled(B.sum_batch, _masked_pairs=_every_lane_on),
+    )
+    assert not _each_alone_and_together(sweep_with(pairs=planted))

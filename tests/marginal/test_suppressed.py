@@ -28,6 +28,7 @@ from dpinfer.noise.form import MAX_TABLE, table_range
 
 from ._brute import log_marginal
 from ._recompiled import loop_with
+from .test_sweep import anchored
 
 TOL = 1e-10
 RATES = [1e-300, 1e-8, 0.3, 5.0, 60.0, 89.0, 120.0, 400.0, 800.0, 1e3, 3e3, 1e5, 1e16, 1e20]
@@ -87,7 +88,7 @@ def test_the_fast_path_is_the_general_sum(sigma, cut):
     assert np.all(state[:, P.STEP] == S.SUPPRESSED)
     ordinary = np.isin(RATES, ORDINARY)
     # on the fast path: its mode's constants are set
-    assert np.all(state[ordinary, P.AT] == state[ordinary, P.MODE])
+    assert np.all(anchored(state)[ordinary])
     # both are within tol of the exact sum: within 2 tol of each other
     np.testing.assert_allclose(logp, general, rtol=1e-12, atol=2 * TOL)
     # the scores in the log rate, E[s] - rate: each sum's E[s] misses at most tol of the mass,
@@ -107,7 +108,7 @@ def _first_and_stale_sums(sigma, cut, loop=_sweep._sweep):
     and the sums there after stale states (modes far below and far above)."""
     state = np.full((len(ORDINARY), P.STATE), np.nan)
     first = sweep(ORDINARY, sigma, cut, state, loop=loop)
-    fast = bool(np.all(state[:, P.AT] == state[:, P.MODE]))
+    fast = bool(np.all(anchored(state)))
     stale = []
     for start in (1e-8, 1e5):
         state = np.full((len(ORDINARY), P.STATE), np.nan)
@@ -140,7 +141,7 @@ def test_companion_a_first_evaluation_left_to_the_general_sum_is_caught():
 @pytest.mark.parametrize("rate", [0.3, 60.0, 800.0, 3e3])
 def test_the_fast_path_matches_the_brute_force_sum(sigma, cut, rate):
     logp, _, _, state = warm([rate], sigma, cut)
-    assert state[0, P.AT] == state[0, P.MODE]
+    assert anchored(state)[0]
     exact = reference(sigma, cut, rate)
     assert abs(logp[0] - exact) <= 2 * TOL + 1e-12 * abs(exact)
 
@@ -149,7 +150,7 @@ def test_the_fast_path_matches_the_brute_force_sum(sigma, cut, rate):
 @pytest.mark.parametrize("rate", [1e-8, 0.3, 120.0, 800.0])
 def test_the_fast_score_is_the_gradient_of_the_exact_log_likelihood(sigma, cut, rate):
     _, score, _, state = warm([rate], sigma, cut)
-    assert state[0, P.AT] == state[0, P.MODE]
+    assert anchored(state)[0]
     h = 1e-5 * rate
     fd = (reference(sigma, cut, rate + h) - reference(sigma, cut, rate - h)) / (2 * h)
     assert score[0] == pytest.approx(fd, rel=1e-5, abs=1e-7)
@@ -163,7 +164,7 @@ def test_a_rate_far_above_its_cut_keeps_the_fast_path(sigma, cut, depth):
     # sums the noise's tail for each term (up to 1.8 ms a cell)
     rate = cut + depth * sigma
     logp, score, _, state = warm([rate], sigma, cut)
-    assert state[0, P.AT] == state[0, P.MODE]
+    assert anchored(state)[0]
     exact = reference(sigma, cut, rate)
     assert abs(logp[0] - exact) <= 2 * TOL + 1e-12 * abs(exact)
     h = 1e-5 * rate
@@ -211,7 +212,7 @@ def test_a_cell_sums_the_same_on_a_walk_of_small_steps():
         assert abs(logp[0] - expected[0]) <= 2 * TOL
         assert score[0] == pytest.approx(expected_score[0], rel=1e-8, abs=1e-9)
         # on the fast path at every step after the first (which finds the mode)
-        assert step == 0 or state[0, P.AT] == state[0, P.MODE]
+        assert step == 0 or anchored(state)[0]
 
 
 def test_companion_a_misplaced_ratio_table_is_caught():

@@ -70,6 +70,12 @@ def fresh(n):
     return np.full((n, P.STATE), np.nan)
 
 
+def anchored(state):
+    """Per row, whether its constants are those of its mode's anchor (the fast path's)."""
+    anchors = [P.anchor(mode, step) for mode, step in state[:, [P.MODE, P.STEP]]]
+    return state[:, P.AT] == anchors
+
+
 @pytest.mark.parametrize("mech", GAUSSIANS)
 @pytest.mark.parametrize("start", [1e-8, 37.0, 4e5])
 def test_warm_states_give_the_brute_force_sums(mech, start):
@@ -83,7 +89,7 @@ def test_warm_states_give_the_brute_force_sums(mech, start):
     # the cells that did not need to walk far took the fast path: its constants are set
     assert np.all(state[:, P.STEP] > 0)
     again, _, _ = sweep(RATES, pairs, state)
-    assert np.all(state[:, P.AT] == state[:, P.MODE])
+    assert np.all(anchored(state))
     np.testing.assert_allclose(again, logp, rtol=0, atol=2 * TOL)  # both within tol
 
 
@@ -94,7 +100,7 @@ def test_warm_scores_are_the_gradient_of_the_exact_log_likelihood(mech, rate):
     state = fresh(1)
     sweep([rate], pairs, state)
     _, score, _ = sweep([rate], pairs, state)
-    assert state[0, P.AT] == state[0, P.MODE]  # the fast path
+    assert anchored(state)[0]  # the fast path
     h = 1e-5 * rate
     fd = (reference(mech, rate + h) - reference(mech, rate - h)) / (2 * h)
     assert score[0] == pytest.approx(fd, rel=1e-5, abs=1e-7)
@@ -148,11 +154,12 @@ def test_where_the_checks_start_does_not_decide_where_the_sum_stops(mech):
 
 def _first_and_stale_sums(cells=sweep_cells, mech="twice"):
     """Whether the first evaluation at ``RATES`` left every cell on the fast path (its constants
-    at its mode), and whether stale states (modes of far rates) gave the same sums there."""
+    at its mode's anchor), and whether stale states (modes of far rates) gave the same sums
+    there."""
     pairs = GAUSSIANS[mech]
     first = fresh(len(RATES))
     sums = sweep(RATES, pairs, first, cells=cells)
-    fast = bool(np.all(first[:, P.AT] == first[:, P.MODE]))
+    fast = bool(np.all(anchored(first)))
     stale = []
     for start in (1e-8, 37.0, 4e5):
         state = fresh(len(RATES))
@@ -178,6 +185,50 @@ def test_companion_a_first_evaluation_left_to_the_general_sum_is_caught():
     # general sum, whose terms are not the fast path's; the same sweep without it passes
     assert _first_and_stale_sums(sweep_with()) == (True, True)
     assert _first_and_stale_sums(sweep_with(ready=_ready_for_known_modes)) == (False, False)
+
+
+def _anchors_along(rates, cells=sweep_cells):
+    """Along ``rates``: whether a warm cell's constants were always at the anchor of its mode
+    (found from a fresh state), and the anchors and the modes it went through."""
+    pairs = GAUSSIANS["discrete gaussian"]  # B = 1/9: from mode 9 on, anchors by threes
+    warm, anchors, modes, right = fresh(1), set(), set(), True
+    for rate in rates:
+        sweep([rate], pairs, warm, cells=cells)
+        first = fresh(1)
+        sweep([rate], pairs, first)
+        right &= warm[0, P.AT] == P.anchor(first[0, P.MODE], first[0, P.STEP])
+        anchors.add(warm[0, P.AT])
+        modes.add(first[0, P.MODE])
+    return right, anchors, modes
+
+
+# down and up again, 2.5% a step: the modes from 22 to 40 (the release, 37, pulls them)
+ALONG = np.concatenate([np.geomspace(50.0, 4.0, 100), np.geomspace(4.0, 50.0, 100)])
+
+
+def test_a_wide_cells_constants_follow_its_mode_by_threes():
+    right, anchors, modes = _anchors_along(ALONG)
+    assert right
+    shared = [a for a in anchors if a >= P.GRID_FROM]
+    assert len([m for m in modes if m >= P.GRID_FROM]) > 2 * len(shared) > 10
+
+
+@nb.njit(error_model="numpy")
+def _stays_above_its_lowest_mode(lam, row):
+    s, up, step = row[P.AT], row[P.UP], row[P.STEP]
+    _, highest = P._modes_at(s, step)
+    return (
+        s >= 0.0
+        and P._in_range(row)
+        and not P._rises(lam, up * step if highest > s else up, highest)
+    )
+
+
+def test_companion_a_stay_that_forgets_the_anchors_lowest_mode_is_caught():
+    # Planted bug: the sweep (run by the interpreter) keeps a cell's constants while its mode
+    # is below the anchor's lowest; the same sweep without it passes
+    assert _anchors_along(ALONG, sweep_with())[0]
+    assert not _anchors_along(ALONG, sweep_with(stays=_stays_above_its_lowest_mode))[0]
 
 
 def _alone(rates, pairs):
@@ -251,7 +302,7 @@ def test_the_op_threads_the_state_it_is_given():
         assert out is state
         assert logp == pytest.approx(log_marginal("poisson", 41.0, 0, pairs), abs=2 * TOL)
     # from its second evaluation on, each cell is summed from its own kept mode
-    assert all(state[0, P.AT] == state[0, P.MODE] for state in states.values())
+    assert all(anchored(state)[0] for state in states.values())
     assert op == MarginalLogp(POISSON, TOL) and not hasattr(op, "_state")
 
 
@@ -367,7 +418,7 @@ def test_a_mode_that_moves_far_is_jumped_to_on_the_fast_path(mech):
     sweep([JUMPS[0]], pairs, state)
     for before, rate in zip(JUMPS[:-1], JUMPS[1:], strict=True):
         logp, score, _ = sweep([rate], pairs, state)
-        assert state[0, P.AT] == state[0, P.MODE], (before, rate)  # the fast path summed it
+        assert anchored(state)[0], (before, rate)  # the fast path summed it
         searched = fresh(1)
         sweep([rate], pairs, searched)  # the general sum's mode, found by its own search
         assert state[0, P.MODE] == searched[0, P.MODE]
