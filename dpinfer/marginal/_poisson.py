@@ -201,7 +201,7 @@ def stays(lam, row):
         and _SMALLEST <= lam < math.inf
         and _in_range(row)
         and not _rises(lam, up * step if highest > s else up, highest)
-        and not (lowest > 0.0 and not lam * up > lowest * (step * step if lowest < s else step))
+        and not _fell(lam, up, lowest, step * step if lowest < s else step)
     )
 
 
@@ -252,7 +252,7 @@ def ready(lam, form, n, j, row):
         last = row[MODE] if known else min(math.floor(lam), _LARGEST)
         start = _jump(lam, last, gauss_a, gauss_b)
         if start < _LARGEST:
-            mode = _walk(lam, start, math.exp(gauss_a - gauss_b * start), row[STEP])
+            mode = _walk(lam, start, math.exp(gauss_a - gauss_b * start), step)
     if not mode < _LARGEST:  # NaN: the walk did not end
         return False
     _at(form, n, j, row, anchor(mode, step))

@@ -4,9 +4,9 @@
 evaluations (:mod:`._poisson`, and :mod:`._suppressed` for Poisson cells suppressed by a
 discrete Gaussian threshold), and sums the wide ones of both in batches by :mod:`._fourier`
 (suppressed ones near their cut in batches of their own) and those of every other term in
-batches by :mod:`._pairs_batch`; :func:`sweep_cells` is the same
-on the calling thread, which is all that a table of fewer than ``._op.THREADED_CELLS``
-cells needs (:func:`._op.sweep` chooses). Each is compiled once per latent family, for the argument
+batches by :mod:`._pairs_batch`; :func:`sweep_cells` is the same on the calling thread,
+which is all that a table of fewer than ``._op.THREADED_CELLS`` cells needs
+(:func:`._op.sweep` chooses). Each is compiled once per latent family, for the argument
 types that :mod:`._forms` names.
 """
 
