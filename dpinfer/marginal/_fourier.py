@@ -154,61 +154,82 @@ def plan(tol):
     return step, int(math.ceil(math.sqrt(2.2 * (log_tol + math.log(8.0))) / step))
 
 
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def unkept(lam, step, at):
+    """Whether :func:`queue` needs :func:`keep` first: a wide published cell, its v, mu not kept.
+
+    ``step`` and ``at`` are the cell's state's ``STEP`` and ``AT`` (numbers: see :func:`queue`).
+    """
+    return step >= STEP_WIDE and 1.0 <= lam < 2.0**52 and at != KEPT
+
+
+# Every array here is read or written whatever the answer: an array that a numba function
+# leaves on some paths only keeps the reference count it took on entry, two atomic updates
+# an array a call (on the pageviews example, a tenth of an evaluation's time).
 @nb.njit(cache=True, error_model="numpy")
-def queue(form, n, j, lam, row, batches, queued):
+def queue(form, j, lam, row, batches, queued):
     """Put cell j at ``lam`` in ``batches[k]``, column ``queued[k]``, if on this path.
 
     Returns ``k``, :data:`QUEUED` or :data:`QUEUED_NEAR`, or :data:`NOT_QUEUED`. The cell
     is :mod:`._poisson`'s (``row`` its state) or :mod:`._suppressed`'s (one discrete
     Gaussian release; within :data:`NEAR_CUT` widths of its cut it goes to the near
     batch), wide (at least :data:`WIDE`) at ``lam``, and ``lam`` and its mean are within
-    +-2**52. A published cell's v, mu and P(mu) are kept in its state (:func:`keep`) from
-    one evaluation to the next.
+    +-2**52. A published cell's v, mu and P(mu) are kept in its state (:func:`keep`, when
+    :func:`unkept`) from one evaluation to the next. A cell not queued is written to the
+    first free column of :data:`QUEUED`'s batch all the same, which its count leaves out.
     """
-    if row[STEP] == SUPPRESSED:
-        return _queue_suppressed(form, j, lam, batches, queued)
-    if not (row[STEP] >= STEP_WIDE and 1.0 <= lam < 2.0**52):
-        return NOT_QUEUED
-    if row[AT] != KEPT:
-        keep(form, n, j, row)
-    v = row[KEPT_V]
-    if not (1.0 / v + 1.0 / lam <= 1.0 / (WIDE * WIDE) and abs(row[KEPT_MU]) < 2.0**52):
-        return NOT_QUEUED
-    _place(batches[QUEUED], queued[QUEUED], j, lam, v, row[KEPT_MU], row[KEPT_REST], PUBLISHED)
-    return QUEUED
-
-
-@nb.njit(cache=True, error_model="numpy")
-def _queue_suppressed(form, j, lam, batches, queued):
-    """:func:`queue` for a cell of :mod:`._suppressed`."""
-    if not 1.0 <= lam < 2.0**52:
-        return NOT_QUEUED
-    cell = record(form, j)
-    v, cut = cell.scale * cell.scale, released_at(form, j)
-    if not (
-        cell.kind == DISCRETE_GAUSSIAN
-        and 1.0 / v + 1.0 / lam <= 1.0 / (WIDE_NEAR * WIDE_NEAR)
-        and abs(cut) < 2.0**52
-    ):
-        return NOT_QUEUED
-    if abs(lam - cut) < NEAR_CUT * math.sqrt(lam + v):
-        _place(batches[QUEUED_NEAR], queued[QUEUED_NEAR], j, lam, v, cut, cell.log_norm, NEAR)
-        return QUEUED_NEAR
-    if 1.0 / v + 1.0 / lam > 1.0 / (WIDE * WIDE):
-        return NOT_QUEUED
-    batch, i = batches[QUEUED], queued[QUEUED]
-    if lam <= cut:  # the probability above about 1/2: its complement is summed
-        _place(batch, i, j, lam, v, cut + 1.0, cell.log_norm, ABOVE)
+    cell, cut = record(form, j), released_at(form, j)
+    kind, scale, log_norm = cell.kind, cell.scale, cell.log_norm
+    step, at, v, mu, rest = row[STEP], row[AT], row[KEPT_V], row[KEPT_MU], row[KEPT_REST]
+    if step == SUPPRESSED:
+        where, v, mu, rest, side = _suppressed_place(lam, kind, scale, cut, log_norm)
     else:
-        _place(batch, i, j, lam, v, cut, cell.log_norm, BELOW)
+        where, side = _published_place(lam, step, at, v, mu), PUBLISHED
+    k = QUEUED if where == NOT_QUEUED else where
+    _place(batches, k, queued[k], j, lam, v, mu, rest, side)
+    return where
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _published_place(lam, step, at, v, mu):
+    """:func:`queue`'s batch for a published cell whose state holds ``at``, ``v`` and ``mu``."""
+    if not (step >= STEP_WIDE and 1.0 <= lam < 2.0**52 and at == KEPT):
+        return NOT_QUEUED
+    if not (1.0 / v + 1.0 / lam <= 1.0 / (WIDE * WIDE) and abs(mu) < 2.0**52):
+        return NOT_QUEUED
     return QUEUED
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
-def _place(batch, i, j, lam, v, mu, rest, kind):
-    """Write cell j's rate, v, mu, P(mu) or log-normaliser, and kind in column ``i``."""
-    batch[CELL * BATCH + i], batch[LAM * BATCH + i], batch[V * BATCH + i] = j, lam, v
-    batch[MU * BATCH + i], batch[REST * BATCH + i], batch[KIND * BATCH + i] = mu, rest, kind
+def _suppressed_place(lam, kind, scale, cut, log_norm):
+    """:func:`queue`'s batch for a suppressed cell, and its v, mu, rest and kind there."""
+    v = scale * scale
+    if not (
+        1.0 <= lam < 2.0**52
+        and kind == DISCRETE_GAUSSIAN
+        and 1.0 / v + 1.0 / lam <= 1.0 / (WIDE_NEAR * WIDE_NEAR)
+        and abs(cut) < 2.0**52
+    ):
+        return NOT_QUEUED, v, cut, log_norm, BELOW
+    if abs(lam - cut) < NEAR_CUT * math.sqrt(lam + v):
+        return QUEUED_NEAR, v, cut, log_norm, NEAR
+    if 1.0 / v + 1.0 / lam > 1.0 / (WIDE * WIDE):
+        return NOT_QUEUED, v, cut, log_norm, BELOW
+    if lam <= cut:  # the probability above about 1/2: its complement is summed
+        return QUEUED, v, cut + 1.0, log_norm, ABOVE
+    return QUEUED, v, cut, log_norm, BELOW
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _place(batches, k, i, j, lam, v, mu, rest, kind):
+    """Write cell j's rate, v, mu, P(mu) or log-normaliser, and kind in column ``i`` of batch k.
+
+    Indexed in ``batches`` itself: a view of its row ``k`` would cost two atomic updates of
+    its reference count a cell.
+    """
+    batches[k, CELL * BATCH + i], batches[k, LAM * BATCH + i] = j, lam
+    batches[k, V * BATCH + i], batches[k, MU * BATCH + i] = v, mu
+    batches[k, REST * BATCH + i], batches[k, KIND * BATCH + i] = rest, kind
 
 
 @nb.njit(cache=True, error_model="numpy")

@@ -113,7 +113,8 @@ def _gaussian_ratio(form, n, j):
     return big_a, big_b
 
 
-@nb.njit(cache=True, error_model="numpy")
+# inlined (into ._poisson._at): see the note there
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _gaussian_terms(form, n, j, s):
     """Return ``(A, B, sum_m log eta_m(s))``: :func:`_gaussian_ratio` and :func:`_mechanisms`.
 

@@ -69,7 +69,7 @@ from ._log_pmf import TEXTBOOK, bd0, poisson_log_shape
 # Columns of the per-cell state kept between evaluations: every entry is a function of the
 # cell's releases and of the mode ``AT``, or a starting point, so no result depends on it.
 # ``MODE``: last mode (NaN: unknown); ``AT``: where the constants below are, the mode's
-# :func:`anchor` (NaN: nowhere; -inf: ._fourier's);
+# :func:`anchor` (NaN: nowhere, or out of the floating-point range; -inf: ._fourier's);
 # ``UP``: exp(A - B AT) of the Gaussian releases' exp(A - B s); ``CONST``: mechanisms(AT) plus
 # the part of log p(AT | lam) that depends on AT alone (._log_pmf.poisson_log_shape);
 # ``SD``: (B + 1 / max(AT, 1))^(-1/2), the width of t at AT, negative where every other
@@ -104,19 +104,20 @@ def prepare(form, n, j, row):
     row[STEP] = math.exp(-gauss_b)
 
 
-# inlined into ready: as a call, its arguments' reference counting cost about a tenth of the
-# sweep of a cell whose mode moved
+# inlined into ready, with _gaussian_terms: numba takes a reference count (an atomic update on
+# entry, one on exit) of each array passed to a call, the form's three included, and of an
+# inlined copy left on some paths only, which is why the callers check AT
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def _at(form, n, j, row, s):
-    """Make ``row``'s mode-dependent constants those of ``s``."""
-    if row[AT] != s:
-        gauss_a, gauss_b, published = _gaussian_terms(form, n, j, s)
-        row[UP] = math.exp(gauss_a - gauss_b * s)
-        row[CONST] = published + poisson_log_shape(s)
-        sd = 1.0 / math.sqrt(gauss_b + 1.0 / max(s, 1.0))
-        lowest, highest = _modes_at(s, row[STEP])
-        row[SD] = -sd if _pairs_suffice(gauss_b, lowest, highest) else sd
-        row[AT] = s
+    """Make ``row``'s mode-dependent constants those of ``s`` (``AT`` NaN if out of range)."""
+    gauss_a, gauss_b, published = _gaussian_terms(form, n, j, s)
+    step = row[STEP]
+    up = math.exp(gauss_a - gauss_b * s)
+    sd = 1.0 / math.sqrt(gauss_b + 1.0 / max(s, 1.0))
+    lowest, highest = _modes_at(s, step)
+    row[UP], row[CONST] = up, published + poisson_log_shape(s)
+    row[SD] = -sd if _pairs_suffice(gauss_b, lowest, highest) else sd
+    row[AT] = s if _in_range(up, step) else math.nan
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -192,14 +193,13 @@ def stays(lam, row):
     The answer :func:`ready` would give without its search, for the common
     step of a sampler that leaves the mode where it was; False sends the cell to
     :func:`ready` (a ``lam`` that is NaN, infinite or below ``_SMALLEST``, an unknown mode,
-    constants out of range).
+    no constants: :func:`_at` leaves none that are out of range).
     """
     s, up, step = row[AT], row[UP], row[STEP]
     lowest, highest = _modes_at(s, step)
     return (
         s >= 0.0
         and _SMALLEST <= lam < math.inf
-        and _in_range(row)
         and not _rises(lam, up * step if highest > s else up, highest)
         and not _fell(lam, up, lowest, step * step if lowest < s else step)
     )
@@ -224,9 +224,9 @@ def _down(row):
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
-def _in_range(row):
-    """Whether the exponentials ``UP`` and :func:`_down` of the row are positive and finite."""
-    return 0.0 < row[UP] < math.inf and 0.0 < _down(row) < math.inf
+def _in_range(up, step):
+    """Whether the exponentials ``UP = up`` and :func:`_down` of a row are positive and finite."""
+    return 0.0 < up < math.inf and 0.0 < step / up < math.inf
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -255,8 +255,10 @@ def ready(lam, form, n, j, row):
             mode = _walk(lam, start, math.exp(gauss_a - gauss_b * start), step)
     if not mode < _LARGEST:  # NaN: the walk did not end
         return False
-    _at(form, n, j, row, anchor(mode, step))
-    if not _in_range(row):
+    at = anchor(mode, step)
+    if row[AT] != at:
+        _at(form, n, j, row, at)
+    if math.isnan(row[AT]):  # the constants left the floating-point range
         return False
     row[MODE] = mode
     return True

@@ -24,7 +24,7 @@ from . import _pairs_batch as pairs
 from . import _suppressed as suppressed
 from . import _vector_log
 from ._kernels import _cell, _mechanisms_ratio, _support
-from ._poisson import MODE, STATE, STEP, prepare, ready, stays, sum_cell, width_factor
+from ._poisson import AT, MODE, STATE, STEP, prepare, ready, stays, sum_cell, width_factor
 
 #: Cells whose logarithms :func:`sweep_cells` takes together, in one vectorised loop.
 BATCH = 64
@@ -128,10 +128,12 @@ def _general_sweep(
 
     Refuses no cell (returns 0): ``refused`` and ``contour`` are :func:`_sweep`'s.
     """
-    out = np.empty(5)
+    out, row = np.empty(5), np.empty(STATE)
     n = pa.size
     for j in range(start, stop):
-        _general(family, pa[j], pb[j], form, table, n, tol, j, state[j], out)
+        _load(state, j, row)
+        _general(family, pa[j], pb[j], form, table, n, tol, j, row, out)
+        _store(row, state, j)
         logp[j], terms[j], score_a[j], score_b[j] = out[0], out[3], out[1], out[2]
     return 0
 
@@ -145,7 +147,7 @@ def _sweep(
 
     The cells it refuses are written to ``refused``: returns their count.
     """
-    out = np.empty(5)
+    out, row = np.empty(5), np.empty(STATE)
     work = np.empty(suppressed.ROW)  # a suppressed cell's row, with what the form gives
     cells, lam, power = np.empty(BATCH, np.int64), np.empty(BATCH), np.empty(BATCH)
     rest, total = np.empty(BATCH), np.empty(BATCH)
@@ -157,14 +159,18 @@ def _sweep(
     step, nodes = fourier.plan(tol)
     n = pa.size
     for j in range(start, stop):
-        row = state[j]
+        _load(state, j, row)
         if latent.poisson_fast_path(family):  # a constant of the compiled family
             if math.isnan(row[STEP]):
                 prepare(form, n, j, row)
                 if row[STEP] < 0.0:
                     suppressed.prepare(form, n, j, row)
+                _store(row, state, j)
             if contour and (row[STEP] >= fourier.STEP_WIDE or row[STEP] == suppressed.SUPPRESSED):
-                where = fourier.queue(form, n, j, pa[j], row, batches, queued)
+                if fourier.unkept(pa[j], row[STEP], row[AT]):
+                    fourier.keep(form, n, j, row)
+                    _store(row, state, j)
+                where = fourier.queue(form, j, pa[j], row, batches, queued)
                 if where != fourier.NOT_QUEUED:
                     queued[where] += 1
                     if queued[where] == fourier.BATCH:
@@ -173,7 +179,11 @@ def _sweep(
                             terms, refused, count,
                         )  # fmt: skip
                     continue
-            if row[STEP] > 0.0 and (stays(pa[j], row) or ready(pa[j], form, n, j, row)):
+            on_path = row[STEP] > 0.0 and stays(pa[j], row)
+            if row[STEP] > 0.0 and not on_path:
+                on_path = ready(pa[j], form, n, j, row)
+                _store(row, state, j)
+            if on_path:
                 if pairs.takes(row, 0.5 * tol):
                     pairs.queue(paired_batch, paired, j, pa[j], row, z)
                     paired += 1
@@ -194,10 +204,11 @@ def _sweep(
                     waiting = 0
                 continue
             if row[STEP] == suppressed.SUPPRESSED:
-                work[:STATE] = row
+                _copy(row, work)
                 suppressed.place(form, j, work)
                 on_path = suppressed.ready(pa[j], form, table, j, work, z)
-                row[:] = work[:STATE]
+                _copy(work, row)
+                _store(row, state, j)
                 if on_path:
                     logp[j], score_a[j], terms[j] = suppressed.sum_cell(
                         pa[j], table, work, z, 0.5 * tol
@@ -206,6 +217,7 @@ def _sweep(
                     if terms[j] >= 0:  # else it left the table: the general sum reads beyond
                         continue
         _general(family, pa[j], pb[j], form, table, n, tol, j, row, out)
+        _store(row, state, j)
         logp[j], terms[j], score_a[j], score_b[j] = out[0], out[3], out[1], out[2]
     _logs(cells, lam, power, rest, total, waiting, logp)
     pairs.sum_batch(paired_batch, paired, state, 0.5 * tol, logp, score_a, score_b, terms)
@@ -215,6 +227,29 @@ def _sweep(
             count,
         )  # fmt: skip
     return count
+
+
+# A cell's state goes through a row of the sweep's own: a view of ``state[j]`` would cost two
+# atomic updates of the state's reference count a cell, a sixth of a pairs cell's time.
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _load(state, j, row):
+    """Copy cell j's state to ``row``."""
+    for c in range(STATE):
+        row[c] = state[j, c]
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _store(row, state, j):
+    """Copy ``row`` to cell j's state."""
+    for c in range(STATE):
+        state[j, c] = row[c]
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _copy(source, target):
+    """Copy a cell's state from the row ``source`` to the row ``target``."""
+    for c in range(STATE):
+        target[c] = source[c]
 
 
 @nb.njit(cache=True, error_model="numpy")

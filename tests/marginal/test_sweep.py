@@ -217,11 +217,7 @@ def test_a_wide_cells_constants_follow_its_mode_by_threes():
 def _stays_above_its_lowest_mode(lam, row):
     s, up, step = row[P.AT], row[P.UP], row[P.STEP]
     _, highest = P._modes_at(s, step)
-    return (
-        s >= 0.0
-        and P._in_range(row)
-        and not P._rises(lam, up * step if highest > s else up, highest)
-    )
+    return s >= 0.0 and not P._rises(lam, up * step if highest > s else up, highest)
 
 
 def test_companion_a_stay_that_forgets_the_anchors_lowest_mode_is_caught():
