@@ -19,8 +19,10 @@ than that never calls the threaded sweep, which is then not compiled for it.
 **The per-cell state.** The Op's ``state`` input (a shared variable) cannot be
 updated in place here: nutpie hands one read-only copy of every shared variable to
 all its chains, which run at once in threads, and two sweeps writing one state
-would leave rows that mix two cells' modes. So each compiled node keeps its own
-states, one per thread that evaluates it, in a small pool: a thread claims a slot
+would leave a cell's row with the constants of two modes, or give a batch of cells
+another sweep's constants when it reads them from the state again (the planted bug
+of ``tests/marginal/test_numba.py``'s thread tests). So each compiled node keeps its
+own states, one per thread that evaluates it, in a small pool: a thread claims a slot
 (an atomic compare-and-swap), preferring the one it used last, sweeps with that
 slot's state and releases it. A thread that finds every slot taken sweeps with a
 fresh state (correct, only slower). A state holds hints that never change the
