@@ -179,10 +179,12 @@ def _sweep(
                             terms, refused, count,
                         )  # fmt: skip
                     continue
-            on_path = row[STEP] > 0.0 and stays(pa[j], row)
-            if row[STEP] > 0.0 and not on_path:
-                on_path = ready(pa[j], form, n, j, row)
-                _store(row, state, j)
+            on_path = False
+            if row[STEP] > 0.0:
+                on_path = stays(pa[j], row)
+                if not on_path:
+                    on_path = ready(pa[j], form, n, j, row)
+                    _store(row, state, j)
             if on_path:
                 if pairs.takes(row, 0.5 * tol):
                     pairs.queue(paired_batch, paired, j, pa[j], row, z)
