@@ -167,7 +167,7 @@ def _walk(lam, s, up, step):
 
 @nb.njit(cache=True, error_model="numpy")
 def _jump(lam, s, gauss_a, gauss_b):
-    """Return an integer next to the mode, by Newton's method from ``s``.
+    """Return an integer next to the mode (as a float), by Newton's method from ``s``.
 
     ``t`` rises at s while ``g(s) = log lam + A - B s - log(s + 1) > 0``; ``g``
     is decreasing and convex (``B > 0``), so the first Newton step from any point
@@ -183,7 +183,7 @@ def _jump(lam, s, gauss_a, gauss_b):
         x = max(x + move, 0.0)
         if abs(move) < 0.5:
             break
-    return math.floor(x)
+    return float(math.floor(x))  # numba's floor is an int64: _walk takes floats
 
 
 @nb.njit(cache=True, error_model="numpy")

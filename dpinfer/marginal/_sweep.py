@@ -154,7 +154,8 @@ def _sweep(
     batches = np.zeros((2, fourier.ROWS * fourier.BATCH))  # QUEUED's and QUEUED_NEAR's
     queued = np.zeros(2, np.int64)
     paired_batch = np.zeros(pairs.ROWS * pairs.LANES)
-    waiting = count = paired = 0
+    # counts typed int64, never a literal 0: that would give their callees a second signature
+    waiting = count = paired = np.int64(0)
     z = width_factor(tol)
     step, nodes = fourier.plan(tol)
     n = pa.size
@@ -193,7 +194,7 @@ def _sweep(
                         pairs.sum_batch(
                             paired_batch, paired, state, 0.5 * tol, logp, score_a, score_b, terms
                         )
-                        paired = 0
+                        paired = np.int64(0)
                     continue
                 cells[waiting], lam[waiting] = j, pa[j]
                 power[waiting], rest[waiting], total[waiting], score_a[j], terms[j] = sum_cell(
@@ -203,7 +204,7 @@ def _sweep(
                 waiting += 1
                 if waiting == BATCH:
                     _logs(cells, lam, power, rest, total, waiting, logp)
-                    waiting = 0
+                    waiting = np.int64(0)
                 continue
             if row[STEP] == suppressed.SUPPRESSED:
                 _copy(row, work)
