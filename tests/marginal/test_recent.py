@@ -17,7 +17,7 @@ import pytest
 
 import dpinfer as dp
 from dpinfer.marginal import _group_op, _op, _recent
-from dpinfer.marginal._recent import BUDGET, EVALUATIONS, Recent
+from dpinfer.marginal._recent import BUDGET, EVALUATIONS, SKIPPED, WINDOW, Recent
 
 
 def _releases(cells: int):
@@ -127,6 +127,45 @@ def test_parameters_with_the_same_fingerprint_are_told_apart():
 
 def test_companion_a_node_comparing_fingerprints_only_answers_another_point():
     assert not _tells_apart(_FingerprintOnly)
+
+
+def _evaluate(recent: Recent, points, repeat_every: int) -> list[bool]:
+    """Evaluate as the Op does, ``points`` with a repeat of the last one every so often.
+
+    Returns, for each repeat, whether the node found it.
+    """
+    found = []
+    for k, point in enumerate(points):
+        for again in (False, True) if k % repeat_every == 0 else (False,):
+            result = recent.find(point, np.zeros(5))
+            if result is None:
+                recent.keep(point, np.zeros(5), _outputs(k))
+            if again:
+                found.append(result is not None)
+    return found
+
+
+def _points(count: int):
+    return [np.full(5, float(k)) for k in range(count)]
+
+
+def test_a_node_whose_evaluations_come_again_often_keeps_them_throughout():
+    # one evaluation in five comes again: above WORTH, in every window
+    found = _evaluate(_recent_of(5), _points(8 * WINDOW), repeat_every=4)
+    assert len(found) == 2 * WINDOW and all(found)
+
+
+def test_a_node_whose_evaluations_rarely_come_again_stops_keeping_them_for_a_while():
+    # one in 51 comes again, below WORTH: the first window keeps (and finds its repeats),
+    # the next SKIPPED windows keep nothing, and the one after them keeps again
+    recent = _recent_of(5)
+    points = _points((SKIPPED + 2) * WINDOW)
+    found = _evaluate(recent, points, repeat_every=50)
+    windows = np.cumsum([2 if k % 50 == 0 else 1 for k in range(len(points))]) // WINDOW
+    by_window = [[f for f, w in zip(found, windows[::50], strict=True) if w == window]
+                 for window in range(SKIPPED + 2)]  # fmt: skip
+    assert all(by_window) and all(by_window[0]) and all(by_window[-1])
+    assert not any(sum(by_window[1:-1], []))
 
 
 # ---- the Op in a compiled function, and under NUTS ----
