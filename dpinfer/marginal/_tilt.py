@@ -200,7 +200,7 @@ def walk_cells(family, pa, pb, form, table, n, start, cells, tilt, eps, store, v
     Fills each row's mode, window, sum, bound, tilted mean and variance. Returns
     ``(status, vals, right, left)`` (the buffers, grown where they had to be).
     """
-    used = 0
+    used = np.int64(0)  # not a literal 0, which would compile _room a second time
     for c in range(cells.shape[0]):
         row = cells[c]
         j = start + c
