@@ -45,6 +45,22 @@ def _float(typingctx, bits):
     return types.float64(types.int64), codegen
 
 
+@intrinsic
+def fma(typingctx, a, b, c):
+    """Return ``a * b + c`` rounded once: LLVM's ``fma``, one instruction on an x86-64 with FMA.
+
+    A vectorised loop of it is one fused instruction a vector, where ``a * b + c`` is two
+    (numba does not fuse them) and two roundings.
+    """
+    if (a, b, c) != (types.float64,) * 3:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.fma(*args)
+
+    return types.float64(types.float64, types.float64, types.float64), codegen
+
+
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def log(x):
     """``log(x)`` for a positive, normal, finite ``x``, within 1 ulp (fdlibm's method).
