@@ -6,10 +6,11 @@ half the cell's total within :data:`._poisson.PAIRS_ERROR` of it. The sweep queu
 cells (:func:`queue`) and sums :data:`LANES` of them at once (:func:`sum_batch`): first
 the ``k`` pairs of each side that a cell takes with no test between them
 (:func:`._poisson.sum_cell`'s ``k``, halved), across the batch in loops that LLVM
-vectorises, then each cell's tails on its own, bounded with the ratio of a term to the one
-two before within ``tol / 2 - PAIRS_ERROR`` a side. A cell's terms, and the order of the
-operations on them, are those of the cell summed alone: its sum does not depend on the
-batch.
+vectorises; then the test of each side's bound, across the batch, the tails of the cells
+whose bound is not yet small enough, each on its own, term by term until the ratio of a term
+to the one two before bounds the side within ``tol / 2 - PAIRS_ERROR``, and the scores and
+counts across the batch again. A cell's terms, and the order of the operations on them, are
+those of the cell summed alone: its sum does not depend on the batch.
 
 The cells of a batch share their noise's width, so their ``k`` differ by a count or two:
 the fewest of them, less one, run for every cell with no mask and keep only what the next
@@ -23,6 +24,7 @@ from __future__ import annotations
 import math
 
 import numba as nb
+import numpy as np
 
 from . import _vector_log
 from ._kernels import _MAX_TERMS
@@ -32,19 +34,20 @@ from ._poisson import AT, CONST, PAIRS_ERROR, SD, STEP, UP, _below, _count, _res
 LANES = 64
 
 # Rows of a batch, each of LANES cells, row after row: the cell, its rate and 1 / rate, its
-# k, e^{-4B}; to the right the product lam^2 up^2 e^{-B} e^{-4Bi}, (s + 1)(s + 2) and its
-# difference, the last term, the partial sum, the running total of the sums before, the
-# last ratio; to the left the same with s (s - 1); after the sums, log p's power and rest
-# and the total (:func:`._poisson._result`).
+# k, e^{-4B}, its AT and CONST; to the right the product lam^2 up^2 e^{-B} e^{-4Bi},
+# (s + 1)(s + 2) and its difference, the last term, the partial sum, the running total of the
+# sums before, the last ratio, the pairs taken; to the left the same with s (s - 1); whether
+# a side's tail is still open after the k pairs; after the sums, the score, the terms counted
+# and those taken, and log p's power and rest and the total (:func:`._poisson._result`).
 (
-    CELL, LAM, INV, K, STEP4,
-    LIFT2, DEN, DEN_STEP, W_R, SUM_R, ACC_R, RATIO,
-    FALL2, NUM, NUM_STEP, W_L, SUM_L, ACC_L, BACK,
-    POWER, REST, TOTAL,
-) = range(22)  # fmt: skip
-ROWS = 22
+    CELL, LAM, INV, K, STEP4, ANCHOR, CONSTANT,
+    LIFT2, DEN, DEN_STEP, W_R, SUM_R, ACC_R, RATIO, D_R,
+    FALL2, NUM, NUM_STEP, W_L, SUM_L, ACC_L, BACK, D_L,
+    OPEN, SCORE, COUNT, SUMMED, POWER, REST, TOTAL,
+) = range(30)  # fmt: skip
+ROWS = 30
 # a side's rows, from its first (LIFT2 or FALL2) on
-_QUADRATIC, _DIFFERENCE, _TERM, _PARTIAL, _BEFORE, _RATIO = range(1, 7)
+_QUADRATIC, _DIFFERENCE, _TERM, _PARTIAL, _BEFORE, _RATIO, _TAKEN = range(1, 8)
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -64,6 +67,7 @@ def queue(batch, i, j, lam, row, z):
     batch[CELL * LANES + i], batch[LAM * LANES + i], batch[INV * LANES + i] = j, lam, inv_lam
     batch[K * LANES + i] = math.ceil(0.5 * (z * -row[SD] + reach(at, step)))
     batch[STEP4 * LANES + i] = step * step * step * step
+    batch[ANCHOR * LANES + i], batch[CONSTANT * LANES + i] = at, row[CONST]
     _start(batch, LIFT2, i, lift * lift * step, (at + 1.0) * (at + 2.0), 4.0 * at + 10.0)
     batch[SUM_R * LANES + i] = 1.0  # AT's term
     _start(batch, FALL2, i, fall * fall * step, at * (at - 1.0), 6.0 - 4.0 * at)
@@ -72,15 +76,17 @@ def queue(batch, i, j, lam, row, z):
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def _start(batch, first, i, product, quadratic, difference):
     """Lane ``i``'s side whose rows start at ``first``: no term yet past AT's."""
-    for r, value in enumerate((product, quadratic, difference, 1.0, 0.0, 0.0, 0.0)):
+    for r, value in enumerate((product, quadratic, difference, 1.0, 0.0, 0.0, 0.0, 0.0)):
         batch[(first + r) * LANES + i] = value
 
 
 @nb.njit(cache=True, error_model="numpy")
-def sum_batch(batch, count, state, half, logp, score_a, score_b, terms):
+def sum_batch(batch, count, half, logp, score_a, score_b, terms):
     """Sum the first ``count`` cells of ``batch`` into ``logp``, the scores and ``terms``.
 
-    ``state`` holds their rows (:mod:`._poisson`), ``half`` is tol / 2.
+    ``half`` is tol / 2. The lanes' tests and sums run across the batch in loops that LLVM
+    vectorises; only the tails of the lanes whose bounds are not yet small enough, and the
+    writes to the cells, run lane by lane.
     """
     if count == 0:
         return
@@ -102,8 +108,16 @@ def sum_batch(batch, count, state, half, logp, score_a, score_b, terms):
     for it in range(unmasked, int(most)):
         for i in range(LANES):
             _masked_pairs(batch, i, it < batch[K * LANES + i])
+    bound = half - PAIRS_ERROR
+    for i in range(LANES):
+        batch[OPEN * LANES + i] = 1.0 if _open(batch, i, bound) else 0.0
+    for i in range(count):  # the lanes whose bounds are not yet below bound, one by one
+        if batch[OPEN * LANES + i] > 0.0:
+            _tails(batch, i, bound)
+    for i in range(LANES):
+        _sums(batch, i)
     for i in range(count):
-        _finish(batch, i, state, half - PAIRS_ERROR, score_a, score_b, terms)
+        _finish(batch, i, score_a, score_b, terms)
     for i in range(count):
         batch[REST * LANES + i] += batch[POWER * LANES + i] * _vector_log.log(
             batch[LAM * LANES + i]
@@ -194,14 +208,32 @@ def _pair(product, quadratic, difference, step4, w, total, acc, right):
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
-def _finish(batch, i, state, half, score_a, score_b, terms):
-    """Lane ``i``'s tails, term by term until each side's bound is below ``half``; its results.
+def _open(batch, i, half):
+    """Whether lane ``i`` has a side whose bound is not below ``half`` of its sum (no branch).
 
-    As :func:`._poisson.sum_cell`: ``terms`` counts the terms taken, and the power,
-    rest and total of its log-likelihood go to the batch's rows.
+    Each side has taken the lane's ``k`` pairs: :func:`_tails` takes the rest.
     """
-    lam, step4, j = batch[LAM * LANES + i], batch[STEP4 * LANES + i], int(batch[CELL * LANES + i])
-    at = state[j, AT]
+    k, at = batch[K * LANES + i], batch[ANCHOR * LANES + i]
+    small = half * (batch[SUM_R * LANES + i] + batch[SUM_L * LANES + i])
+    right = _above(batch[W_R * LANES + i], batch[RATIO * LANES + i], small)
+    left = (at > 2.0 * k + 1.0) & _above(batch[W_L * LANES + i], batch[BACK * LANES + i], small)
+    return right | left
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _above(w, ratio, small):
+    """Not :func:`._poisson._below` (NaN included), with no branch."""
+    return not ((w == 0.0) | (w * ratio <= small * (1.0 - ratio)))
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _tails(batch, i, half):
+    """Lane ``i``'s tails, term by term until each side's bound is below ``half``.
+
+    As :func:`._poisson.sum_cell`'s: the pairs taken past ``k`` are counted in the
+    sides' ``_TAKEN`` rows.
+    """
+    step4, at = batch[STEP4 * LANES + i], batch[ANCHOR * LANES + i]
     lift2, den, den_step, w_r, sum_r, acc_r, ratio = _side(batch, LIFT2, i)
     fall2, num, num_step, w_l, sum_l, acc_l, back = _side(batch, FALL2, i)
     d_r = d_l = int(batch[K * LANES + i])
@@ -222,13 +254,47 @@ def _finish(batch, i, state, half, score_a, score_b, terms):
             sum_l += w_l
             d_l += 1
             left = at > 2 * d_l + 1 and not _below(w_l, back, half * (sum_r + sum_l))
+    k = batch[K * LANES + i]
+    for first, partial, before, taken in ((LIFT2, sum_r, acc_r, d_r), (FALL2, sum_l, acc_l, d_l)):
+        batch[(first + _PARTIAL) * LANES + i] = partial
+        batch[(first + _BEFORE) * LANES + i] = before
+        batch[(first + _TAKEN) * LANES + i] = taken - k
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _sums(batch, i):
+    """Lane ``i``'s score and its counts of terms, from its sides' sums (no branch).
+
+    As :func:`._poisson.sum_cell`'s, in floats (exact: the counts are below 2**53):
+    :func:`._poisson._count`'s terms and those taken, ``1 + d_r + min(d_l, AT // 2)``.
+    """
+    at, k = batch[ANCHOR * LANES + i], batch[K * LANES + i]
+    d_r, d_l = k + batch[D_R * LANES + i], k + batch[D_L * LANES + i]
+    sum_r, sum_l = batch[SUM_R * LANES + i], batch[SUM_L * LANES + i]
     total = sum_r + sum_l
-    moment = 2.0 * ((d_r * sum_r - acc_r) - (d_l * sum_l - acc_l))
-    score = (at + moment / total) * batch[INV * LANES + i] - 1.0
-    summed = 1 + d_r + min(d_l, int(at) // 2)
-    count = _count(2 * d_r, 2 * d_l, at)
+    moment = 2.0 * ((d_r * sum_r - batch[ACC_R * LANES + i]) - (d_l * sum_l - batch[
+        ACC_L * LANES + i]))  # fmt: skip
+    batch[SCORE * LANES + i] = (at + moment / total) * batch[INV * LANES + i] - 1.0
+    batch[COUNT * LANES + i] = 1.0 + 2.0 * d_r + min(2.0 * d_l, at)
+    batch[SUMMED * LANES + i] = 1.0 + d_r + min(d_l, np.floor(0.5 * at))
+    batch[TOTAL * LANES + i] = 2.0 * total
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _finish(batch, i, score_a, score_b, terms):
+    """Lane ``i``'s results: its score and terms to its cell, the power, rest and total to rows.
+
+    By :func:`._poisson._result`, which takes the rare lanes' rest its own way.
+    """
+    j, lam = int(batch[CELL * LANES + i]), batch[LAM * LANES + i]
     power, rest, total, score_a[j], terms[j] = _result(
-        lam, at, state[j, CONST], 2.0 * total, score, count, summed
+        lam,
+        batch[ANCHOR * LANES + i],
+        batch[CONSTANT * LANES + i],
+        batch[TOTAL * LANES + i],
+        batch[SCORE * LANES + i],
+        int(batch[COUNT * LANES + i]),
+        int(batch[SUMMED * LANES + i]),
     )
     score_b[j] = 0.0
     batch[POWER * LANES + i], batch[REST * LANES + i], batch[TOTAL * LANES + i] = (

@@ -192,7 +192,7 @@ def _sweep(
                     paired += 1
                     if paired == pairs.LANES:
                         pairs.sum_batch(
-                            paired_batch, paired, state, 0.5 * tol, logp, score_a, score_b, terms
+                            paired_batch, paired, 0.5 * tol, logp, score_a, score_b, terms
                         )
                         paired = np.int64(0)
                     continue
@@ -223,7 +223,7 @@ def _sweep(
         _store(row, state, j)
         logp[j], terms[j], score_a[j], score_b[j] = out[0], out[3], out[1], out[2]
     _logs(cells, lam, power, rest, total, waiting, logp)
-    pairs.sum_batch(paired_batch, paired, state, 0.5 * tol, logp, score_a, score_b, terms)
+    pairs.sum_batch(paired_batch, paired, 0.5 * tol, logp, score_a, score_b, terms)
     for where in (fourier.QUEUED, fourier.QUEUED_NEAR):
         count = _sum_wide(
             batches, queued, where, step, nodes, tol, logp, score_a, score_b, terms, refused,
