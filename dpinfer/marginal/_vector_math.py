@@ -93,19 +93,23 @@ def u_minus_sine(u):
 @nb.njit(cache=True, error_model="numpy")
 def polynomial8(c, x):
     """``c[0] + c[1] x + ... + c[7] x^7``: the terms past x^3 in pairs, then Horner's rule."""
-    high = fma(x * x, fma(x, c[7], c[6]), fma(x, c[5], c[4]))
-    return _horner4(c, x, high)
+    return _horner4(c, x, _cubic(x, x * x, c[4], c[5], c[6], c[7]))
 
 
 @nb.njit(cache=True, error_model="numpy")
 def polynomial14(c, x):
     """``c[0] + c[1] x + ... + c[13] x^13``, the same way."""
     x2 = x * x
-    x4 = x2 * x2
-    top = fma(x2, fma(x, c[13], c[12]), fma(x, c[11], c[10]))  # x^10 to x^13, over x^10
+    top = _cubic(x, x2, c[10], c[11], c[12], c[13])  # x^10 to x^13, over x^10
     upper = fma(x2, top, fma(x, c[9], c[8]))  # x^8 to x^13, over x^8
-    lower = fma(x2, fma(x, c[7], c[6]), fma(x, c[5], c[4]))  # x^4 to x^7
-    return _horner4(c, x, fma(x4, upper, lower))
+    lower = _cubic(x, x2, c[4], c[5], c[6], c[7])  # x^4 to x^7, over x^4
+    return _horner4(c, x, fma(x2 * x2, upper, lower))
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _cubic(x, x2, c0, c1, c2, c3):
+    """``c0 + c1 x + c2 x^2 + c3 x^3`` in two pairs (``x2 = x * x``)."""
+    return fma(x2, fma(x, c3, c2), fma(x, c1, c0))
 
 
 @nb.njit(cache=True, error_model="numpy")
