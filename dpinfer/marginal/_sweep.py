@@ -33,8 +33,8 @@ BATCH = 64
 CHUNK = 1024
 
 # numba's cache of these functions holds the code of what they call, but is keyed on this
-# file alone: after changing ._poisson, ._suppressed, ._fourier, ._kernels, ._families,
-# ._vector_log, ._vector_math or dpinfer.noise, remove this folder's __pycache__.
+# file alone: after changing ._poisson, ._pairs_batch, ._suppressed, ._fourier, ._kernels,
+# ._families, ._vector_log, ._vector_math or dpinfer.noise, remove this folder's __pycache__.
 
 
 @nb.njit(cache=True, error_model="numpy", parallel=True)
