@@ -158,23 +158,23 @@ def _masked_pairs(batch, i, on):
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def _masked_side(batch, first, i, on, right):
-    """:func:`_masked_pairs` on the side whose rows start at ``first``."""
-    product, quadratic, difference, w, total, acc, _ = _side(batch, first, i)
+    """:func:`_masked_pairs` on the side whose rows start at ``first``.
+
+    Every row is written in full, an idle lane's as it was (:func:`_pair`): a store kept
+    for the running lanes alone compiles to a masked store, which costs several plain ones
+    on AMD's processors.
+    """
+    product, quadratic, difference, w, total, acc, last = _side(batch, first, i)
     ratio, product, quadratic, difference, w, acc = _pair(
-        product, quadratic, difference, batch[STEP4 * LANES + i], w, total, acc, right
+        product, quadratic, difference, batch[STEP4 * LANES + i], w, total, acc, right, on
     )
-    _keep(batch, first * LANES + i, product, on)
-    _keep(batch, (first + _QUADRATIC) * LANES + i, quadratic, on)
-    _keep(batch, (first + _DIFFERENCE) * LANES + i, difference, on)
-    _keep(batch, (first + _TERM) * LANES + i, w, on)
-    _keep(batch, (first + _PARTIAL) * LANES + i, total + w, on)
-    _keep(batch, (first + _BEFORE) * LANES + i, acc, on)
-    _keep(batch, (first + _RATIO) * LANES + i, ratio, on)
-
-
-@nb.njit(cache=True, error_model="numpy", inline="always")
-def _keep(batch, where, value, on):
-    batch[where] = value if on else batch[where]
+    batch[first * LANES + i] = product
+    batch[(first + _QUADRATIC) * LANES + i] = quadratic
+    batch[(first + _DIFFERENCE) * LANES + i] = difference
+    batch[(first + _TERM) * LANES + i] = w
+    batch[(first + _PARTIAL) * LANES + i] = total + (w if on else 0.0)
+    batch[(first + _BEFORE) * LANES + i] = acc
+    batch[(first + _RATIO) * LANES + i] = ratio if on else last
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -193,18 +193,23 @@ def _side(batch, first, i):
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
-def _pair(product, quadratic, difference, step4, w, total, acc, right):
+def _pair(product, quadratic, difference, step4, w, total, acc, right, on):
     """Take the term two steps on, and update the products that give the next one.
 
     To the right the term is ``product / quadratic`` times the last (``product =
     lift lift e^{-B}``, ``quadratic = (s + 1)(s + 2)``), to the left ``quadratic
     product`` (``s (s - 1)`` and ``fall fall e^{-B}``). Returns (ratio, next product,
     next quadratic, next difference, term, running total of the sums before); the
-    partial sum is ``total`` plus the term.
+    partial sum is ``total`` plus the term. Where ``on`` is False each update is its
+    identity (a product by 1, a sum with 0), which returns the numbers as they were, bit
+    for bit (none is -0.0), and the ratio that would have been taken.
     """
     ratio = product / quadratic if right else quadratic * product
-    w *= ratio
-    return ratio, product * step4, quadratic + difference, difference + 8.0, w, acc + total
+    w *= ratio if on else 1.0
+    return (
+        ratio, product * (step4 if on else 1.0), quadratic + (difference if on else 0.0),
+        difference + (8.0 if on else 0.0), w, acc + (total if on else 0.0),
+    )  # fmt: skip
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -242,14 +247,14 @@ def _tails(batch, i, half):
     while (right or left) and _count(2 * d_r, 2 * d_l, at) < _MAX_TERMS:
         if right:
             ratio, lift2, den, den_step, w_r, acc_r = _pair(
-                lift2, den, den_step, step4, w_r, sum_r, acc_r, True
+                lift2, den, den_step, step4, w_r, sum_r, acc_r, True, True
             )
             sum_r += w_r
             d_r += 1
             right = not _below(w_r, ratio, half * (sum_r + sum_l))
         if left:
             back, fall2, num, num_step, w_l, acc_l = _pair(
-                fall2, num, num_step, step4, w_l, sum_l, acc_l, False
+                fall2, num, num_step, step4, w_l, sum_l, acc_l, False, True
             )
             sum_l += w_l
             d_l += 1
