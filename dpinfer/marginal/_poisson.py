@@ -186,7 +186,8 @@ def _jump(lam, s, gauss_a, gauss_b):
     return float(math.floor(x))  # numba's floor is an int64: _walk takes floats
 
 
-@nb.njit(cache=True, error_model="numpy")
+# inlined into the sweep's loop: as a call it takes the row's reference count (two atomic updates)
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def stays(lam, row):
     """Tell whether cell ``row`` is :func:`ready` for ``lam`` as it stands (its mode stays).
 
