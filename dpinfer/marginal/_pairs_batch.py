@@ -165,14 +165,14 @@ def _masked_side(batch, first, i, on, right):
     on AMD's processors.
     """
     product, quadratic, difference, w, total, acc, last = _side(batch, first, i)
-    ratio, product, quadratic, difference, w, acc = _pair(
+    ratio, product, quadratic, difference, w, total, acc = _pair(
         product, quadratic, difference, batch[STEP4 * LANES + i], w, total, acc, right, on
     )
     batch[first * LANES + i] = product
     batch[(first + _QUADRATIC) * LANES + i] = quadratic
     batch[(first + _DIFFERENCE) * LANES + i] = difference
     batch[(first + _TERM) * LANES + i] = w
-    batch[(first + _PARTIAL) * LANES + i] = total + (w if on else 0.0)
+    batch[(first + _PARTIAL) * LANES + i] = total
     batch[(first + _BEFORE) * LANES + i] = acc
     batch[(first + _RATIO) * LANES + i] = ratio if on else last
 
@@ -199,8 +199,8 @@ def _pair(product, quadratic, difference, step4, w, total, acc, right, on):
     To the right the term is ``product / quadratic`` times the last (``product =
     lift lift e^{-B}``, ``quadratic = (s + 1)(s + 2)``), to the left ``quadratic
     product`` (``s (s - 1)`` and ``fall fall e^{-B}``). Returns (ratio, next product,
-    next quadratic, next difference, term, running total of the sums before); the
-    partial sum is ``total`` plus the term. Where ``on`` is False each update is its
+    next quadratic, next difference, term, partial sum, running total of the sums before),
+    ``total`` the partial sum before the term. Where ``on`` is False each update is its
     identity (a product by 1, a sum with 0), which returns the numbers as they were, bit
     for bit (none is -0.0), and the ratio that would have been taken.
     """
@@ -208,7 +208,8 @@ def _pair(product, quadratic, difference, step4, w, total, acc, right, on):
     w *= ratio if on else 1.0
     return (
         ratio, product * (step4 if on else 1.0), quadratic + (difference if on else 0.0),
-        difference + (8.0 if on else 0.0), w, acc + (total if on else 0.0),
+        difference + (8.0 if on else 0.0), w, total + (w if on else 0.0),
+        acc + (total if on else 0.0),
     )  # fmt: skip
 
 
@@ -246,17 +247,15 @@ def _tails(batch, i, half):
     left = at > 2 * d_l + 1 and not _below(w_l, back, half * (sum_r + sum_l))
     while (right or left) and _count(2 * d_r, 2 * d_l, at) < _MAX_TERMS:
         if right:
-            ratio, lift2, den, den_step, w_r, acc_r = _pair(
+            ratio, lift2, den, den_step, w_r, sum_r, acc_r = _pair(
                 lift2, den, den_step, step4, w_r, sum_r, acc_r, True, True
             )
-            sum_r += w_r
             d_r += 1
             right = not _below(w_r, ratio, half * (sum_r + sum_l))
         if left:
-            back, fall2, num, num_step, w_l, acc_l = _pair(
+            back, fall2, num, num_step, w_l, sum_l, acc_l = _pair(
                 fall2, num, num_step, step4, w_l, sum_l, acc_l, False, True
             )
-            sum_l += w_l
             d_l += 1
             left = at > 2 * d_l + 1 and not _below(w_l, back, half * (sum_r + sum_l))
     k = batch[K * LANES + i]
