@@ -9,7 +9,7 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
 from ._families import LatentFamily
-from ._forms import joined_form, packed, parameters, read_only, unpacked
+from ._forms import joined_form, packed, parameters, read_only
 from ._groups import BEYOND, OK, UNREACHABLE, WIDE, group_sweep
 from ._recent import recent_of
 from ._totals import Groups
@@ -63,7 +63,7 @@ class GroupTotalsLogp(Op):
             self.family,
             a,
             b,
-            *unpacked(form, table),
+            *recent.unpacked,
             self.tol,
             read_only(starts, np.int64),
             read_only(totals),

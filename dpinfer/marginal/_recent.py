@@ -16,12 +16,14 @@ their error bounds (on the pageviews example, 2 of 1,199 results again, by at mo
 Keeping costs a copy of five floats a cell each evaluation, and a result found again saves
 a sweep: worth it where NUTS's trajectories are short. A node counts its evaluations in
 windows of :data:`WINDOW`: after one in which fewer than :data:`WORTH` of them were found
-again, it keeps none for :data:`SKIPPED` windows, then keeps them for one window again. On
-the county model of ``benchmarks/tables.py`` at rho 0.05 (10,000 cells, about 60
-evaluations an iteration) 480 of 37,766 evaluations were found again, and keeping every
-evaluation cost 6% of NUTS's time; on the pageviews example (about 7 an iteration) one in
-seven is, and the node keeps them throughout. The decisions follow from the order of the
-evaluations alone.
+again, it keeps none for :data:`SKIPPED` windows, then keeps them for one window again;
+each such trial that fails doubles the windows skipped after it, up to :data:`LONGEST`, and
+one that succeeds starts again from :data:`SKIPPED`. On the county model of
+``benchmarks/tables.py`` at rho 0.05 (10,000 cells, about 60 evaluations an iteration) 480
+of 37,766 evaluations were found again, and keeping every evaluation cost 6% of NUTS's
+time (keeping one window in four, about 20 us of a 0.8 ms evaluation); on the pageviews
+example (about 7 an iteration) one in seven is, and the node keeps them throughout. The
+decisions follow from the order of the evaluations alone.
 
 Each kept evaluation holds five floats a cell (``a``, ``b`` and the three outputs),
 and a node keeps at most :data:`BUDGET` bytes of them: 16 evaluations of a table of up to
@@ -32,11 +34,15 @@ a model's memory per cell is what limits it (and the 10**6- and 10**7-cell figur
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 
 import numpy as np
 
-__all__ = ["BUDGET", "EVALUATIONS", "SKIPPED", "WINDOW", "WORTH", "Recent", "recent_of"]
+from ..noise.form import Grouped
+from ._forms import unpacked
+
+__all__ = ["BUDGET", "EVALUATIONS", "LONGEST", "SKIPPED", "WINDOW", "WORTH", "Recent", "recent_of"]
 
 #: Evaluations a node keeps: NUTS's next iteration starts from one of the last 2**depth
 #: points it evaluated (8 kept found 1,194 of the pageviews example's 1,200; 16, 1,199).
@@ -50,6 +56,8 @@ WINDOW = 256
 WORTH = 1 / 12
 #: Windows a node keeps nothing after one whose share found again was below :data:`WORTH`.
 SKIPPED = 3
+#: The most windows a node keeps nothing after a failed trial (:data:`SKIPPED`, doubled).
+LONGEST = 48
 _FLOATS_PER_CELL = 5
 
 
@@ -66,10 +74,19 @@ class Recent:
         fits = BUDGET // (_FLOATS_PER_CELL * 8 * max(constants[0].size, 1))
         self._kept: deque = deque(maxlen=min(wanted, fits))
         self._seen = self._found = self._skipping = 0
+        self._next_skip = SKIPPED
 
     def __reduce__(self):
         # a compiled function sent to another process (pm.sample's chains) starts afresh
         return Recent, self._constants
+
+    @functools.cached_property
+    def unpacked(self) -> tuple[Grouped, np.ndarray]:
+        """The grouped form and the tables of ``constants[:2]``, as :func:`._forms.unpacked`.
+
+        Views of the constants, made once: each evaluation's own cost some microseconds.
+        """
+        return unpacked(*self._constants[:2])
 
     def belongs_to(self, *constants: np.ndarray) -> bool:
         """Return whether these are the evaluations of a node of these constants (the arrays)."""
@@ -108,8 +125,11 @@ class Recent:
         if self._skipping:
             self._skipping -= 1
         elif self._found < WORTH * WINDOW:
-            self._skipping = SKIPPED
+            self._skipping = self._next_skip
+            self._next_skip = min(2 * self._next_skip, LONGEST)
             self._kept.clear()
+        else:
+            self._next_skip = SKIPPED
         self._seen = self._found = 0
 
 

@@ -17,7 +17,15 @@ import pytest
 
 import dpinfer as dp
 from dpinfer.marginal import _group_op, _op, _recent
-from dpinfer.marginal._recent import BUDGET, EVALUATIONS, SKIPPED, WINDOW, Recent
+from dpinfer.marginal._recent import (
+    BUDGET,
+    EVALUATIONS,
+    LONGEST,
+    SKIPPED,
+    WINDOW,
+    WORTH,
+    Recent,
+)
 
 
 def _releases(cells: int):
@@ -166,6 +174,56 @@ def test_a_node_whose_evaluations_rarely_come_again_stops_keeping_them_for_a_whi
                  for window in range(SKIPPED + 2)]  # fmt: skip
     assert all(by_window) and all(by_window[0]) and all(by_window[-1])
     assert not any(sum(by_window[1:-1], []))
+
+
+def _windows_kept(recent: Recent, repeats: list[int]) -> list[bool]:
+    """Whether the node kept evaluations in each window, where window w repeats ``repeats[w]``.
+
+    Each repeat evaluates a new point and then that point again, from the window's tenth
+    evaluation on; the other evaluations are of new points.
+    """
+    kept, k = [], 0
+    for count in repeats:
+        found = []
+        for e in range(WINDOW):
+            k += 1
+            again = 10 <= e < 10 + 2 * count and e % 2 == 1
+            point = np.full(5, float(k - 1 if again else k))
+            result = recent.find(point, np.zeros(5))
+            if result is None:
+                recent.keep(point, np.zeros(5), _outputs(k))
+            if again:
+                found.append(result is not None)
+        kept.append(any(found))
+    return kept
+
+
+def _trials_when_rarely_found() -> list[int]:
+    """The windows a node kept, of 150 in which its evaluations rarely came again."""
+    rarely = 2  # repeats a window, below WORTH * WINDOW (21.3)
+    kept = _windows_kept(_recent_of(5), [rarely] * 150)
+    return [w for w, k in enumerate(kept) if k]
+
+
+# kept in window 0, then after 3, 6, 12, 24, 48 and 48 (LONGEST) windows skipped
+DOUBLING = [0, 4, 11, 24, 49, 98, 147]
+
+
+def test_each_failed_trial_doubles_the_windows_skipped_after_it():
+    assert 2 < WORTH * WINDOW < 40 and (SKIPPED, LONGEST) == (3, 48)
+    assert _trials_when_rarely_found() == DOUBLING
+
+
+def test_companion_a_node_skipping_the_same_windows_each_time_is_told_apart(monkeypatch):
+    monkeypatch.setattr(_recent, "LONGEST", SKIPPED)
+    assert _trials_when_rarely_found() != DOUBLING
+
+
+def test_a_trial_that_succeeds_skips_the_shortest_time_after_the_next_failure():
+    # windows 0 and 4 fail (4 is a trial); 11, a trial, succeeds, so 12 keeps too and fails
+    repeats = [2] * 11 + [40] + [2] * 10
+    kept = _windows_kept(_recent_of(5), repeats)
+    assert [w for w, k in enumerate(kept) if k] == [0, 4, 11, 12, 13 + SKIPPED]
 
 
 # ---- the Op in a compiled function, and under NUTS ----
