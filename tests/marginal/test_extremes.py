@@ -23,6 +23,7 @@ import pytest
 import dpinfer as dp
 from dpinfer.marginal import _families as F
 from dpinfer.marginal._forms import joined_form, kernel_form, release_form
+from dpinfer.marginal._log_pmf import TEXTBOOK, poisson_log_shape
 from dpinfer.marginal._poisson import STATE
 from dpinfer.marginal._sweep import sweep_cells
 
@@ -149,3 +150,24 @@ def test_a_count_pinned_just_below_2_53_is_summed_exactly():
     got = model.compile_logp()({})
     log_norm = dp.DiscreteGaussian(0.01).cell_form(0)["log_norm"][0]
     assert got == pytest.approx(_exact_log_pmf("poisson", 1e17, 0.0, y) + log_norm, rel=1e-15)
+
+
+def _worst_shape_error(shape) -> float:
+    """The largest relative error of ``shape(s)`` as ``-log s!``, s = 0 to TEXTBOOK + 4."""
+    worst = 0.0
+    for s in range(int(TEXTBOOK) + 5):
+        with mp.workdps(40):
+            exact = -mp.log(mp.factorial(s))
+        if s >= TEXTBOOK:  # Stirling's form: the part of log p that depends on s alone there
+            with mp.workdps(40):
+                exact += s * mp.log(s) - s
+        worst = max(worst, abs(shape(float(s)) - float(exact)) / max(1.0, abs(float(exact))))
+    return worst
+
+
+def test_the_poisson_log_shape_read_from_its_table_is_log_factorial():
+    assert _worst_shape_error(poisson_log_shape) < 1e-14
+
+
+def test_companion_a_table_read_one_entry_off_fails_the_same_check():
+    assert _worst_shape_error(lambda s: poisson_log_shape(s + 1.0)) > 1e-3
