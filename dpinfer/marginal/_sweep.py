@@ -34,7 +34,8 @@ CHUNK = 1024
 
 # numba's cache of these functions holds the code of what they call, but is keyed on this
 # file alone: after changing ._poisson, ._pairs_batch, ._suppressed, ._fourier, ._kernels,
-# ._families, ._vector_log, ._vector_math or dpinfer.noise, remove this folder's __pycache__.
+# ._log_pmf, ._dispatch, ._families, ._vector_log, ._vector_math or dpinfer.noise, remove
+# this folder's __pycache__.
 
 
 @nb.njit(cache=True, error_model="numpy", parallel=True)
